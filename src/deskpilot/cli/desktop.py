@@ -1,0 +1,64 @@
+"""``deskpilot desktop up|down|env``: translate to :mod:`deskpilot.desktop`."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import typer
+
+from deskpilot import desktop as vdesk
+
+app = typer.Typer(help="A private virtual desktop (Xvfb + D-Bus session + AT-SPI bus).")
+
+
+@app.command()
+def up(
+    width: int = typer.Option(1280, help="Screen width in pixels."),
+    height: int = typer.Option(800, help="Screen height in pixels."),
+    wm: str | None = typer.Option(
+        None, help="Optional EWMH window manager to start, e.g. openbox."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the environment as JSON."),
+) -> None:
+    """Start a desktop and print its environment."""
+    try:
+        state = vdesk.up(width, height, wm=wm)
+    except vdesk.DesktopError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if as_json:
+        typer.echo(json.dumps(state.to_json()))
+    else:
+        for k, v in state.env.items():
+            typer.echo(f"export {k}={shlex.quote(v)}")
+
+
+@app.command()
+def down(display: str | None = typer.Option(None, help="Display to end, e.g. :99.")) -> None:
+    """End exactly what ``up`` started, by pid."""
+    try:
+        state = vdesk.load(display)
+    except vdesk.DesktopError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    ended = vdesk.down(state)
+    typer.echo(f"ended {', '.join(ended)} on {state.display}")
+
+
+@app.command()
+def env(
+    display: str | None = typer.Option(None, help="Display, e.g. :99."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Print the environment of a running desktop (``eval "$(deskpilot desktop env)"``)."""
+    try:
+        state = vdesk.load(display)
+    except vdesk.DesktopError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if as_json:
+        typer.echo(json.dumps(state.to_json()))
+    else:
+        for k, v in state.env.items():
+            typer.echo(f"export {k}={shlex.quote(v)}")

@@ -1,0 +1,124 @@
+"""The small D-Bus chores a desktop needs: find the AT-SPI bus, turn accessibility on.
+
+``org.a11y.Status.IsEnabled = true`` on the session bus makes Chromium, Electron and Qt build
+their trees (GTK does regardless). Kept here, not in the host, because the desktop sets it
+before any app starts; the host sets it again at start for desktops it did not create.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from dbus_fast import BusType, Message, MessageType, Variant
+from dbus_fast.aio import MessageBus
+
+A11Y_BUS_NAME = "org.a11y.Bus"
+A11Y_BUS_PATH = "/org/a11y/bus"
+
+
+async def _call(bus: MessageBus, msg: Message) -> Message:
+    reply = await bus.call(msg)
+    assert reply is not None
+    if reply.message_type == MessageType.ERROR:
+        raise RuntimeError(f"{reply.error_name}: {reply.body}")
+    return reply
+
+
+async def get_a11y_address(session_address: str | None = None) -> str:
+    bus = await _connect(session_address)
+    try:
+        reply = await _call(
+            bus,
+            Message(
+                destination=A11Y_BUS_NAME,
+                path=A11Y_BUS_PATH,
+                interface="org.a11y.Bus",
+                member="GetAddress",
+            ),
+        )
+        return str(reply.body[0])
+    finally:
+        bus.disconnect()
+
+
+async def enable_accessibility(session_address: str | None = None) -> None:
+    bus = await _connect(session_address)
+    try:
+        await _call(
+            bus,
+            Message(
+                destination=A11Y_BUS_NAME,
+                path=A11Y_BUS_PATH,
+                interface="org.freedesktop.DBus.Properties",
+                member="Set",
+                signature="ssv",
+                body=["org.a11y.Status", "IsEnabled", Variant("b", True)],
+            ),
+        )
+    finally:
+        bus.disconnect()
+
+
+async def wait_for_a11y_bus(session_address: str | None, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            return await get_a11y_address(session_address)
+        except Exception as exc:  # not up yet
+            last = exc
+            await asyncio.sleep(0.05)
+    raise RuntimeError(f"the AT-SPI bus did not come up: {last}")
+
+
+async def _connect(session_address: str | None) -> MessageBus:
+    if session_address:
+        return await MessageBus(bus_address=session_address).connect()
+    return await MessageBus(bus_type=BusType.SESSION).connect()
+
+
+async def list_accessible_apps(session_address: str | None = None) -> list[tuple[str, int]]:
+    """(name, pid) of every application registered with the AT-SPI registry."""
+    a11y = await MessageBus(bus_address=await get_a11y_address(session_address)).connect()
+    try:
+        reply = await _call(
+            a11y,
+            Message(
+                destination="org.a11y.atspi.Registry",
+                path="/org/a11y/atspi/accessible/root",
+                interface="org.a11y.atspi.Accessible",
+                member="GetChildren",
+            ),
+        )
+        out = []
+        for bus_name, path in reply.body[0]:
+            try:
+                name_reply = await _call(
+                    a11y,
+                    Message(
+                        destination=bus_name,
+                        path=path,
+                        interface="org.freedesktop.DBus.Properties",
+                        member="Get",
+                        signature="ss",
+                        body=["org.a11y.atspi.Accessible", "Name"],
+                    ),
+                )
+                pid_reply = await _call(
+                    a11y,
+                    Message(
+                        destination="org.freedesktop.DBus",
+                        path="/org/freedesktop/DBus",
+                        interface="org.freedesktop.DBus",
+                        member="GetConnectionUnixProcessID",
+                        signature="s",
+                        body=[bus_name],
+                    ),
+                )
+                out.append((str(name_reply.body[0].value), int(pid_reply.body[0])))
+            except Exception:  # app went away mid-listing
+                continue
+        return out
+    finally:
+        a11y.disconnect()

@@ -1,0 +1,119 @@
+"""Start the sample apps the tests, benchmarks and demos drive, with the flags they need.
+
+Chromium needs accessibility switched on explicitly and a closed-network set of flags;
+mousepad needs a throwaway config dir or it asks to restore a previous session after a kill.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from deskpilot.desktop.a11y import list_accessible_apps
+
+CHROMIUM_FLAGS = [
+    "--force-renderer-accessibility",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--disable-features=Translate,MediaRouter,OptimizationHints",
+    "--password-store=basic",
+    "--window-position=0,0",
+]
+
+
+class App:
+    """A started app: its process, a scratch dir, and clean termination."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], scratch: Path) -> None:
+        self.proc = proc
+        self.scratch = scratch
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=5)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def launch(
+    argv: list[str],
+    env: dict[str, str] | None = None,
+    *,
+    capture_stdout: bool = False,
+) -> App:
+    scratch = Path(tempfile.mkdtemp(prefix="deskpilot-app-"))
+    full_env = dict(os.environ if env is None else env)
+    full_env.setdefault("XDG_CONFIG_HOME", str(scratch / "config"))
+    full_env.setdefault("XDG_CACHE_HOME", str(scratch / "cache"))
+    full_env["NO_AT_BRIDGE"] = "0"
+    full_env["ACCESSIBILITY_ENABLED"] = "1"
+    full_env["GTK_A11Y"] = "atspi"
+    proc = subprocess.Popen(
+        argv,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE if capture_stdout else subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    return App(proc, scratch)
+
+
+def chromium_argv(url: str, scratch: Path, *, width: int = 1280, height: int = 800) -> list[str]:
+    binary = shutil.which("chromium") or shutil.which("chromium-browser") or "chromium"
+    return [
+        binary,
+        *CHROMIUM_FLAGS,
+        f"--user-data-dir={scratch / 'chromium-profile'}",
+        f"--window-size={width},{height}",
+        url,
+    ]
+
+
+def launch_chromium(url: str, env: dict[str, str] | None = None) -> App:
+    scratch = Path(tempfile.mkdtemp(prefix="deskpilot-chromium-"))
+    app = launch(chromium_argv(url, scratch), env)
+    shutil.rmtree(app.scratch, ignore_errors=True)
+    app.scratch = scratch
+    return app
+
+
+def wait_accessible(
+    pid: int | None = None,
+    name: str | None = None,
+    timeout: float = 20.0,
+    session_address: str | None = None,
+) -> tuple[str, int]:
+    """Block until an app (by pid or accessibility name) is registered with AT-SPI."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            for app_name, app_pid in asyncio.run(list_accessible_apps(session_address)):
+                if (pid is None or app_pid == pid) and (
+                    name is None or app_name.lower() == name.lower()
+                ):
+                    return app_name, app_pid
+        time.sleep(0.1)
+    raise TimeoutError(f"app pid={pid} name={name!r} did not appear on the AT-SPI bus")

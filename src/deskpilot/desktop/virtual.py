@@ -1,0 +1,219 @@
+"""A private virtual desktop: Xvfb + a private D-Bus session bus + the AT-SPI bus.
+
+Used by the test suite (as a session fixture), by ``scripts/run`` on headless machines and by
+people via ``deskpilot desktop up|down|env``. Each process is started in its own process group
+and recorded by pid, so ``down`` ends exactly what ``up`` started and nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deskpilot.desktop.a11y import enable_accessibility, wait_for_a11y_bus
+
+
+class DesktopError(RuntimeError):
+    """The virtual desktop could not be started or found."""
+
+
+@dataclass
+class DesktopState:
+    display: str
+    dbus_address: str
+    width: int
+    height: int
+    pids: dict[str, int] = field(default_factory=dict)
+    started_at: float = field(default_factory=time.time)
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            "DISPLAY": self.display,
+            "DBUS_SESSION_BUS_ADDRESS": self.dbus_address,
+            # GTK/Qt/Chromium read these to decide whether to export an accessibility tree
+            "NO_AT_BRIDGE": "0",
+            "GTK_A11Y": "atspi",
+            "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",
+            "ACCESSIBILITY_ENABLED": "1",
+            "XDG_SESSION_TYPE": "x11",
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "env": self.env}
+
+
+def state_dir() -> Path:
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    d = Path(base) / f"deskpilot-{os.getuid()}" / "desktops"
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return d
+
+
+def _state_file(display: str) -> Path:
+    return state_dir() / f"{display.lstrip(':')}.json"
+
+
+def _require(binary: str) -> str:
+    path = shutil.which(binary)
+    if path is None:
+        for prefix in ("/usr/libexec", "/usr/lib/at-spi2-core", "/usr/lib/at-spi2"):
+            candidate = Path(prefix) / binary
+            if candidate.exists():
+                return str(candidate)
+        raise DesktopError(f"{binary} not found; install it (scripts/run installs it on Debian)")
+    return path
+
+
+def _spawn(argv: list[str], env: dict[str, str], **kw: Any) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        argv,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # own process group: down() ends it and its children only
+        **kw,
+    )
+
+
+def _start_xvfb(width: int, height: int, env: dict[str, str]) -> tuple[str, int]:
+    read_fd, write_fd = os.pipe()
+    argv = [
+        _require("Xvfb"),
+        "-displayfd",
+        str(write_fd),
+        "-screen",
+        "0",
+        f"{width}x{height}x24",
+        "-nolisten",
+        "tcp",
+        "+extension",
+        "XTEST",
+        "+extension",
+        "MIT-SHM",
+        "-dpi",
+        "96",
+    ]
+    proc = _spawn(argv, env, stdout=subprocess.DEVNULL, pass_fds=(write_fd,))
+    os.close(write_fd)
+    buf = b""
+    deadline = time.monotonic() + 15
+    with os.fdopen(read_fd, "rb") as r:
+        while not buf.endswith(b"\n"):
+            if time.monotonic() > deadline or proc.poll() is not None:
+                _kill_group(proc.pid)
+                raise DesktopError("Xvfb did not report a display number")
+            chunk = r.read(1)
+            if not chunk:
+                _kill_group(proc.pid)
+                raise DesktopError("Xvfb exited before reporting a display number")
+            buf += chunk
+    return f":{int(buf.strip())}", proc.pid
+
+
+def _start_dbus(env: dict[str, str]) -> tuple[str, int]:
+    proc = _spawn(
+        [_require("dbus-daemon"), "--session", "--nofork", "--nopidfile", "--print-address=1"],
+        env,
+        stdout=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().decode().strip()
+    proc.stdout.close()
+    if not line:
+        _kill_group(proc.pid)
+        raise DesktopError("dbus-daemon did not print its address")
+    return line, proc.pid
+
+
+def up(
+    width: int = 1280, height: int = 800, *, wm: str | None = None, timeout: float = 20.0
+) -> DesktopState:
+    """Start the desktop and return its state (also written to the state dir)."""
+    base_env = dict(os.environ)
+    display, xvfb_pid = _start_xvfb(width, height, base_env)
+    pids = {"xvfb": xvfb_pid}
+    try:
+        env = {**base_env, "DISPLAY": display}
+        dbus_address, dbus_pid = _start_dbus(env)
+        pids["dbus"] = dbus_pid
+        state = DesktopState(display, dbus_address, width, height, pids)
+        env.update(state.env)
+        launcher = _spawn(
+            [_require("at-spi-bus-launcher"), "--launch-immediately"],
+            env,
+            stdout=subprocess.DEVNULL,
+        )
+        pids["at_spi"] = launcher.pid
+        asyncio.run(_prepare_a11y(dbus_address, timeout))
+        if wm:
+            pids["wm"] = _spawn([_require(wm)], env, stdout=subprocess.DEVNULL).pid
+    except BaseException:
+        for pid in pids.values():
+            _kill_group(pid)
+        raise
+    _state_file(display).write_text(json.dumps(state.to_json()))
+    return state
+
+
+async def _prepare_a11y(dbus_address: str, timeout: float) -> None:
+    await wait_for_a11y_bus(dbus_address, timeout)
+    await enable_accessibility(dbus_address)
+
+
+def _kill_group(pid: int, grace: float = 2.0) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pid, 0)
+        except (ProcessLookupError, PermissionError):
+            break
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        time.sleep(0.02)
+    else:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def load(display: str | None = None) -> DesktopState:
+    """The state of a desktop started by ``up``: by display, or the only/most recent one."""
+    if display:
+        f = _state_file(display)
+        if not f.exists():
+            raise DesktopError(f"no deskpilot desktop on {display}")
+        files = [f]
+    else:
+        files = sorted(state_dir().glob("*.json"), key=lambda p: p.stat().st_mtime)
+        if not files:
+            raise DesktopError("no deskpilot desktop is up")
+    data = json.loads(files[-1].read_text())
+    data.pop("env", None)
+    return DesktopState(**data)
+
+
+def down(state: DesktopState) -> list[str]:
+    """End exactly the processes ``up`` started (in reverse order); returns their names."""
+    ended = []
+    for name in ("wm", "at_spi", "dbus", "xvfb"):
+        pid = state.pids.get(name)
+        if pid:
+            _kill_group(pid)
+            ended.append(name)
+    with contextlib.suppress(FileNotFoundError):
+        _state_file(state.display).unlink()
+    return ended

@@ -1,0 +1,430 @@
+"""Wire models for the host protocol (version 1).
+
+Every JSON request is ``{"id": <int|string>, "type": "<request name>", ...fields}``; every
+response carries the same ``id`` and its own ``type``. Field names on the wire are camelCase;
+Python code uses snake_case (both spellings are accepted on input). Unknown fields are
+rejected (``extra="forbid"``), so a typo never silently becomes a default.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.alias_generators import to_camel
+
+from deskpilot.protocol.errors import ErrorCode
+
+PROTOCOL_VERSION = 1
+
+RequestId = int | str
+
+
+class WireModel(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=False,
+    )
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON-ready dict as sent on the wire (camelCase, no None fields)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+# ------------------------------------------------------------------ shared shapes
+
+
+class PermissionState(enum.StrEnum):
+    GRANTED = "granted"
+    DENIED = "denied"
+    NOT_DETERMINED = "not_determined"
+    RESTRICTED = "restricted"
+    UNSUPPORTED = "unsupported"
+
+
+class Rect(WireModel):
+    x: int
+    y: int
+    width: int
+    height: int
+
+
+class Point(WireModel):
+    """A point in normalised window coordinates: (0, 0) top-left, (1, 1) bottom-right."""
+
+    x: float = Field(ge=0.0, le=1.0)
+    y: float = Field(ge=0.0, le=1.0)
+
+
+class AppIdentity(WireModel):
+    pid: int | None = None
+    name: str | None = None  # accessibility name of the application node
+    executable: str | None = None  # lower-cased basename of /proc/PID/exe
+    wm_class: str | None = None
+    desktop_id: str | None = None
+
+
+class WindowInfo(WireModel):
+    window_id: str  # X11 window id as "0x…" hex
+    title: str = ""
+    bounds: Rect
+    visible: bool = True
+    minimized: bool = False
+    focused: bool = False
+    app: AppIdentity = Field(default_factory=AppIdentity)
+
+
+class TargetSpec(WireModel):
+    """What to observe. Empty = the foreground (focused) window."""
+
+    window_id: str | None = None
+    pid: int | None = None
+    app: str | None = None
+
+
+class ImageDescriptor(WireModel):
+    """Describes the binary frame that directly follows the JSON frame."""
+
+    format: Literal["png"] = "png"
+    width: int
+    height: int
+    byte_length: int
+
+
+class Truncation(WireModel):
+    omitted_elements: int = 0  # dropped by the text budget or the element cap
+    elided_children: int = 0  # children of huge containers shown only as a count
+    noise_dropped: int = 0
+    element_cap_hit: bool = False
+    text_budget_hit: bool = False
+
+
+class Backends(WireModel):
+    screen: Literal["x11", "xdg_portal", "none"] = "none"
+    accessibility: Literal["at_spi", "none"] = "none"
+    input: Literal["xtest", "xdg_remote_desktop", "none"] = "none"
+
+
+class Permissions(WireModel):
+    screen: PermissionState = PermissionState.NOT_DETERMINED
+    accessibility: PermissionState = PermissionState.NOT_DETERMINED
+    input: PermissionState = PermissionState.NOT_DETERMINED
+
+
+# ------------------------------------------------------------------ actions
+
+
+class MouseButton(enum.StrEnum):
+    LEFT = "left"
+    RIGHT = "right"
+    MIDDLE = "middle"
+
+
+class ScrollDirection(enum.StrEnum):
+    UP = "up"
+    DOWN = "down"
+    LEFT = "left"
+    RIGHT = "right"
+
+
+class _Action(WireModel):
+    duration_ms: int | None = Field(default=None, ge=0, le=170_000)
+
+
+class ClickAction(_Action):
+    kind: Literal["click"] = "click"
+    element_id: int | None = Field(default=None, ge=1)
+    point: Point | None = None
+    button: MouseButton = MouseButton.LEFT
+    count: int = Field(default=1, ge=1, le=3)
+
+
+class TypeTextAction(_Action):
+    kind: Literal["type_text"] = "type_text"
+    text: str = Field(min_length=1, max_length=100_000)
+    element_id: int | None = Field(default=None, ge=1)
+
+
+class PasteTextAction(_Action):
+    kind: Literal["paste_text"] = "paste_text"
+    text: str = Field(min_length=1, max_length=1_000_000)
+    element_id: int | None = Field(default=None, ge=1)
+
+
+class SetValueAction(_Action):
+    kind: Literal["set_value"] = "set_value"
+    element_id: int = Field(ge=1)
+    value: str | float
+
+
+class InvokeElementAction(_Action):
+    kind: Literal["invoke_element"] = "invoke_element"
+    element_id: int = Field(ge=1)
+    action: str | None = Field(default=None, max_length=200)
+
+
+class PressKeyAction(_Action):
+    kind: Literal["press_key"] = "press_key"
+    # each entry is one chord, e.g. "ctrl+s", "Return", "shift+Tab"; pressed in order
+    keys: list[str] = Field(min_length=1, max_length=64)
+
+
+class ScrollAction(_Action):
+    kind: Literal["scroll"] = "scroll"
+    element_id: int | None = Field(default=None, ge=1)
+    point: Point | None = None
+    direction: ScrollDirection
+    amount: int = Field(default=3, ge=1, le=100)
+
+
+class DragAction(_Action):
+    kind: Literal["drag"] = "drag"
+    start: Point
+    end: Point
+
+
+class SelectTextAction(_Action):
+    kind: Literal["select_text"] = "select_text"
+    element_id: int = Field(ge=1)
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+
+class FocusWindowAction(_Action):
+    kind: Literal["focus_window"] = "focus_window"
+
+
+class SecondaryAction(_Action):
+    kind: Literal["perform_secondary_action"] = "perform_secondary_action"
+    element_id: int = Field(ge=1)
+
+
+Action = Annotated[
+    ClickAction
+    | TypeTextAction
+    | PasteTextAction
+    | SetValueAction
+    | InvokeElementAction
+    | PressKeyAction
+    | ScrollAction
+    | DragAction
+    | SelectTextAction
+    | FocusWindowAction
+    | SecondaryAction,
+    Field(discriminator="kind"),
+]
+
+ACTION_KINDS: tuple[str, ...] = (
+    "click",
+    "type_text",
+    "paste_text",
+    "set_value",
+    "invoke_element",
+    "press_key",
+    "scroll",
+    "drag",
+    "select_text",
+    "focus_window",
+    "perform_secondary_action",
+)
+
+# ------------------------------------------------------------------ requests
+
+
+class _Request(WireModel):
+    id: RequestId
+    protocol_version: int | None = None  # when present it must equal PROTOCOL_VERSION
+
+
+class GetCapabilities(_Request):
+    type: Literal["get_capabilities"] = "get_capabilities"
+
+
+class RequestPermissions(_Request):
+    type: Literal["request_permissions"] = "request_permissions"
+
+
+class ListWindows(_Request):
+    type: Literal["list_windows"] = "list_windows"
+
+
+class CaptureWindow(_Request):
+    type: Literal["capture_window"] = "capture_window"
+    target: TargetSpec = Field(default_factory=TargetSpec)
+    session_id: str | None = None
+
+
+class Observe(_Request):
+    type: Literal["observe"] = "observe"
+    target: TargetSpec = Field(default_factory=TargetSpec)
+    session_id: str | None = None
+    include_screenshot: bool = True
+    max_elements: int | None = Field(default=None, ge=1, le=100_000)
+    text_budget: int | None = Field(default=None, ge=256, le=48_000)
+
+
+class ExecuteAction(_Request):
+    type: Literal["execute_action"] = "execute_action"
+    session_id: str | None = None
+    frame_id: str
+    tree_version: str
+    action: Action
+    settle_ms: int | None = Field(default=None, ge=0, le=5_000)
+
+
+class CancelSession(_Request):
+    type: Literal["cancel_session"] = "cancel_session"
+    session_id: str
+
+
+class Ping(_Request):
+    type: Literal["ping"] = "ping"
+
+
+Request = Annotated[
+    GetCapabilities
+    | RequestPermissions
+    | ListWindows
+    | CaptureWindow
+    | Observe
+    | ExecuteAction
+    | CancelSession
+    | Ping,
+    Field(discriminator="type"),
+]
+REQUEST_ADAPTER: TypeAdapter[Request] = TypeAdapter(Request)
+REQUEST_TYPES: tuple[str, ...] = (
+    "get_capabilities",
+    "request_permissions",
+    "list_windows",
+    "capture_window",
+    "observe",
+    "execute_action",
+    "cancel_session",
+    "ping",
+)
+
+# ------------------------------------------------------------------ responses
+
+
+class _Response(WireModel):
+    id: RequestId | None
+
+
+class Capabilities(_Response):
+    type: Literal["capabilities"] = "capabilities"
+    protocol_version: int = PROTOCOL_VERSION
+    host_version: str
+    available: bool
+    platform: Literal["linux"] = "linux"
+    session_type: Literal["x11", "wayland", "unknown"] = "unknown"
+    backends: Backends = Field(default_factory=Backends)
+    permissions: Permissions = Field(default_factory=Permissions)
+    unavailable_reason: str | None = None
+    features: dict[str, bool] = Field(default_factory=dict)
+    limits: dict[str, int] = Field(default_factory=dict)
+
+
+class Windows(_Response):
+    type: Literal["windows"] = "windows"
+    windows: list[WindowInfo]
+    ewmh: bool = False
+
+
+class CaptureResult(_Response):
+    type: Literal["capture_result"] = "capture_result"
+    window: WindowInfo
+    image: ImageDescriptor
+    capture_ms: float | None = None
+
+
+class ObservationBody(WireModel):
+    """The observation proper; also embedded in an action result as its post-action state."""
+
+    frame_id: str
+    tree_version: str
+    app: AppIdentity
+    window: WindowInfo
+    foreground_app: AppIdentity | None = None
+    foreground_window: WindowInfo | None = None
+    tree: str
+    element_count: int
+    truncation: Truncation = Field(default_factory=Truncation)
+    sensitive_regions: list[Rect] = Field(default_factory=list)
+    url: str | None = None  # a browser document's URL when the tree exposes it
+    image: ImageDescriptor | None = None
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+
+class Observation(_Response, ObservationBody):
+    type: Literal["observation"] = "observation"
+
+
+class ActionResult(_Response):
+    type: Literal["action_result"] = "action_result"
+    dispatched: bool
+    method: Literal["semantic", "synthetic", "mixed", "none"]
+    kind: str
+    detail: str | None = None  # e.g. the AT-SPI action name used; never typed text
+    settled: bool | None = None
+    duration_ms: float | None = None
+    observation: ObservationBody | None = None  # complete post-action state, when carried
+
+
+class Ack(_Response):
+    type: Literal["ack"] = "ack"
+    session_id: str | None = None
+
+
+class Pong(_Response):
+    type: Literal["pong"] = "pong"
+    host_version: str | None = None
+    pid: int | None = None
+
+
+class ErrorResponse(_Response):
+    type: Literal["error"] = "error"
+    code: ErrorCode
+    message: str
+    retryable: bool = False
+    details: dict[str, Any] | None = None
+
+
+Response = Annotated[
+    Capabilities
+    | Windows
+    | CaptureResult
+    | Observation
+    | ActionResult
+    | Ack
+    | Pong
+    | ErrorResponse,
+    Field(discriminator="type"),
+]
+RESPONSE_ADAPTER: TypeAdapter[Response] = TypeAdapter(Response)
+RESPONSE_TYPES: tuple[str, ...] = (
+    "capabilities",
+    "windows",
+    "capture_result",
+    "observation",
+    "action_result",
+    "ack",
+    "pong",
+    "error",
+)
+
+
+# A response of these types is directly followed by a binary frame when it carries an image.
+def carries_binary(response: dict[str, Any]) -> bool:
+    t = response.get("type")
+    if t == "capture_result":
+        return True
+    if t == "observation":
+        return response.get("image") is not None
+    if t == "action_result":
+        obs = response.get("observation")
+        return isinstance(obs, dict) and obs.get("image") is not None
+    return False
