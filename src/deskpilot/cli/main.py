@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from deskpilot.cli import desktop
+from deskpilot.cli import control, desktop, doctor, serve
 
 app = typer.Typer(
     name="deskpilot",
@@ -13,6 +13,11 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 app.add_typer(desktop.app, name="desktop")
+app.command("doctor")(doctor.doctor)
+app.command("serve")(serve.serve)
+app.command("unhalt")(control.unhalt)
+app.add_typer(control.confirm_app, name="confirm")
+app.add_typer(control.settings_app, name="settings")
 
 
 def _mount_optional() -> None:

@@ -40,7 +40,9 @@ _EN = (
     "please continue",
 )
 _TRIM = re.compile(r"^[\s。，,.!！?？~～…]+|[\s。，,.!！?？~～…]+$")
-_ZH_PREFIX = re.compile(r"^(?:请|请你|麻烦)?(?:继续|接着)(?:[做干弄改修测跑来写吧呀啊]|优化|修复|测试|收口|执行|完成)?")
+_ZH_PREFIX = re.compile(
+    r"^(?:请|请你|麻烦)?(?:继续|接着)(?:[做干弄改修测跑来写吧呀啊]|优化|修复|测试|收口|执行|完成)?"
+)
 _ACCEPTED_PLAN = re.compile(
     r"plan mode is (?:now )?(?:disabled|off).{0,200}implement (?:this|the) (?:proposed )?plan",
     re.IGNORECASE | re.DOTALL,

@@ -27,7 +27,8 @@ _SECRET_KEY = re.compile(
 _BENIGN_KEY = re.compile(r"(tokens|_count|_chars|Count|Chars)$", re.IGNORECASE)
 _HASH_KEY = re.compile(r"(hash|sha256|fingerprint)$", re.IGNORECASE)
 _SECRET_VALUE = re.compile(
-    r"(?i)(bearer\s+[A-Za-z0-9._~+/=-]{8,}|\bsk-[A-Za-z0-9_-]{8,}|\b[A-Za-z0-9_-]{32,}\b)"
+    r"(?i)(bearer\s+[A-Za-z0-9._~+/=-]{8,}|\bsk-[A-Za-z0-9_-]{8,}"
+    r"|\b(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Za-z])[A-Za-z0-9_-]{32,}\b)"
 )
 # Keys whose values are user/tool content; dropped entirely rather than trimmed.
 _CONTENT_KEYS = frozenset({"content", "text", "raw", "prompt", "result", "arguments", "messages"})

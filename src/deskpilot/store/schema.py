@@ -110,4 +110,60 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        2,
+        # kernel: policy facts on each action, one-time confirmations, the kill-switch halt
+        # and when each agent (MCP client) session began, so a halt binds exactly the agent
+        # sessions that were running when the person pressed the kill switch.
+        """
+        ALTER TABLE actions ADD COLUMN effect_class TEXT;
+        ALTER TABLE actions ADD COLUMN target_kind TEXT;
+        ALTER TABLE actions ADD COLUMN data_classes TEXT;
+        ALTER TABLE sessions ADD COLUMN paused_by TEXT;
+
+        CREATE TABLE confirmations (
+            id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            action_id TEXT NOT NULL,
+            action_kind TEXT NOT NULL,
+            risk_level INTEGER NOT NULL CHECK (risk_level BETWEEN 0 AND 4),
+            reason TEXT NOT NULL,
+            summary TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('pending','approved','denied','expired',
+                'consumed')),
+            created_at REAL NOT NULL,
+            expires_at REAL NOT NULL,
+            resolved_at REAL,
+            resolved_by TEXT
+        );
+        CREATE INDEX confirmations_status ON confirmations(status, created_at);
+
+        CREATE TABLE halts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            reason TEXT NOT NULL,
+            engaged_at REAL NOT NULL,
+            lifted_at REAL,
+            lifted_by TEXT
+        );
+
+        CREATE TABLE agent_sessions (
+            id TEXT PRIMARY KEY,
+            began_at REAL NOT NULL
+        );
+        """,
+    ),
+    (
+        3,
+        # vault: storage keys of deleted blob rows, so maintenance removes their files at the
+        # next run instead of waiting out the 24 h orphan grace (a session deleted by cascade
+        # takes its snapshot rows with it; the files must follow). Filled by a trigger that
+        # deskpilot.store.snapshots creates (the migration runner splits on ';', which a
+        # trigger body needs).
+        """
+        CREATE TABLE vault_tombstones (
+            storage_key TEXT PRIMARY KEY
+        );
+        CREATE INDEX snapshots_created ON snapshots(retention_mode, created_at);
+        """,
+    ),
 ]

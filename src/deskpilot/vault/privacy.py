@@ -13,8 +13,8 @@ Identity candidates, each lower-cased and compared whole:
 
 * the executable basename (``/proc/PID/exe``; a Windows-style path is normalised too),
 * the desktop id, with and without its ``.desktop`` suffix,
-* the ``WM_CLASS`` instance and class (the host may send ``"instance"`` or
-  ``"instance\\0Class"`` / ``"instance.Class"``-free forms; every NUL-separated part counts),
+* the ``WM_CLASS`` instance (and class, when the host sends ``"instance\\0Class"``: every
+  NUL-separated part counts),
 * the accessibility application name.
 """
 

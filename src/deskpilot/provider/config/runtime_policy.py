@@ -79,7 +79,7 @@ def _env_value(env: Mapping[str, str], knob_env: str, legacy: tuple[str, ...]) -
             "conflicting values for " + " and ".join(n for n, _ in found),
             variables=[n for n, _ in found],
         )
-    return found[0][1], found[0][0]
+    return found[0][1], "env:" + found[0][0]
 
 
 def resolve_policy(

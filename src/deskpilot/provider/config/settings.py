@@ -10,9 +10,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from deskpilot.provider.config.files import config_path, parse_config_file
+from deskpilot.provider.config.keystore import key_from_env, load_stored_key
 from deskpilot.provider.config.profiles import DEFAULT_PROFILE, ENV_PREFIX
 from deskpilot.provider.config.runtime_policy import RuntimePolicy, check_profile, resolve_policy
-from deskpilot.provider.config.keystore import key_from_env, load_stored_key
 from deskpilot.provider.contract import ProviderError
 
 _TRUE = {"1", "true", "yes", "on"}

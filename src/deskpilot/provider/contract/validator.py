@@ -107,8 +107,8 @@ def _check_samples(data: dict[str, Any], codes: dict[str, Any]) -> list[str]:
     http = data.get("http")
     if not isinstance(http, dict):
         return []
-    exact = http.get("exact") if isinstance(http.get("exact"), dict) else {}
-    ranges = http.get("ranges") if isinstance(http.get("ranges"), list) else []
+    exact: dict[str, Any] = http["exact"] if isinstance(http.get("exact"), dict) else {}
+    ranges: list[Any] = http["ranges"] if isinstance(http.get("ranges"), list) else []
     out: list[str] = []
     for sample in samples:
         status, expect = sample.get("httpStatus"), sample.get("expect")

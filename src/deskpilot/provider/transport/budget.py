@@ -48,8 +48,10 @@ class RequestBudget:
         """Exponential from retry_delay, capped at retry_max_delay, plus uniform jitter."""
         base = self.policy.retry_delay_ms * (2 ** max(0, attempt - 1))
         capped = min(base, self.policy.retry_max_delay_ms)
-        jitter = self._rng.uniform(0, self.policy.retry_jitter_ms) if self.policy.retry_jitter_ms else 0
-        return (capped + jitter) / 1000
+        jitter = (
+            self._rng.uniform(0, self.policy.retry_jitter_ms) if self.policy.retry_jitter_ms else 0
+        )
+        return float(capped + jitter) / 1000
 
     def clamp_retry_after(self, seconds: float) -> float:
         return min(max(0.0, seconds), self.policy.retry_after_max_ms / 1000)

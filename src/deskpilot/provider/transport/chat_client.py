@@ -8,6 +8,7 @@ client owns its timers, so a timeout and an abort are never confused.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import time
@@ -149,7 +150,10 @@ class ChatClient:
                 if delay is None:
                     raise
                 self.telemetry.emit(
-                    "request.retry", attempt=attempt, code=err.code, retry_delay_ms=round(delay * 1000)
+                    "request.retry",
+                    attempt=attempt,
+                    code=err.code,
+                    retry_delay_ms=round(delay * 1000),
                 )
                 await self._abortable(asyncio.sleep(delay), abort)
                 continue
@@ -234,10 +238,8 @@ class ChatClient:
         if task in done:
             return task.result()
         task.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
-        except BaseException:  # noqa: S110 - the abort outcome is what matters
-            pass
         raise ProviderError("request_aborted", "aborted by the caller")
 
     async def _attempt(

@@ -1,0 +1,106 @@
+"""``deskpilot doctor``: translates flags to ``hostclient.diagnosis`` and prints the report.
+
+Exit status: 0 ready; 1 not ready (host unavailable or a permission not granted); 3 the host
+is not trustworthy (untrusted, missing or incompatible); 4 the report file could not be
+written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from deskpilot.hostclient.diagnosis import Diagnosis, diagnose, write_report
+
+EXIT_NOT_READY = 1
+EXIT_UNTRUSTED = 3
+EXIT_REPORT_FAILED = 4
+
+
+def _render(report: dict[str, Any], console: Console) -> None:
+    verdict = "[green]ready[/green]" if report["ready"] else "[red]not ready[/red]"
+    console.print(f"deskpilot doctor ({report['mode']}): {verdict}")
+    if report.get("diagnosticCode"):
+        console.print(f"  diagnostic: {report['diagnosticCode']}")
+    if report.get("error"):
+        console.print(f"  error: {report['error'].get('message')}")
+    table = Table(show_header=True, header_style="bold")
+    table.add_column("item")
+    table.add_column("value")
+    host = report.get("host") or {}
+    table.add_row("host trusted", str(report["trusted"]))
+    for key in ("available", "hostVersion", "protocolVersion", "sessionType", "startMs"):
+        if key in host:
+            table.add_row(f"host {key}", str(host[key]))
+    if host.get("unavailableReason"):
+        table.add_row("unavailable because", str(host["unavailableReason"]))
+    artifact = host.get("artifact") or {}
+    if artifact:
+        table.add_row("artifact", f"{artifact.get('mode')} ({artifact.get('filesChecked')} files)")
+    for name, state in (report.get("backends") or {}).items():
+        table.add_row(f"backend {name}", str(state))
+    for name, state in (report.get("permissions") or {}).items():
+        table.add_row(f"permission {name}", str(state))
+    sup = report.get("supervisor") or {}
+    if sup:
+        table.add_row("supervisor", str(sup.get("state")))
+        table.add_row(
+            "restart budget",
+            f"{sup.get('restartBudgetPerSession')} per session; "
+            f"exhausted: {', '.join(sup.get('budgetExhaustedSessions') or []) or 'none'}",
+        )
+    for name, value in (report.get("latenciesMs") or {}).items():
+        table.add_row(f"latency {name}", "-" if value is None else f"{value:.1f} ms")
+    sample = report.get("sample") or {}
+    if sample.get("skipped"):
+        table.add_row("sample", str(sample["skipped"]))
+    if sample.get("error"):
+        table.add_row("sample error", str(sample["error"].get("code")))
+    console.print(table)
+
+
+def _exit_code(report: Diagnosis) -> int:
+    if not report.trusted:
+        return EXIT_UNTRUSTED
+    return 0 if report.ready else EXIT_NOT_READY
+
+
+def doctor(
+    json_out: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    verify_host: bool = typer.Option(
+        False,
+        "--verify-host",
+        help="Deployment self-check: verify and start the host, read-only, no window, no action.",
+    ),
+    report_path: Path | None = typer.Option(
+        None, "--report", help="Also write the JSON report to this new file (mode 0600)."
+    ),
+    app: str | None = typer.Option(
+        None,
+        "--app",
+        help="Measure latencies on this app (name, pid or 0x window id), not a zenity dialog.",
+    ),
+) -> None:
+    """Readiness, backends, permissions, supervisor state and latencies of the desktop."""
+    report = asyncio.run(diagnose(verify_only=verify_host, app=app))
+    data = report.to_dict()
+    text = json.dumps(data, indent=2, sort_keys=True)
+    if json_out:
+        typer.echo(text)
+    else:
+        _render(data, Console())
+    if report_path is not None:
+        try:
+            write_report(report_path, text + "\n")
+        except OSError as exc:
+            typer.echo(f"cannot write the report to {report_path}: {exc.strerror}", err=True)
+            raise typer.Exit(EXIT_REPORT_FAILED) from None
+    code = _exit_code(report)
+    if code:
+        raise typer.Exit(code)

@@ -1,0 +1,93 @@
+"""``deskpilot serve``: the MCP server (stdio by default, or Streamable HTTP on loopback)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import sys
+from enum import Enum
+
+import typer
+
+from deskpilot.runtime.budget import BOUNDED_DURATION_MS, BOUNDED_MAX_ACTIONS, BudgetMode
+from deskpilot.runtime.bridge import RuntimeConfig
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+class Transport(str, Enum):
+    stdio = "stdio"
+    http = "http"
+
+
+class Budget(str, Enum):
+    unbounded = "unbounded"
+    bounded = "bounded"
+
+
+def serve(
+    transport: Transport = typer.Option(Transport.stdio, help="stdio, or http (Streamable HTTP)"),
+    budget: Budget = typer.Option(
+        Budget.unbounded, help="unbounded (default), or bounded: 180 s / 30 actions per task"
+    ),
+    host: str = typer.Option("127.0.0.1", help="HTTP: loopback address to bind"),
+    port: int = typer.Option(8765, help="HTTP: port (0 = any free port)"),
+    budget_seconds: float = typer.Option(
+        BOUNDED_DURATION_MS / 1000, hidden=True, help="bounded budget duration (tests)"
+    ),
+    budget_actions: int = typer.Option(
+        BOUNDED_MAX_ACTIONS, hidden=True, help="bounded budget action attempts (tests)"
+    ),
+) -> None:
+    """Serve deskpilot's 28 tools over MCP."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    config = RuntimeConfig(
+        budget_mode=BudgetMode(budget.value),
+        bounded_duration_ms=int(budget_seconds * 1000),
+        bounded_max_actions=budget_actions,
+    )
+    if transport is Transport.http:
+        if host not in LOOPBACK:
+            raise typer.BadParameter("the HTTP transport binds loopback only", param_hint="--host")
+        asyncio.run(_http(config, host, port))
+    else:
+        asyncio.run(_stdio(config))
+
+
+async def _stdio(config: RuntimeConfig) -> None:
+    from deskpilot.mcp.server import build_server
+    from deskpilot.runtime.wiring import build_runtime
+
+    runtime = build_runtime(config)
+    server = build_server(runtime)
+    try:
+        await server.run_stdio_async()
+    finally:
+        await runtime.close()
+
+
+async def _http(config: RuntimeConfig, host: str, port: int) -> None:
+    import uvicorn
+
+    from deskpilot.mcp.http import BearerGate, BearerToken
+    from deskpilot.mcp.server import build_server
+    from deskpilot.runtime.wiring import build_runtime
+
+    runtime = build_runtime(config)
+    server = build_server(runtime)
+    token = BearerToken()
+    app = BearerGate(server.streamable_http_app(host=host), token)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"deskpilot MCP (Streamable HTTP): http://{shown}:{bound}/mcp", file=sys.stderr)
+    print(f"bearer token (shown once, 30 min sliding): {token.value}", file=sys.stderr, flush=True)
+    uv = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    try:
+        await uv.serve(sockets=[sock])
+    finally:
+        await runtime.close()

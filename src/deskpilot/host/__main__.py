@@ -1,0 +1,50 @@
+"""``python -m deskpilot.host``: the native host process (spawned by the host client only).
+
+The parent is verified before anything is read. Then stdout is reserved for frames: the real
+stdout descriptor is duplicated for the frame writer and descriptor 1 is pointed at stderr, so
+a stray ``print`` or a C library writing to fd 1 can never corrupt the frame stream. Logs go
+to stderr and never contain typed text or images.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from types import FrameType
+
+
+def main() -> None:
+    from deskpilot.host.trust import authorize_parent
+
+    authorize_parent()
+
+    frames_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=os.environ.get("DESKPILOT_HOST_LOG_LEVEL", "WARNING").upper(),
+        format="deskpilot-host %(levelname)s %(name)s: %(message)s",
+    )
+
+    from deskpilot.host.handler import RequestHandler
+    from deskpilot.host.server import EXIT_OK, Output, Server
+    from deskpilot.host.x11.desktop import X11Desktop
+
+    desktop = X11Desktop()
+    handler = RequestHandler(desktop)
+    output = Output(os.fdopen(frames_fd, "wb", buffering=1 << 16))
+    server = Server(handler, sys.stdin.buffer, output)
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        server.shutdown(EXIT_OK)
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    server.run(ready=handler.start)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,181 @@
+"""The glue between an X window and its AT-SPI frame, over ``deskpilot.host.atspi``.
+
+The X side knows windows (id, pid, title, bounds); the AT-SPI side knows frames (pid, name,
+extents). A window's tree is the frame of the same pid whose name equals the window title and
+whose extents match the window bounds best; with one frame for the pid it is that one.
+
+A GTK app asked for its tree just after it mapped may expose only its root; the observation
+retries a few times (bounded, ~0.4 s) while the frame has no rendered children.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+
+from deskpilot.host.atspi.client import AtspiClient
+from deskpilot.host.atspi.model import (
+    ElementRef,
+    FrameInfo,
+    SemanticOp,
+    SemanticResult,
+    TreeSnapshot,
+)
+from deskpilot.host.x11.windows import XWindow
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.wire import Rect, Truncation
+
+log = logging.getLogger("deskpilot.host.accessibility")
+
+COLD_START_RETRIES = 4
+COLD_START_DELAY_S = 0.1
+FRAME_LOOKUP_TIMEOUT_S = 3.0
+SNAPSHOT_TIMEOUT_S = 15.0
+
+
+@dataclass(slots=True)
+class TreeResult:
+    text: str
+    tree_version: str
+    element_count: int
+    elements: dict[int, ElementRef]
+    truncation: Truncation
+    sensitive_regions: list[Rect]
+    url: str | None
+    focused_id: int | None
+    frame: FrameInfo
+    app_name: str | None
+    elapsed_ms: float
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+def frame_score(frame: FrameInfo, window: XWindow) -> float:
+    """Lower is better: title equality first, then how far the extents are from the bounds."""
+    score = 0.0
+    if frame.title != window.title:
+        score += 10_000
+    if frame.iconified and window.visible:
+        score += 1_000
+    if frame.extents is None:
+        return score + 5_000
+    e, b = frame.extents, window.bounds
+    score += abs(e.x - b.x) + abs(e.y - b.y) + abs(e.width - b.width) + abs(e.height - b.height)
+    return score
+
+
+class Accessibility:
+    """Wraps an ``AtspiClient``; every call is bounded so a hung app cannot stall the host."""
+
+    def __init__(self, client: AtspiClient) -> None:
+        self.client = client
+
+    @classmethod
+    async def connect(cls, session_address: str | None = None) -> Accessibility | None:
+        try:
+            client = await asyncio.wait_for(AtspiClient.connect(session_address), 5.0)
+        except Exception as exc:
+            log.warning("cannot connect to the AT-SPI bus: %s", exc)
+            return None
+        return cls(client)
+
+    async def app_names(self) -> dict[int, str]:
+        try:
+            apps = await asyncio.wait_for(self.client.applications(), FRAME_LOOKUP_TIMEOUT_S)
+        except Exception as exc:
+            log.info("listing AT-SPI applications failed: %s", type(exc).__name__)
+            return {}
+        return {int(a.pid): str(a.name) for a in apps}
+
+    async def frame_for(self, window: XWindow) -> FrameInfo | None:
+        if window.pid is None:
+            return None
+        frames: list[FrameInfo] = list(
+            await asyncio.wait_for(self.client.frames(pid=window.pid), FRAME_LOOKUP_TIMEOUT_S)
+        )
+        if not frames:
+            return None
+        return min(frames, key=lambda f: frame_score(f, window))
+
+    async def tree_for(
+        self, window: XWindow, *, max_elements: int, text_budget: int
+    ) -> TreeResult | None:
+        start = time.perf_counter()
+        try:
+            frame = await self.frame_for(window)
+        except Exception as exc:
+            log.info("AT-SPI frame lookup failed: %s", type(exc).__name__)
+            return None
+        if frame is None:
+            return None
+        snapshot: TreeSnapshot | None = None
+        for attempt in range(COLD_START_RETRIES + 1):
+            try:
+                snapshot = await asyncio.wait_for(
+                    self.client.snapshot(
+                        frame.ref, max_elements=max_elements, text_budget=text_budget
+                    ),
+                    SNAPSHOT_TIMEOUT_S,
+                )
+            except Exception as exc:
+                log.info("AT-SPI snapshot failed: %s", type(exc).__name__)
+                return None
+            if snapshot is None or snapshot.element_count > 1 or attempt == COLD_START_RETRIES:
+                break
+            await asyncio.sleep(COLD_START_DELAY_S)
+        if snapshot is None:
+            return None
+        return TreeResult(
+            text=snapshot.text,
+            tree_version=snapshot.tree_version,
+            element_count=snapshot.element_count,
+            elements=snapshot.elements,
+            truncation=snapshot.truncation,
+            sensitive_regions=list(snapshot.sensitive_regions),
+            url=snapshot.url,
+            focused_id=snapshot.focused_id,
+            frame=frame,
+            app_name=frame.app_name or None,
+            elapsed_ms=(time.perf_counter() - start) * 1000,
+            timings_ms=dict(snapshot.timings_ms),
+        )
+
+    async def perform(
+        self, element: ElementRef, op: SemanticOp, *, settle_max_ms: float
+    ) -> SemanticResult | None:
+        """Run a semantic op (and wait for the app's events to go quiet); None = cannot."""
+        try:
+            return await self.client.perform(
+                element, op, settle=settle_max_ms > 0, settle_max_ms=max(settle_max_ms, 1.0)
+            )
+        except DeskpilotError as exc:
+            if exc.code is ErrorCode.UNSUPPORTED_ACTION:
+                return None
+            raise
+
+    async def settle(self, bus_name: str, since: float, *, max_ms: float) -> bool:
+        """The app's accessibility events went quiet after ``since`` (bounded by max_ms)."""
+        try:
+            return await self.client.settle(bus_name, since, max_ms=max_ms)
+        except Exception:
+            return False
+
+    async def still_valid(self, element: ElementRef) -> bool:
+        try:
+            return bool(await asyncio.wait_for(self.client.still_valid(element), 3.0))
+        except Exception:
+            return False
+
+    async def extents(self, element: ElementRef) -> Rect | None:
+        if element.extents is not None:
+            return element.extents
+        try:
+            return await asyncio.wait_for(self.client.extents(element), 3.0)
+        except Exception:
+            return None
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.client.close()

@@ -1,0 +1,552 @@
+"""``execute_action``: check freshness, act semantically when possible, else synthesise input.
+
+Order of business for every action:
+
+1. the session must not be canceled (``session_canceled``);
+2. ``frameId`` must be the session's current observation (``stale_frame``) and
+   ``treeVersion`` its tree (``stale_tree``); the binding is then dropped, so the next action
+   needs a new observation whatever happens here;
+3. the window must still exist with the same process (pid and start time), and an element id
+   must resolve in that tree to a node that still exists in the same process (``stale_tree``);
+4. dispatch: AT-SPI first (Action, EditableText, Value, Text selection, Component focus),
+   XTEST when the element cannot do it or the action is positional;
+5. wait for the UI to settle (bounded), and report how it went.
+
+Coordinates are normalised to the observed window's captured area: (0, 0) is its top-left
+pixel, (1, 1) its bottom-right one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from dataclasses import dataclass
+from typing import Literal
+
+from deskpilot.host.accessibility import Accessibility
+from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
+from deskpilot.host.observer import Binding, Observer
+from deskpilot.host.sessions import SessionRegistry
+from deskpilot.host.x11.desktop import X11Desktop
+from deskpilot.host.x11.input import Canceled, XInput
+from deskpilot.host.x11.keymap import parse_chord
+from deskpilot.host.x11.windows import XWindow
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.wire import (
+    ActionResult,
+    ClickAction,
+    DragAction,
+    ExecuteAction,
+    FocusWindowAction,
+    InvokeElementAction,
+    PasteTextAction,
+    Point,
+    PressKeyAction,
+    Rect,
+    ScrollAction,
+    SecondaryAction,
+    SelectTextAction,
+    SetValueAction,
+    TypeTextAction,
+)
+
+log = logging.getLogger("deskpilot.host.actions")
+
+DEFAULT_SETTLE_MS = 1500
+SETTLE_POLL_S = 0.03
+SETTLE_STABLE_S = 0.12  # unchanged this long after a change: the UI has settled
+SETTLE_QUIET_S = 0.3  # no change at all this long after dispatch: nothing is coming
+MAX_SELECT_KEYS = 5000
+HANG_ENV = "DESKPILOT_HOST_TEST_HANG"
+
+
+def test_hang_target() -> str | None:
+    """The request type or action kind to hang in (tests of the client's timeouts only)."""
+    if os.environ.get("DESKPILOT_HOST_LOCAL_TRUST") != "1":
+        return None
+    return os.environ.get(HANG_ENV) or None
+
+
+@dataclass(slots=True)
+class Outcome:
+    method: Literal["semantic", "synthetic", "mixed", "none"]
+    detail: str
+    dispatched: bool = True
+    settled: bool | None = None  # known already (a semantic op waited for the app's events)
+
+
+class ActionDispatcher:
+    def __init__(
+        self,
+        desktop: X11Desktop,
+        accessibility: Accessibility | None,
+        observer: Observer,
+        sessions: SessionRegistry,
+    ) -> None:
+        self.desktop = desktop
+        self.accessibility = accessibility
+        self.observer = observer
+        self.sessions = sessions
+        self.current_session: str | None = None
+        self.running = False
+        self._settle_ms = DEFAULT_SETTLE_MS
+
+    # ---------------------------------------------------------------- checks
+
+    def _check_canceled(self, session_id: str | None) -> None:
+        if self.sessions.is_canceled(session_id):
+            raise DeskpilotError(ErrorCode.SESSION_CANCELED, "the session was canceled")
+
+    def _fresh_binding(self, request: ExecuteAction) -> Binding:
+        binding = self.observer.binding(request.session_id)
+        if binding is None:
+            raise DeskpilotError(
+                ErrorCode.STALE_FRAME,
+                "no current observation for this session; observe first",
+            )
+        if request.frame_id != binding.frame_id:
+            raise DeskpilotError(
+                ErrorCode.STALE_FRAME,
+                "frameId is not this session's current observation; observe again",
+            )
+        if request.tree_version != binding.tree_version:
+            raise DeskpilotError(
+                ErrorCode.STALE_TREE,
+                "treeVersion does not match the current observation; observe again",
+            )
+        return binding
+
+    def _live_window(self, binding: Binding) -> XWindow:
+        window = self.desktop.current(binding.window.xid)
+        if window is None:
+            raise DeskpilotError(
+                ErrorCode.STALE_TREE, "the observed window no longer exists; observe again"
+            )
+        if window.pid != binding.window.pid or (
+            binding.process_start is not None
+            and self.desktop.process_identity(window.pid) != binding.process_start
+        ):
+            raise DeskpilotError(
+                ErrorCode.STALE_TREE,
+                "the observed window now belongs to another process; observe again",
+            )
+        return window
+
+    async def _element(self, binding: Binding, element_id: int | None) -> ElementRef | None:
+        if element_id is None:
+            return None
+        tree = binding.tree
+        element = tree.elements.get(element_id) if tree is not None else None
+        if element is None:
+            raise DeskpilotError(
+                ErrorCode.STALE_TREE,
+                "element id does not resolve in the current tree; observe again",
+                details={"elementId": element_id},
+            )
+        if binding.window.pid is not None and element.pid != binding.window.pid:
+            raise DeskpilotError(
+                ErrorCode.STALE_TREE,
+                "the element belongs to another process; observe again",
+                details={"elementId": element_id},
+            )
+        if self.accessibility is not None and not await self.accessibility.still_valid(element):
+            raise DeskpilotError(
+                ErrorCode.STALE_TREE,
+                "the element no longer exists; observe again",
+                details={"elementId": element_id},
+            )
+        return element
+
+    # ---------------------------------------------------------------- entry
+
+    async def execute(self, request: ExecuteAction) -> ActionResult:
+        started = time.perf_counter()
+        self._check_canceled(request.session_id)
+        binding = self._fresh_binding(request)
+        self.observer.drop(request.session_id)
+        window = self._live_window(binding)
+        action = request.action
+        element_id = getattr(action, "element_id", None)
+        element = await self._element(binding, element_id)
+        rect = self.desktop.visible_rect(window)
+        xinput = self.desktop.input
+        self.current_session = request.session_id
+        self.running = True
+        if xinput is not None:
+            xinput.check = lambda: self._check_canceled(request.session_id)
+        self._settle_ms = request.settle_ms if request.settle_ms is not None else DEFAULT_SETTLE_MS
+        try:
+            baseline = self._fingerprint(rect)
+            since = time.monotonic()
+            outcome = await self._dispatch(request, window, rect, element)
+            settled = outcome.settled
+            if settled is None:
+                settled = await self._settle(binding, rect, baseline, since)
+        except Canceled:
+            raise DeskpilotError(
+                ErrorCode.SESSION_CANCELED, "the session was canceled during the action"
+            ) from None
+        finally:
+            self.running = False
+            self.current_session = None
+            if xinput is not None:
+                xinput.check = lambda: None
+        return ActionResult(
+            id=request.id,
+            dispatched=outcome.dispatched,
+            method=outcome.method,
+            kind=action.kind,
+            detail=outcome.detail,
+            settled=settled,
+            duration_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+
+    # ---------------------------------------------------------------- settling
+
+    def _fingerprint(self, rect: Rect) -> int | None:
+        capturer = self.desktop.capturer
+        if capturer is None or rect.width <= 0 or rect.height <= 0:
+            return None
+        try:
+            return capturer.grab(rect).fingerprint()
+        except DeskpilotError:
+            return None
+
+    async def _settle(
+        self, binding: Binding, rect: Rect, baseline: int | None, since: float
+    ) -> bool:
+        """Wait (bounded by settleMs) until the app has finished reacting to the input.
+
+        With an accessibility tree: until the app's AT-SPI events go quiet, then until two
+        captures in a row match. Without one: until the pixels changed and then held still
+        for 120 ms, or did not change at all for 300 ms. A gnome-calculator press fired before
+        the previous one was processed is lost; returning only once the UI settled avoids it.
+        """
+        budget_ms = self._settle_ms
+        if budget_ms <= 0:
+            return True
+        deadline = since + budget_ms / 1000
+        tree = binding.tree
+        if self.accessibility is not None and tree is not None:
+            quiet = await self.accessibility.settle(
+                tree.frame.ref.bus_name, since, max_ms=budget_ms
+            )
+            if not quiet:
+                return False
+            return await self._pixels_still(rect, deadline, stable_s=0.06, quiet_s=0.06)
+        if baseline is None:
+            return False
+        return await self._pixels_still(
+            rect, deadline, stable_s=SETTLE_STABLE_S, quiet_s=SETTLE_QUIET_S, last=baseline
+        )
+
+    async def _pixels_still(
+        self,
+        rect: Rect,
+        deadline: float,
+        *,
+        stable_s: float,
+        quiet_s: float,
+        last: int | None = None,
+    ) -> bool:
+        start = time.monotonic()
+        if last is None:
+            last = self._fingerprint(rect)
+        last_change: float | None = None
+        while True:
+            await asyncio.sleep(SETTLE_POLL_S)
+            now = time.monotonic()
+            current = self._fingerprint(rect)
+            if current is None:
+                return False
+            if current != last:
+                last, last_change = current, now
+            elif (last_change is not None and now - last_change >= stable_s) or (
+                last_change is None and now - start >= quiet_s
+            ):
+                return True
+            if now >= deadline:
+                return False
+
+    # ---------------------------------------------------------------- helpers
+
+    def _input(self) -> XInput:
+        return self.desktop.require_input()
+
+    @staticmethod
+    def _to_screen(rect: Rect, point: Point) -> tuple[int, int]:
+        x = rect.x + round(point.x * max(rect.width - 1, 0))
+        y = rect.y + round(point.y * max(rect.height - 1, 0))
+        return x, y
+
+    async def _center(self, element: ElementRef, rect: Rect) -> tuple[int, int]:
+        extents = None
+        if self.accessibility is not None:
+            extents = await self.accessibility.extents(element)
+        if extents is None or extents.width <= 0 or extents.height <= 0:
+            raise DeskpilotError(
+                ErrorCode.UNSUPPORTED_ACTION,
+                "the element has no on-screen extents to aim synthetic input at",
+                details={"elementId": element.id},
+            )
+        x = extents.x + extents.width // 2
+        y = extents.y + extents.height // 2
+        if not (rect.x <= x < rect.x + rect.width and rect.y <= y < rect.y + rect.height):
+            raise DeskpilotError(
+                ErrorCode.UNSUPPORTED_ACTION,
+                "the element is outside the window's visible area; scroll it into view",
+                details={"elementId": element.id},
+            )
+        return x, y
+
+    async def _semantic(
+        self, element: ElementRef | None, op: SemanticOp, *, settle: bool = True
+    ) -> Outcome | None:
+        """The op done through AT-SPI (settled on the app's events), or None when it cannot."""
+        if element is None or self.accessibility is None:
+            return None
+        budget = self._settle_ms if settle else 0
+        result = await self.accessibility.perform(element, op, settle_max_ms=budget)
+        if result is None:
+            return None
+        return Outcome("semantic", result.detail, settled=result.settled if settle else None)
+
+    async def _ensure_focus(self, window: XWindow) -> str | None:
+        if self.desktop.has_focus(window):
+            return None
+        return await asyncio.to_thread(self.desktop.focus, window)
+
+    async def _focus_element(
+        self, element: ElementRef, window: XWindow, rect: Rect
+    ) -> tuple[str, str]:
+        """Keyboard focus on an element: Component.GrabFocus, else a click at its centre."""
+        await self._ensure_focus(window)
+        done = await self._semantic(element, SemanticOp(OpKind.GRAB_FOCUS), settle=False)
+        if done is not None:
+            return "semantic", done.detail
+        x, y = await self._center(element, rect)
+        await asyncio.to_thread(self._input().click, x, y, "left", 1)
+        return "synthetic", "focus by click"
+
+    async def _hang_if_asked(self, kind: str, session_id: str | None) -> None:
+        if test_hang_target() != kind:
+            return
+        log.warning("test switch %s: hanging inside %s", HANG_ENV, kind)
+        while True:
+            self._check_canceled(session_id)
+            await asyncio.sleep(0.05)
+
+    # ---------------------------------------------------------------- dispatch
+
+    async def _dispatch(
+        self,
+        request: ExecuteAction,
+        window: XWindow,
+        rect: Rect,
+        element: ElementRef | None,
+    ) -> Outcome:
+        action = request.action
+        if action.kind != "press_key":
+            await self._hang_if_asked(action.kind, request.session_id)
+        if isinstance(action, ClickAction):
+            return await self._click(action, rect, element)
+        if isinstance(action, TypeTextAction):
+            return await self._type(action, window, rect, element)
+        if isinstance(action, PasteTextAction):
+            return await self._paste(action, window, rect, element)
+        if isinstance(action, SetValueAction):
+            return await self._set_value(action, window, rect, _need(element))
+        if isinstance(action, InvokeElementAction):
+            return await self._invoke(action, rect, _need(element))
+        if isinstance(action, PressKeyAction):
+            return await self._press(action, window, request.session_id)
+        if isinstance(action, ScrollAction):
+            return await self._scroll(action, rect, element)
+        if isinstance(action, DragAction):
+            return await self._drag(action, rect)
+        if isinstance(action, SelectTextAction):
+            return await self._select(action, window, rect, _need(element))
+        if isinstance(action, FocusWindowAction):
+            return await self._focus_window(window)
+        if isinstance(action, SecondaryAction):
+            return await self._secondary(rect, _need(element))
+        raise DeskpilotError(ErrorCode.UNSUPPORTED_ACTION, "unknown action kind")
+
+    async def _click(self, action: ClickAction, rect: Rect, element: ElementRef | None) -> Outcome:
+        if element is None and action.point is None:
+            raise DeskpilotError(ErrorCode.INVALID_REQUEST, "click needs elementId or point")
+        if element is not None and action.button == "left" and action.count == 1:
+            done = await self._semantic(element, SemanticOp.invoke())
+            if done is not None:
+                return done
+        if element is not None:
+            x, y = await self._center(element, rect)
+        else:
+            assert action.point is not None
+            x, y = self._to_screen(rect, action.point)
+        await asyncio.to_thread(self._input().click, x, y, action.button.value, action.count)
+        return Outcome("synthetic", f"xtest {action.button.value} x{action.count}")
+
+    async def _type(
+        self, action: TypeTextAction, window: XWindow, rect: Rect, element: ElementRef | None
+    ) -> Outcome:
+        method: Literal["synthetic", "mixed"] = "synthetic"
+        if element is not None:
+            if "EditableText" in element.interfaces:
+                done = await self._semantic(
+                    element, SemanticOp(OpKind.INSERT_TEXT, text=action.text)
+                )
+                if done is not None:
+                    return done
+            how, _ = await self._focus_element(element, window, rect)
+            method = "mixed" if how == "semantic" else "synthetic"
+        else:
+            await self._ensure_focus(window)
+        typed = await asyncio.to_thread(self._input().type_text, action.text)
+        return Outcome(method, f"xtest typed {typed} characters")
+
+    async def _paste(
+        self, action: PasteTextAction, window: XWindow, rect: Rect, element: ElementRef | None
+    ) -> Outcome:
+        if element is not None and "EditableText" in element.interfaces:
+            done = await self._semantic(element, SemanticOp(OpKind.INSERT_TEXT, text=action.text))
+            if done is not None:
+                return done
+        if element is not None:
+            await self._focus_element(element, window, rect)
+        else:
+            await self._ensure_focus(window)
+        typed = await asyncio.to_thread(self._input().type_text, action.text)
+        return Outcome("synthetic", f"xtest typed {typed} characters (no clipboard)")
+
+    async def _set_value(
+        self, action: SetValueAction, window: XWindow, rect: Rect, element: ElementRef
+    ) -> Outcome:
+        done = await self._semantic(element, SemanticOp(OpKind.SET_VALUE, value=action.value))
+        if done is not None:
+            return done
+        if not isinstance(action.value, str) and "Text" not in element.interfaces:
+            raise DeskpilotError(
+                ErrorCode.UNSUPPORTED_ACTION,
+                "the element takes no value",
+                details={"elementId": element.id},
+            )
+        await self._focus_element(element, window, rect)
+        xinput = self._input()
+        await asyncio.to_thread(xinput.press_chord, parse_chord("ctrl+a"))
+        await asyncio.to_thread(xinput.type_text, str(action.value))
+        return Outcome("synthetic", "select all, then xtest typing")
+
+    async def _invoke(
+        self,
+        action: InvokeElementAction,
+        rect: Rect,
+        element: ElementRef,
+    ) -> Outcome:
+        done = await self._semantic(element, SemanticOp.invoke(action.action))
+        if done is not None:
+            return done
+        if action.action is not None:
+            raise DeskpilotError(
+                ErrorCode.UNSUPPORTED_ACTION,
+                "the element has no action of that name",
+                details={"elementId": element.id, "available": list(element.actions)[:20]},
+            )
+        x, y = await self._center(element, rect)
+        await asyncio.to_thread(self._input().click, x, y, "left", 1)
+        return Outcome("synthetic", "xtest left click (no accessible action)")
+
+    async def _press(
+        self, action: PressKeyAction, window: XWindow, session_id: str | None
+    ) -> Outcome:
+        chords = [parse_chord(k) for k in action.keys]  # all names valid before any press
+        xinput = self._input()
+        focus_detail = await self._ensure_focus(window)
+        for chord in chords:
+            self._check_canceled(session_id)
+            pressed = await asyncio.to_thread(xinput.chord_down, chord)
+            try:
+                if test_hang_target() == "press_key":
+                    await self._hang_if_asked("press_key", session_id)
+                hold = (action.duration_ms or 0) / 1000 / max(len(chords), 1)
+                await asyncio.sleep(max(hold, 0.01))
+            finally:
+                await asyncio.to_thread(xinput.keys_up, pressed)
+            if len(chords) > 1:
+                await asyncio.sleep(0.02)
+        detail = f"xtest {len(chords)} chord(s)"
+        if focus_detail:
+            detail += f" after {focus_detail}"
+        return Outcome("synthetic", detail)
+
+    async def _scroll(
+        self, action: ScrollAction, rect: Rect, element: ElementRef | None
+    ) -> Outcome:
+        if element is not None:
+            x, y = await self._center(element, rect)
+        elif action.point is not None:
+            x, y = self._to_screen(rect, action.point)
+        else:
+            x, y = rect.x + rect.width // 2, rect.y + rect.height // 2
+        await asyncio.to_thread(self._input().scroll, x, y, action.direction.value, action.amount)
+        return Outcome("synthetic", f"xtest wheel {action.direction.value} x{action.amount}")
+
+    async def _drag(self, action: DragAction, rect: Rect) -> Outcome:
+        x0, y0 = self._to_screen(rect, action.start)
+        x1, y1 = self._to_screen(rect, action.end)
+        duration = (action.duration_ms or 300) / 1000
+        await asyncio.to_thread(self._input().drag, x0, y0, x1, y1, min(duration, 10.0))
+        return Outcome("synthetic", "xtest drag")
+
+    async def _select(
+        self, action: SelectTextAction, window: XWindow, rect: Rect, element: ElementRef
+    ) -> Outcome:
+        if action.end < action.start:
+            raise DeskpilotError(ErrorCode.INVALID_REQUEST, "select_text needs start <= end")
+        done = await self._semantic(
+            element, SemanticOp(OpKind.SELECT_TEXT, start=action.start, end=action.end)
+        )
+        if done is not None:
+            return done
+        if action.end > MAX_SELECT_KEYS:
+            raise DeskpilotError(
+                ErrorCode.UNSUPPORTED_ACTION,
+                "the element has no text selection interface and the range is too long to "
+                "select with keys",
+            )
+        await self._focus_element(element, window, rect)
+        xinput = self._input()
+
+        def keys() -> None:
+            xinput.press_chord(parse_chord("ctrl+Home"))
+            right, shift_right = parse_chord("Right"), parse_chord("shift+Right")
+            for _ in range(action.start):
+                xinput.check()
+                xinput.press_chord(right)
+            for _ in range(action.end - action.start):
+                xinput.check()
+                xinput.press_chord(shift_right)
+
+        await asyncio.to_thread(keys)
+        return Outcome("synthetic", "xtest caret keys")
+
+    async def _focus_window(self, window: XWindow) -> Outcome:
+        how = await asyncio.to_thread(self.desktop.focus, window)
+        return Outcome("semantic", how)
+
+    async def _secondary(self, rect: Rect, element: ElementRef) -> Outcome:
+        done = await self._semantic(element, SemanticOp(OpKind.SECONDARY))
+        if done is not None:
+            return done
+        x, y = await self._center(element, rect)
+        await asyncio.to_thread(self._input().click, x, y, "right", 1)
+        return Outcome("synthetic", "xtest right click")
+
+
+def _need(element: ElementRef | None) -> ElementRef:
+    """The wire model makes elementId required for these kinds; this is the type's proof."""
+    if element is None:
+        raise DeskpilotError(ErrorCode.INVALID_REQUEST, "this action needs an elementId")
+    return element

@@ -1,0 +1,62 @@
+"""The accessibility half of the Linux host: AT-SPI2 over D-Bus (dbus-fast, asyncio).
+
+Public API (the host's observer and dispatcher code against this; see docs/host-tree.md)::
+
+    client = await AtspiClient.connect(session_address=None)  # enables org.a11y.Status
+    await client.applications()            -> list[AppInfo]   # name, pid, bus_name, toolkit
+    await client.frames(pid=None)          -> list[FrameInfo] # top-level frames + states
+    snap = await client.snapshot(frame.ref, max_elements=2000, text_budget=48000,
+                                 origin=(win_x, win_y))    -> TreeSnapshot
+    snap.text / snap.tree_version / snap.elements[id] -> ElementRef / snap.truncation /
+    snap.sensitive_regions (relative to ``origin``) / snap.url / snap.focused_id
+    await client.perform(element, SemanticOp.invoke())  -> SemanticResult (waits to settle)
+    await client.perform(element, SemanticOp(OpKind.SET_TEXT, text="hi"))
+    await client.still_valid(element)      -> bool   # not defunct, same pid (stale_tree)
+    await client.extents(element)          -> Rect | None   # current screen bounds
+    await client.action_names(element)     -> tuple[str, ...]
+    await client.settle(bus_name, since)   -> bool   # events quiet (after synthetic input)
+    await client.close()
+
+``perform`` raises ``DeskpilotError``: UNSUPPORTED_ACTION when the element cannot do the
+operation semantically (fall back to XTEST), STALE_TREE when the object is gone,
+ACTION_FAILED / ACTION_TIMEOUT otherwise. ``snapshot`` raises TARGET_NOT_FOUND when the root
+is gone and ENVIRONMENT_UNAVAILABLE (retryable) when the app does not answer in time.
+
+Operations (``OpKind``): invoke (a named action, or the first of click/press/activate/jump/
+open/toggle), set_text (EditableText.SetTextContents), insert_text (at the caret or the end),
+set_value (Value.CurrentValue for numbers, EditableText for strings), select_text
+(Text.SetSelection/AddSelection), grab_focus (Component.GrabFocus), select_child (the nearest
+ancestor's Selection.SelectChild: a GTK tree view row is selected by its table, not by the
+cell's own action), secondary (an action named menu/showmenu/popup/showContextMenu, else
+unsupported so the caller right-clicks), scroll_to (Component.ScrollTo).
+
+Only the host process imports this package.
+"""
+
+from deskpilot.host.atspi.client import AtspiClient, tree_version
+from deskpilot.host.atspi.model import (
+    AppInfo,
+    ElementRef,
+    FrameInfo,
+    NodeRef,
+    OpKind,
+    SemanticOp,
+    SemanticResult,
+    TreeSnapshot,
+)
+from deskpilot.host.atspi.render import RenderOptions, render
+
+__all__ = [
+    "AppInfo",
+    "AtspiClient",
+    "ElementRef",
+    "FrameInfo",
+    "NodeRef",
+    "OpKind",
+    "RenderOptions",
+    "SemanticOp",
+    "SemanticResult",
+    "TreeSnapshot",
+    "render",
+    "tree_version",
+]

@@ -1,0 +1,121 @@
+"""Knowing when an app has finished reacting: AT-SPI events going quiet.
+
+Semantic presses fired faster than an app processes them are lost (gnome-calculator showed
+"12×7" instead of "84" with 0.1 s between presses). GTK buttons also answer ``DoAction`` at
+once but emit ``clicked`` only after a 250 ms "activate" animation. So an action waits until
+the app's events go quiet:
+
+* wait up to ``first_ms`` for the first event from the app after the action (covers the
+  activate delay); none at all means nothing visible changed (or the app reports nothing);
+* once events flow, wait until none arrived for ``quiet_ms``;
+* never longer than ``max_ms``: the result then says "not settled" and the caller goes on.
+
+atk-bridge apps only emit events someone registered for, so the watcher registers the event
+classes it counts with the registry once, at start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Final
+
+from dbus_fast import Message, MessageType
+from dbus_fast.aio import MessageBus
+
+from deskpilot.host.atspi.bus import REGISTRY
+
+_EVENT_IFACES: Final = (
+    "org.a11y.atspi.Event.Object",
+    "org.a11y.atspi.Event.Window",
+    "org.a11y.atspi.Event.Document",
+)
+_REGISTERED_EVENTS: Final = (
+    "object:text-changed",
+    "object:state-changed",
+    "object:children-changed",
+    "object:property-change",
+    "object:visible-data-changed",
+    "object:active-descendant-changed",
+    "window:",
+    "document:load-complete",
+)
+_POLL_S: Final = 0.01
+
+
+class EventWatcher:
+    """Records, per sending connection, when its last accessibility event arrived."""
+
+    def __init__(self, bus: MessageBus) -> None:
+        self._bus = bus
+        self._last: dict[str, float] = {}
+        self._started = False
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        self._bus.add_message_handler(self._on_message)
+        for iface in _EVENT_IFACES:
+            await self._bus.call(
+                Message(
+                    destination="org.freedesktop.DBus",
+                    path="/org/freedesktop/DBus",
+                    interface="org.freedesktop.DBus",
+                    member="AddMatch",
+                    signature="s",
+                    body=[f"type='signal',interface='{iface}'"],
+                )
+            )
+        for event in _REGISTERED_EVENTS:
+            await self._register(event)
+
+    async def _register(self, event: str) -> None:
+        for sig, body in (("s", [event]), ("sas", [event, []]), ("sass", [event, [], ""])):
+            with contextlib.suppress(Exception):
+                reply = await self._bus.call(
+                    Message(
+                        destination=REGISTRY,
+                        path="/org/a11y/atspi/registry",
+                        interface="org.a11y.atspi.Registry",
+                        member="RegisterEvent",
+                        signature=sig,
+                        body=body,
+                    )
+                )
+                if reply is not None and reply.message_type != MessageType.ERROR:
+                    return
+
+    def _on_message(self, msg: Message) -> bool:
+        if msg.message_type == MessageType.SIGNAL and msg.interface in _EVENT_IFACES:
+            if msg.sender:
+                self._last[msg.sender] = time.monotonic()
+        return False  # never consume: other handlers may want it
+
+    def last_event(self, sender: str) -> float:
+        return self._last.get(sender, 0.0)
+
+    async def wait_quiet(
+        self,
+        sender: str,
+        since: float,
+        *,
+        first_ms: float = 350.0,
+        quiet_ms: float = 100.0,
+        max_ms: float = 1500.0,
+    ) -> bool:
+        """True once ``sender`` went quiet after ``since`` (monotonic); False on ``max_ms``."""
+        deadline = since + max_ms / 1000.0
+        first_deadline = since + first_ms / 1000.0
+        while True:
+            now = time.monotonic()
+            last = self._last.get(sender, 0.0)
+            if last <= since:
+                if now >= first_deadline:
+                    return True  # nothing happened that the app reports
+            elif now - last >= quiet_ms / 1000.0:
+                return True
+            if now >= deadline:
+                return False
+            await asyncio.sleep(_POLL_S)

@@ -1,0 +1,131 @@
+"""The values the accessibility side hands to the host: apps, frames, snapshots, elements.
+
+Plain frozen dataclasses (not pydantic): a snapshot of a big page holds thousands of them and
+they never cross the wire as such; the host turns what it needs into ``deskpilot.protocol``
+models (``Rect``, ``Truncation``, ``AppIdentity``).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from deskpilot.protocol.wire import Rect, Truncation
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRef:
+    """An accessible object: the owning connection's unique bus name and its object path."""
+
+    bus_name: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class AppInfo:
+    name: str
+    pid: int
+    bus_name: str
+    path: str
+    toolkit: str | None = None  # "GTK", "Chromium", "Qt", … (Application.ToolkitName)
+    toolkit_version: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FrameInfo:
+    """A top-level frame/window/dialog node of an application."""
+
+    ref: NodeRef
+    pid: int
+    app_name: str
+    title: str
+    role: str  # rendered vocabulary: window, dialog, alert
+    atspi_role: str
+    extents: Rect | None  # screen coordinates
+    states: frozenset[str]  # AT-SPI state names: active, showing, visible, iconified, modal …
+
+    @property
+    def active(self) -> bool:
+        return "active" in self.states
+
+    @property
+    def iconified(self) -> bool:
+        return "iconified" in self.states
+
+
+@dataclass(frozen=True, slots=True)
+class ElementRef:
+    """One rendered element line: what the dispatcher needs to act on it later."""
+
+    id: int
+    ref: NodeRef
+    pid: int
+    role: str  # rendered vocabulary
+    atspi_role: int
+    name: str
+    states: frozenset[str]  # AT-SPI state names
+    interfaces: frozenset[str]  # short AT-SPI interface names: Action, Text, EditableText …
+    actions: tuple[str, ...]  # ≤ 20 action names, index = AT-SPI action index ("" = unnamed)
+    extents: Rect | None  # screen coordinates; None when not fetched (see AtspiClient.extents)
+    secure: bool = False  # password/secure field: value never read, bounds are sensitive
+    parent_id: int | None = None  # id of the nearest rendered ancestor
+    index_in_parent: int | None = None  # AT-SPI index among its parent's children
+
+    @property
+    def bus_name(self) -> str:
+        return self.ref.bus_name
+
+    @property
+    def path(self) -> str:
+        return self.ref.path
+
+
+@dataclass(frozen=True, slots=True)
+class TreeSnapshot:
+    text: str
+    tree_version: str
+    element_count: int
+    elements: dict[int, ElementRef]
+    truncation: Truncation
+    sensitive_regions: list[Rect]
+    url: str | None
+    focused_id: int | None
+    root: NodeRef | None = None
+    pid: int | None = None
+    strategy: str = ""  # how the tree was read: cache, collection, walk (diagnostics)
+    node_count: int = 0  # accessible nodes read (before filtering)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+class OpKind(enum.StrEnum):
+    INVOKE = "invoke"  # Action.DoAction by name, or the default click-like action
+    SET_TEXT = "set_text"  # EditableText.SetTextContents
+    INSERT_TEXT = "insert_text"  # EditableText.InsertText at the caret (or the end)
+    SET_VALUE = "set_value"  # Value.CurrentValue (numbers) or EditableText (strings)
+    SELECT_TEXT = "select_text"  # Text.SetSelection / AddSelection
+    GRAB_FOCUS = "grab_focus"  # Component.GrabFocus
+    SELECT_CHILD = "select_child"  # parent's Selection.SelectChild(index in parent)
+    SECONDARY = "secondary"  # a second named action such as "menu" (else unsupported)
+    SCROLL_TO = "scroll_to"  # Component.ScrollTo (anywhere)
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticOp:
+    kind: OpKind
+    action: str | None = None  # INVOKE: an action name; None = the default click-like one
+    text: str | None = None  # SET_TEXT / INSERT_TEXT
+    value: float | str | None = None  # SET_VALUE
+    start: int | None = None  # SELECT_TEXT
+    end: int | None = None
+
+    @classmethod
+    def invoke(cls, action: str | None = None) -> SemanticOp:
+        return cls(OpKind.INVOKE, action=action)
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticResult:
+    kind: OpKind
+    detail: str  # what was done, e.g. 'action "Click"' — never typed text
+    settled: bool | None = None  # None: settling not requested
+    duration_ms: float = 0.0

@@ -1,0 +1,314 @@
+"""Turning raw accessible nodes into the outline the agent reads.
+
+Pure and synchronous (no D-Bus here), so it is tested and benchmarked on synthetic trees.
+Rules (docs/host-tree.md is the long form):
+
+* one line per element: ``- role "name" = "value" [state]… [actions: …] [id]``, two spaces of
+  indent per rendered depth, the id (= the line number, 1-based) always last;
+* hidden subtrees (neither VISIBLE nor SHOWING) are not shown;
+* noise is dropped: a node with no name, no value, no usable action, not focused, and nothing
+  shown below it; a text leaf that only repeats its parent's name; list bullets;
+* unnamed generic containers (panel, filler, section …) with something below them are
+  flattened: their children take their place;
+* a container with more than ``max_children`` children shows the first ones and a line
+  ``- … N more items``;
+* the element cap and the text budget (UTF-16 units, like the decision layer counts) end the
+  outline with ``[truncated: N elements omitted]``, never silently.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Final
+
+from deskpilot.host.atspi.collect import RawNode
+from deskpilot.host.atspi.vocab import (
+    ALWAYS_SHOWN_ROLES,
+    CLICK_ACTIONS,
+    GENERIC_CONTAINER_ROLES,
+    INTERACTIVE_ROLES,
+    R_PASSWORD_TEXT,
+    ROLE_VOCAB,
+    TEXT_LEAF_ROLES,
+    State,
+    bit,
+    is_noise_action,
+)
+
+NAME_MAX_CHARS: Final = 200
+MARKER_RESERVE: Final = 64  # UTF-16 units kept free for the truncation marker
+BULLETS: Final = frozenset({"•", "◦", "▪", "▫", "‣", "⁃", "-", "*", "·", "●", "○", "■", "□"})
+_TYPE_NAME: Final = re.compile(r"^(?:[A-Z][a-z0-9]+){2,}$")
+_WS: Final = re.compile(r"\s+")
+
+KEEP, FLATTEN, NOISE, HIDDEN = 0, 1, 2, 3
+
+_B_FOCUSED = bit(State.FOCUSED)
+_B_SELECTED = bit(State.SELECTED)
+_B_CHECKED = bit(State.CHECKED)
+_B_MIXED = bit(State.INDETERMINATE)
+_B_PRESSED = bit(State.PRESSED)
+_B_EXPANDABLE = bit(State.EXPANDABLE)
+_B_EXPANDED = bit(State.EXPANDED)
+_B_SENSITIVE = bit(State.SENSITIVE)
+_B_ENABLED = bit(State.ENABLED)
+_B_EDITABLE = bit(State.EDITABLE)
+_B_READ_ONLY = bit(State.READ_ONLY)
+_B_REQUIRED = bit(State.REQUIRED)
+_B_INVALID = bit(State.INVALID_ENTRY)
+_B_MODAL = bit(State.MODAL)
+_B_BUSY = bit(State.BUSY)
+_B_ICONIFIED = bit(State.ICONIFIED)
+_B_VISIBLE_ANY = bit(State.VISIBLE) | bit(State.SHOWING)
+_TEXT_FIELD_ROLES: Final = frozenset(
+    i for i, r in enumerate(ROLE_VOCAB) if r in ("textField", "passwordField")
+)
+_TOGGLE_ROLES: Final = frozenset(i for i, r in enumerate(ROLE_VOCAB) if r == "toggleButton")
+
+
+@dataclass(frozen=True, slots=True)
+class RenderOptions:
+    max_elements: int = 2000
+    text_budget: int = 48_000  # UTF-16 code units
+    max_children: int = 500  # per container; the rest is elided with a count
+    gtk4_names: bool = False  # GTK4 falls back to the widget type name ("GtkButton")
+
+
+@dataclass(slots=True)
+class Rendered:
+    text: str
+    element_count: int
+    # id -> (node index, parent id)
+    elements: dict[int, tuple[int, int | None]] = field(default_factory=dict)
+    focused_id: int | None = None
+    secure_ids: list[int] = field(default_factory=list)
+    omitted: int = 0
+    elided: int = 0
+    noise: int = 0
+    cap_hit: bool = False
+    budget_hit: bool = False
+
+
+def utf16_len(s: str) -> int:
+    if s.isascii():
+        return len(s)
+    return len(s) + sum(1 for c in s if ord(c) > 0xFFFF)
+
+
+def clean_name(n: RawNode, gtk4_names: bool) -> str:
+    name = n.name
+    if name:
+        if "\n" in name or "\t" in name or "  " in name:
+            name = _WS.sub(" ", name)
+        name = name.strip()
+        if gtk4_names and _TYPE_NAME.match(name):
+            name = ""
+    if not name and n.desc and (n.role in INTERACTIVE_ROLES or n.children == []):
+        name = _WS.sub(" ", n.desc).strip()
+    return name
+
+
+def usable_actions(n: RawNode) -> bool:
+    if n.actions is None:
+        return n.role in INTERACTIVE_ROLES
+    return any(not is_noise_action(a) for a in n.actions)
+
+
+def shown_actions(actions: tuple[str, ...] | None) -> list[str]:
+    """Action names worth printing: what invoke_element can name beyond a plain click."""
+    if not actions:
+        return []
+    names = [a for a in actions if a and not is_noise_action(a)]
+    if len(names) == 1 and names[0].lower() in CLICK_ACTIONS:
+        return []
+    return names
+
+
+def _quote(s: str, limit: int = NAME_MAX_CHARS) -> str:
+    if len(s) > limit:
+        s = s[:limit] + "…"
+    if '"' in s or "\\" in s:
+        s = s.replace("\\", "\\\\").replace('"', '\\"')
+    return s
+
+
+def state_words(n: RawNode) -> list[str]:
+    st = n.states
+    role = n.role
+    out: list[str] = []
+    if st & _B_FOCUSED:
+        out.append("focused")
+    if st & _B_SELECTED:
+        out.append("selected")
+    if st & _B_MIXED:
+        out.append("mixed")
+    elif st & _B_CHECKED:
+        out.append("checked")
+    if st & _B_PRESSED and role in _TOGGLE_ROLES:
+        out.append("pressed")
+    if st & _B_EXPANDED:
+        out.append("expanded")
+    elif st & _B_EXPANDABLE:
+        out.append("collapsed")
+    if role in INTERACTIVE_ROLES and not st & (_B_SENSITIVE | _B_ENABLED):
+        out.append("disabled")
+    if role in _TEXT_FIELD_ROLES:
+        if st & _B_READ_ONLY or not st & _B_EDITABLE:
+            out.append("readonly")
+    elif st & _B_EDITABLE:
+        out.append("editable")
+    if st & _B_REQUIRED:
+        out.append("required")
+    if st & _B_INVALID:
+        out.append("invalid")
+    if st & _B_MODAL:
+        out.append("modal")
+    if st & _B_BUSY:
+        out.append("busy")
+    if st & _B_ICONIFIED:
+        out.append("minimized")
+    if role == R_PASSWORD_TEXT:
+        out.append("secure")
+    return out
+
+
+def classify(nodes: list[RawNode], opts: RenderOptions) -> tuple[list[int], list[str]]:
+    """Decide KEEP / FLATTEN / NOISE / HIDDEN per node, and each node's display name."""
+    n = len(nodes)
+    kind = [KEEP] * n
+    names = [""] * n
+    # the nearest named ancestor's name, looking at most 3 generations up
+    context = [""] * n
+    context_age = [0] * n
+    gtk4 = opts.gtk4_names
+    # forward: hidden-ness and names (a parent precedes its children in preorder)
+    for i, node in enumerate(nodes):
+        p = node.parent
+        if p >= 0 and (kind[p] == HIDDEN or not node.states & _B_VISIBLE_ANY):
+            kind[i] = HIDDEN
+            continue
+        names[i] = clean_name(node, gtk4)
+        if p >= 0:
+            if names[p]:
+                context[i], context_age[i] = names[p], 1
+            elif context_age[p] and context_age[p] < 3:
+                context[i], context_age[i] = context[p], context_age[p] + 1
+    # backward: what is shown below each node decides containers
+    shown_below = [False] * n
+    for i in range(n - 1, -1, -1):
+        if kind[i] == HIDDEN:
+            continue
+        node = nodes[i]
+        below = shown_below[i]
+        if i == 0:
+            kind[i] = KEEP
+            continue
+        name = names[i]
+        focused = bool(node.states & _B_FOCUSED)
+        if not below and not focused and node.role in TEXT_LEAF_ROLES:
+            pname = context[i]
+            if not name or (pname and name in pname) or name.strip() in BULLETS:
+                kind[i] = NOISE
+                continue
+        own = bool(name) or focused or bool(node.value) or node.role in ALWAYS_SHOWN_ROLES
+        if not own:
+            own = usable_actions(node)
+        if not own:
+            if not below:
+                kind[i] = NOISE
+                continue
+            kind[i] = FLATTEN if node.role in GENERIC_CONTAINER_ROLES else KEEP
+        if node.parent >= 0:
+            shown_below[node.parent] = True
+    return kind, names
+
+
+def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
+    opts = opts or RenderOptions()
+    if not nodes:
+        return Rendered(text="", element_count=0)
+    kind, names = classify(nodes, opts)
+    lines: list[str] = []
+    out = Rendered(text="", element_count=0, noise=kind.count(NOISE))
+    budget = opts.text_budget - MARKER_RESERVE
+    used = 0
+    stopped = False
+    max_children = max(1, opts.max_children)
+    # stack items: (node index, rendered depth, parent id) or (-n, depth, count) for elisions
+    stack: list[tuple[int, int, int | None]] = [(0, 0, None)]
+    while stack:
+        i, depth, parent_id = stack.pop()
+        if i < 0:  # an elision line: parent_id carries the count
+            count = parent_id or 0
+            out.elided += count
+            if stopped:
+                continue
+            line = f"{'  ' * depth}- … {count:,} more items"
+            cost = utf16_len(line) + 1
+            if used + cost > budget:
+                stopped = out.budget_hit = True
+                continue
+            used += cost
+            lines.append(line)
+            continue
+        k = kind[i]
+        if k == HIDDEN:
+            continue
+        if k == NOISE:
+            continue
+        node = nodes[i]
+        child_depth = depth
+        my_id = parent_id
+        if k == KEEP:
+            if stopped:
+                out.omitted += 1
+            elif out.element_count >= opts.max_elements:
+                stopped = out.cap_hit = True
+                out.omitted += 1
+            else:
+                line = _line(node, names[i], depth, len(lines) + 1)
+                cost = utf16_len(line) + 1
+                if used + cost > budget:
+                    stopped = out.budget_hit = True
+                    out.omitted += 1
+                else:
+                    used += cost
+                    lines.append(line)
+                    my_id = len(lines)
+                    out.element_count += 1
+                    out.elements[my_id] = (i, parent_id)
+                    if out.focused_id is None and node.states & _B_FOCUSED:
+                        out.focused_id = my_id
+                    if node.role == R_PASSWORD_TEXT:
+                        out.secure_ids.append(my_id)
+            child_depth = depth + 1
+        children = node.children
+        if len(children) > max_children:
+            stack.append((-1, child_depth, len(children) - max_children))
+            children = children[:max_children]
+        for c in reversed(children):
+            stack.append((c, child_depth, my_id))
+    if out.omitted:
+        lines.append(f"[truncated: {out.omitted:,} elements omitted]")
+    out.text = "\n".join(lines)
+    return out
+
+
+def _line(node: RawNode, name: str, depth: int, line_no: int) -> str:
+    parts = [
+        "  " * depth,
+        "- ",
+        ROLE_VOCAB[node.role] if 0 <= node.role < len(ROLE_VOCAB) else "generic",
+    ]
+    if name:
+        parts.append(f' "{_quote(name)}"')
+    if node.value is not None and node.role != R_PASSWORD_TEXT:
+        parts.append(f' = "{_quote(node.value)}"')
+    for w in state_words(node):
+        parts.append(f" [{w}]")
+    acts = shown_actions(node.actions)
+    if acts:
+        parts.append(f" [actions: {', '.join(_quote(a, 40) for a in acts)}]")
+    parts.append(f" [{line_no}]")
+    return "".join(parts)

@@ -1,0 +1,199 @@
+"""Observations and the per-session binding that actions are checked against.
+
+An observation is one moment of one window: its identity, its accessibility tree (from the
+AT-SPI frame that belongs to that X window), its pixels, and a new ``frameId``. The host keeps
+the latest observation per session (the *binding*); ``execute_action`` must quote that
+binding's frameId and treeVersion, and the binding is dropped as soon as an action passes the
+check, so every action is taken against a fresh look at the screen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from deskpilot.host.accessibility import Accessibility, TreeResult
+from deskpilot.host.x11.capture import encode_png
+from deskpilot.host.x11.desktop import X11Desktop
+from deskpilot.host.x11.windows import XWindow
+from deskpilot.protocol.wire import (
+    ImageDescriptor,
+    ObservationBody,
+    Observe,
+    Rect,
+    TargetSpec,
+    Truncation,
+)
+
+log = logging.getLogger("deskpilot.host.observer")
+
+MAX_BINDINGS = 256
+DEFAULT_MAX_ELEMENTS = 2000
+DEFAULT_TEXT_BUDGET = 48_000
+
+
+@dataclass(slots=True)
+class Binding:
+    """What the host remembers about a session's latest observation."""
+
+    session: str
+    frame_id: str
+    tree_version: str
+    window: XWindow
+    capture_rect: Rect
+    process_start: int | None
+    tree: TreeResult | None
+    observed_at: float = field(default_factory=time.monotonic)
+
+
+def new_frame_id() -> str:
+    return "f-" + secrets.token_hex(8)
+
+
+def session_key(session_id: str | None) -> str:
+    return session_id or ""
+
+
+def window_relative(region: Rect, window: Rect) -> Rect | None:
+    """A screen rectangle as coordinates inside the window, clipped; None when outside."""
+    x0, y0 = max(region.x, window.x), max(region.y, window.y)
+    x1 = min(region.x + region.width, window.x + window.width)
+    y1 = min(region.y + region.height, window.y + window.height)
+    if x1 <= x0 or y1 <= y0:
+        return None
+    return Rect(x=x0 - window.x, y=y0 - window.y, width=x1 - x0, height=y1 - y0)
+
+
+class Observer:
+    def __init__(self, desktop: X11Desktop, accessibility: Accessibility | None) -> None:
+        self.desktop = desktop
+        self.accessibility = accessibility
+        self._bindings: OrderedDict[str, Binding] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # ---------------------------------------------------------------- bindings
+
+    def binding(self, session_id: str | None) -> Binding | None:
+        with self._lock:
+            return self._bindings.get(session_key(session_id))
+
+    def drop(self, session_id: str | None) -> None:
+        with self._lock:
+            self._bindings.pop(session_key(session_id), None)
+
+    def _bind(self, binding: Binding) -> None:
+        with self._lock:
+            self._bindings.pop(binding.session, None)
+            self._bindings[binding.session] = binding
+            while len(self._bindings) > MAX_BINDINGS:
+                self._bindings.popitem(last=False)
+
+    # ---------------------------------------------------------------- observe
+
+    async def observe(self, request: Observe) -> tuple[ObservationBody, bytes | None]:
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        window, windows = self.desktop.resolve(request.target)
+        foreground = next((w for w in windows if w.focused), None)
+        timings["windows"] = _ms(t0)
+
+        tree: TreeResult | None = None
+        tree_task = None
+        if self.accessibility is not None:
+            tree_task = asyncio.ensure_future(
+                self.accessibility.tree_for(
+                    window,
+                    max_elements=request.max_elements or DEFAULT_MAX_ELEMENTS,
+                    text_budget=request.text_budget or DEFAULT_TEXT_BUDGET,
+                )
+            )
+        capture_rect = self.desktop.visible_rect(window)
+        png: bytes | None = None
+        image: ImageDescriptor | None = None
+        if request.include_screenshot:
+            _, _, capturer = self.desktop.require()
+            t1 = time.perf_counter()
+            frame = capturer.grab(window.bounds)
+            timings["capture"] = _ms(t1)
+            capture_rect = frame.rect
+            t2 = time.perf_counter()
+            # encode while the D-Bus replies for the tree come in
+            png = await asyncio.to_thread(encode_png, frame.image())
+            timings["encode"] = _ms(t2)
+            image = ImageDescriptor(
+                width=frame.rect.width, height=frame.rect.height, byte_length=len(png)
+            )
+        if tree_task is not None:
+            t3 = time.perf_counter()
+            tree = await tree_task
+            timings["tree_wait"] = _ms(t3)
+            if tree is not None:
+                timings["tree"] = tree.elapsed_ms
+                if tree.app_name:
+                    window.app_name = tree.app_name
+        if foreground is not None and foreground.xid == window.xid:
+            foreground = window
+
+        text, version, count = (
+            (tree.text, tree.tree_version, tree.element_count)
+            if tree
+            else (
+                "",
+                empty_tree_version(),
+                0,
+            )
+        )
+        sensitive: list[Rect] = []
+        if tree is not None:
+            for region in tree.sensitive_regions:
+                rel = window_relative(region, window.bounds)
+                if rel is not None:
+                    sensitive.append(rel)
+        body = ObservationBody(
+            frame_id=new_frame_id(),
+            tree_version=version,
+            app=window.identity(),
+            window=window.info(),
+            foreground_app=foreground.identity() if foreground else None,
+            foreground_window=foreground.info() if foreground else None,
+            tree=text,
+            element_count=count,
+            truncation=tree.truncation if tree else Truncation(),
+            sensitive_regions=sensitive,
+            url=tree.url if tree else None,
+            image=image,
+            timings_ms={k: round(v, 2) for k, v in {**timings, "total": _ms(t0)}.items()},
+        )
+        self._bind(
+            Binding(
+                session=session_key(request.session_id),
+                frame_id=body.frame_id,
+                tree_version=version,
+                window=window,
+                capture_rect=capture_rect,
+                process_start=self.desktop.process_identity(window.pid),
+                tree=tree,
+            )
+        )
+        return body, png
+
+    async def capture(self, target: TargetSpec) -> tuple[XWindow, Rect, bytes, float]:
+        window, _ = self.desktop.resolve(target)
+        _, _, capturer = self.desktop.require()
+        frame = capturer.grab(window.bounds)
+        png = await asyncio.to_thread(encode_png, frame.image())
+        return window, frame.rect, png, frame.capture_ms
+
+
+def empty_tree_version() -> str:
+    """The version of "no tree": stable, so two tree-less looks at a window compare equal."""
+    return "t-none"
+
+
+def _ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000

@@ -1,0 +1,122 @@
+"""In-process capture of a window's on-screen area, and its PNG encoding.
+
+mss keeps one persistent XCB connection and uses XShmGetImage when the server offers MIT-SHM
+(falling back to GetImage by itself), which puts a 1280×800 grab well under a millisecond.
+The grab is of the screen area the window covers, as the user sees it (overlapping windows
+included, no pointer): a window-only pixmap would need a compositing manager.
+
+PNG is encoded at zlib level 1: UI frames are mostly flat colour, so level 1 is already
+small, and higher levels cost 50 %+ more time for a few KiB (see docs/host.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import time
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import mss
+from PIL import Image
+
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.wire import Rect
+
+PNG_COMPRESS_LEVEL = 1
+MAX_PIXELS = 50_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """A captured area: packed BGRX rows, and where on screen it came from."""
+
+    rect: Rect
+    bgrx: bytes | bytearray
+    capture_ms: float
+
+    def image(self) -> Image.Image:
+        return Image.frombuffer(
+            "RGB", (self.rect.width, self.rect.height), self.bgrx, "raw", "BGRX", 0, 1
+        )
+
+    def fingerprint(self) -> int:
+        """A cheap content checksum, for "did the picture change" questions."""
+        return zlib.crc32(self.bgrx)
+
+
+def encode_png(image: Image.Image, level: int = PNG_COMPRESS_LEVEL) -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, "PNG", compress_level=level)
+    return buf.getvalue()
+
+
+class Capturer:
+    """One persistent mss instance; reopened once if its connection breaks."""
+
+    def __init__(self, display_name: str) -> None:
+        self._display_name = display_name
+        self._mss: Any = None
+        self._size = (0, 0)
+
+    def _instance(self) -> Any:
+        if self._mss is None:
+            try:
+                self._mss = mss.MSS(display=self._display_name)
+                mon = self._mss.monitors[0]
+                self._size = (int(mon["width"]), int(mon["height"]))
+            except Exception as exc:
+                raise DeskpilotError(
+                    ErrorCode.CAPTURE_FAILED, f"cannot open the screen for capture: {exc}"
+                ) from None
+        return self._mss
+
+    @property
+    def uses_shm(self) -> bool | None:
+        """True once an XShm grab succeeded; False when it fell back; None before the first."""
+        inst = self._mss
+        impl = getattr(inst, "_impl", inst)
+        status = getattr(impl, "shm_status", None)
+        if status is None:
+            return False if inst is not None else None
+        name = getattr(status, "name", "")
+        return True if name == "AVAILABLE" else False if name == "UNAVAILABLE" else None
+
+    def screen_size(self) -> tuple[int, int]:
+        self._instance()
+        return self._size
+
+    def grab(self, rect: Rect) -> Frame:
+        """The on-screen pixels of ``rect``, clipped to the screen."""
+        sw, sh = self.screen_size()
+        x0, y0 = max(rect.x, 0), max(rect.y, 0)
+        x1, y1 = min(rect.x + rect.width, sw), min(rect.y + rect.height, sh)
+        if x1 <= x0 or y1 <= y0:
+            raise DeskpilotError(
+                ErrorCode.CAPTURE_FAILED,
+                "the window is entirely off screen",
+                details={"bounds": rect.wire()},
+            )
+        clipped = Rect(x=x0, y=y0, width=x1 - x0, height=y1 - y0)
+        if clipped.width * clipped.height > MAX_PIXELS:
+            raise DeskpilotError(ErrorCode.SNAPSHOT_TOO_LARGE, "capture exceeds 50,000,000 px")
+        start = time.perf_counter()
+        region = {"left": x0, "top": y0, "width": clipped.width, "height": clipped.height}
+        for attempt in range(2):
+            try:
+                shot = self._instance().grab(region)
+                break
+            except Exception as exc:
+                self.close()
+                if attempt:
+                    raise DeskpilotError(
+                        ErrorCode.CAPTURE_FAILED, f"screen grab failed: {exc}"
+                    ) from None
+        return Frame(clipped, shot.raw, (time.perf_counter() - start) * 1000)
+
+    def close(self) -> None:
+        if self._mss is not None:
+            with contextlib.suppress(Exception):  # a broken connection cannot close cleanly
+                self._mss.close()
+            self._mss = None

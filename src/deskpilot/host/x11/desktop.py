@@ -1,0 +1,192 @@
+"""The X11 desktop as the host sees it: windows, pixels, input, focus — one object.
+
+Holds the persistent connections: python-xlib for queries and XTEST (main thread), mss/XCB for
+capture, and a separate guard connection that only ever releases held input, so the stdin
+watcher thread never shares a connection with a busy action.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+
+from Xlib import X, error
+from Xlib.protocol import event as xevent
+
+from deskpilot.host.x11.capture import Capturer
+from deskpilot.host.x11.connection import XConnection, XUnavailable
+from deskpilot.host.x11.input import HeldInputs, XInput, release_all
+from deskpilot.host.x11.windows import WindowLister, XWindow, parse_xid, process_start_time
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.wire import Rect, TargetSpec
+
+log = logging.getLogger("deskpilot.host.x11")
+
+FOCUS_WAIT_S = 0.5
+
+
+class X11Desktop:
+    def __init__(self) -> None:
+        self.connect_error: str | None = None
+        self.conn: XConnection | None = None
+        self.guard: XConnection | None = None
+        self.held = HeldInputs()
+        self.input: XInput | None = None
+        try:
+            self.conn = XConnection()
+            self.guard = XConnection(self.conn.name)
+        except XUnavailable as exc:
+            self.connect_error = exc.message
+        self.lister = WindowLister(self.conn) if self.conn else None
+        self.capturer = Capturer(self.conn.name) if self.conn else None
+        if self.conn is not None and self.conn.extensions.xtest:
+            self.input = XInput(self.conn, self.held)
+
+    # ---------------------------------------------------------------- requirements
+
+    def require(self) -> tuple[XConnection, WindowLister, Capturer]:
+        if self.conn is None or self.lister is None or self.capturer is None:
+            raise DeskpilotError(
+                ErrorCode.ENVIRONMENT_UNAVAILABLE,
+                self.connect_error or "no X server",
+            )
+        return self.conn, self.lister, self.capturer
+
+    def require_input(self) -> XInput:
+        if self.input is None:
+            raise DeskpilotError(
+                ErrorCode.INPUT_PERMISSION_DENIED,
+                "synthetic input is unavailable (no X server with XTEST)",
+            )
+        return self.input
+
+    # ---------------------------------------------------------------- windows
+
+    def windows(self) -> tuple[list[XWindow], bool]:
+        _, lister, _ = self.require()
+        return lister.list_windows()
+
+    def resolve(self, target: TargetSpec) -> tuple[XWindow, list[XWindow]]:
+        """The window a target names (default: the foreground one), plus the full list."""
+        windows, _ = self.windows()
+        if target.window_id is not None:
+            xid = parse_xid(target.window_id)
+            if xid is None:
+                raise DeskpilotError(
+                    ErrorCode.INVALID_REQUEST,
+                    "windowId must be an X window id such as 0x1a00004",
+                )
+            for w in windows:
+                if w.xid == xid:
+                    return w, windows
+            raise DeskpilotError(
+                ErrorCode.TARGET_NOT_FOUND,
+                "no top-level window with that id",
+                details={"windowId": target.window_id},
+            )
+        candidates = windows
+        if target.pid is not None:
+            candidates = [w for w in candidates if w.pid == target.pid]
+        if target.app is not None:
+            candidates = [w for w in candidates if w.matches_app(target.app)]
+        if target.pid is not None or target.app is not None:
+            if not candidates:
+                raise DeskpilotError(
+                    ErrorCode.TARGET_NOT_FOUND,
+                    "no window belongs to that app",
+                    details={"pid": target.pid, "app": (target.app or "")[:80]},
+                )
+            return _best(candidates), windows
+        if not windows:
+            raise DeskpilotError(ErrorCode.NO_WINDOWS_AVAILABLE, "there are no windows")
+        return _best(windows), windows
+
+    def current(self, xid: int) -> XWindow | None:
+        _, lister, _ = self.require()
+        return lister.describe(xid)
+
+    # ---------------------------------------------------------------- focus
+
+    def focus(self, window: XWindow) -> str:
+        """Give a window the keyboard focus; returns how (for the action's detail)."""
+        conn, lister, _ = self.require()
+        win = conn.window(window.xid)
+        if lister.ewmh_wm():
+            data = [2, X.CurrentTime, 0, 0, 0]  # source 2: a pager acting for the user
+            ev = xevent.ClientMessage(
+                window=win,
+                client_type=conn.atom("_NET_ACTIVE_WINDOW"),
+                data=(32, data),
+            )
+            conn.root.send_event(
+                ev, event_mask=X.SubstructureRedirectMask | X.SubstructureNotifyMask
+            )
+            conn.sync()
+            deadline = time.monotonic() + FOCUS_WAIT_S
+            while time.monotonic() < deadline:
+                if lister.focused_xid(True, [window.xid]) == window.xid:
+                    return "ewmh_active_window"
+                time.sleep(0.02)
+            return "ewmh_active_window_unconfirmed"
+        try:
+            win.configure(stack_mode=X.Above)
+            win.set_input_focus(X.RevertToPointerRoot, X.CurrentTime)
+            conn.sync()
+        except error.XError as exc:
+            raise DeskpilotError(
+                ErrorCode.ACTION_FAILED, f"could not focus the window: {exc}"
+            ) from None
+        return "x11_set_input_focus"
+
+    def has_focus(self, window: XWindow) -> bool:
+        _, lister, _ = self.require()
+        return lister.focused_xid(lister.ewmh_wm(), [window.xid]) == window.xid
+
+    # ---------------------------------------------------------------- geometry
+
+    def visible_rect(self, window: XWindow) -> Rect:
+        """The part of a window on screen (what a capture of it covers)."""
+        conn, _, _ = self.require()
+        b = window.bounds
+        x0, y0 = max(b.x, 0), max(b.y, 0)
+        x1, y1 = min(b.x + b.width, conn.width), min(b.y + b.height, conn.height)
+        return Rect(x=x0, y=y0, width=max(x1 - x0, 0), height=max(y1 - y0, 0))
+
+    # ---------------------------------------------------------------- input safety
+
+    def release_inputs(self, keymap_restore: bool = True) -> tuple[int, int]:
+        """From any thread: release held keys/buttons via the guard connection."""
+        if self.guard is None:
+            return 0, 0
+        released = release_all(self.guard, self.held)
+        if keymap_restore and self.input is not None:
+            for code in self.input.keymap.touched_codes():
+                try:
+                    self.guard.display.change_keyboard_mapping(code, [(0, 0)])
+                except Exception:
+                    break
+            with contextlib.suppress(Exception):
+                self.guard.sync()
+        return released
+
+    def process_identity(self, pid: int | None) -> int | None:
+        return process_start_time(pid) if pid else None
+
+    def close(self) -> None:
+        if self.capturer is not None:
+            self.capturer.close()
+        for c in (self.conn, self.guard):
+            if c is not None:
+                c.close()
+
+
+def _best(windows: list[XWindow]) -> XWindow:
+    """Focused first, then the topmost visible one, then the topmost at all."""
+    for w in windows:
+        if w.focused:
+            return w
+    for w in windows:
+        if w.visible:
+            return w
+    return windows[0]

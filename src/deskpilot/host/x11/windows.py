@@ -1,0 +1,319 @@
+"""Top-level windows and their app identity, with or without a window manager.
+
+With an EWMH window manager the list is ``_NET_CLIENT_LIST`` (stacking order when offered) and
+the focused window is ``_NET_ACTIVE_WINDOW``. Without one (a bare Xvfb) there is no client
+list: the host walks the root's children, keeps mapped non-override-redirect windows that
+carry a class or a name (plus iconic ones that carry ``WM_STATE``), and treats the input-focus
+window as focused — or, when focus is ``PointerRoot`` (focus follows the pointer, Xvfb's
+default), the top-level window under the pointer.
+
+A window's pid comes from the X server itself (XRes ``LocalClientPIDMask``) when it can say,
+else from ``_NET_WM_PID``; the executable is the lower-cased basename of ``/proc/PID/exe``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from Xlib import X, Xatom, error
+
+from deskpilot.host.x11.connection import XConnection
+from deskpilot.protocol.wire import AppIdentity, Rect, WindowInfo
+
+_ICONIC_STATE = 3
+_POINTER_ROOT = 1
+
+
+@dataclass(slots=True)
+class XWindow:
+    xid: int
+    title: str
+    bounds: Rect
+    visible: bool
+    minimized: bool
+    focused: bool = False
+    pid: int | None = None
+    executable: str | None = None
+    wm_class: str | None = None  # "instance.Class" as xprop shows both parts
+    wm_class_parts: tuple[str, ...] = field(default_factory=tuple)
+    desktop_id: str | None = None
+    app_name: str | None = None  # filled from the accessibility side when matched
+
+    @property
+    def window_id(self) -> str:
+        return format_xid(self.xid)
+
+    def identity(self) -> AppIdentity:
+        return AppIdentity(
+            pid=self.pid,
+            name=self.app_name,
+            executable=self.executable,
+            wm_class=self.wm_class,
+            desktop_id=self.desktop_id,
+        )
+
+    def info(self) -> WindowInfo:
+        return WindowInfo(
+            window_id=self.window_id,
+            title=self.title,
+            bounds=self.bounds,
+            visible=self.visible,
+            minimized=self.minimized,
+            focused=self.focused,
+            app=self.identity(),
+        )
+
+    def matches_app(self, needle: str) -> bool:
+        n = needle.strip().lower()
+        if not n:
+            return False
+        names = [self.executable, self.app_name, self.desktop_id, *self.wm_class_parts]
+        if self.desktop_id and self.desktop_id.endswith(".desktop"):
+            names.append(self.desktop_id.removesuffix(".desktop"))
+        return any(x is not None and x.lower() == n for x in names)
+
+
+def format_xid(xid: int) -> str:
+    return f"0x{xid:x}"
+
+
+def parse_xid(text: str) -> int | None:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        return None
+    return value if 0 < value < 1 << 32 else None
+
+
+def executable_of(pid: int) -> str | None:
+    try:
+        return os.path.basename(os.readlink(f"/proc/{pid}/exe")).lower() or None
+    except OSError:
+        return None
+
+
+def process_start_time(pid: int) -> int | None:
+    """Start time in clock ticks since boot: a pid reused by another process differs."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    try:
+        return int(stat.rsplit(")", 1)[1].split()[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def _desktop_dirs() -> list[Path]:
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local/share")
+    data_dirs = os.environ.get("XDG_DATA_DIRS") or "/usr/local/share:/usr/share"
+    return [Path(d) / "applications" for d in [data_home, *data_dirs.split(":")] if d]
+
+
+def _desktop_file_exists(desktop_id: str) -> bool:
+    return any((d / desktop_id).is_file() for d in _desktop_dirs())
+
+
+class WindowLister:
+    """Reads windows through the host's persistent connection."""
+
+    def __init__(self, conn: XConnection) -> None:
+        self.conn = conn
+
+    # ---------------------------------------------------------------- properties
+
+    def _prop(self, win: Any, name: str, ptype: int = X.AnyPropertyType) -> Any:
+        try:
+            return win.get_full_property(self.conn.atom(name), ptype)
+        except error.XError:
+            return None
+
+    def _text_prop(self, win: Any, name: str) -> str | None:
+        prop = self._prop(win, name)
+        if prop is None or prop.format != 8:
+            return None
+        value = prop.value
+        if isinstance(value, str):
+            return value
+        utf8 = self.conn.atom("UTF8_STRING")
+        encoding = "utf-8" if prop.property_type == utf8 else "latin-1"
+        return bytes(value).decode(encoding, errors="replace")
+
+    def _card_prop(self, win: Any, name: str) -> list[int]:
+        prop = self._prop(win, name)
+        if prop is None or prop.format != 32:
+            return []
+        return [int(v) for v in prop.value]
+
+    def ewmh_wm(self) -> bool:
+        """A live EWMH window manager (``_NET_SUPPORTING_WM_CHECK`` points to itself)."""
+        check = self._card_prop(self.conn.root, "_NET_SUPPORTING_WM_CHECK")
+        if not check:
+            return False
+        child = self._card_prop(self.conn.window(check[0]), "_NET_SUPPORTING_WM_CHECK")
+        return bool(child) and child[0] == check[0]
+
+    # ---------------------------------------------------------------- listing
+
+    def _client_ids(self) -> tuple[list[int], bool]:
+        """Client windows bottom-to-top, and whether they came from an EWMH manager."""
+        if self.ewmh_wm():
+            stacking = self._card_prop(self.conn.root, "_NET_CLIENT_LIST_STACKING")
+            clients = stacking or self._card_prop(self.conn.root, "_NET_CLIENT_LIST")
+            if clients:
+                return clients, True
+        out: list[int] = []
+        try:
+            children = self.conn.root.query_tree().children
+        except error.XError:
+            return [], False
+        for child in children:
+            client = self._client_in(child, depth=2)
+            if client is not None:
+                out.append(client)
+        return out, False
+
+    def _client_in(self, win: Any, depth: int) -> int | None:
+        """The client window at or below a root child (a reparenting WM wraps it in a frame)."""
+        try:
+            attrs = win.get_attributes()
+        except error.XError:
+            return None
+        if attrs.override_redirect:
+            return None
+        if self._prop(win, "WM_STATE") is not None:
+            return int(win.id)
+        if attrs.map_state == X.IsViewable and (
+            self._prop(win, "WM_CLASS") is not None or self._prop(win, "WM_NAME") is not None
+        ):
+            return int(win.id)
+        if depth > 0 and attrs.map_state == X.IsViewable:
+            try:
+                children = win.query_tree().children
+            except error.XError:
+                return None
+            for child in reversed(children):
+                found = self._client_in(child, depth - 1)
+                if found is not None:
+                    return found
+        return None
+
+    def describe(self, xid: int) -> XWindow | None:
+        """One window's identity and state, or None when it no longer exists."""
+        win = self.conn.window(xid)
+        try:
+            attrs = win.get_attributes()
+            geom = win.get_geometry()
+            origin = win.translate_coords(self.conn.root, 0, 0)
+        except error.XError:
+            return None
+        # translate_coords(root, 0, 0) gives the root's origin in the window: negate it
+        x, y = -int(origin.x), -int(origin.y)
+        title = self._text_prop(win, "_NET_WM_NAME") or self._text_prop(win, "WM_NAME") or ""
+        wm_state = self._card_prop(win, "WM_STATE")
+        net_state = self._card_prop(win, "_NET_WM_STATE")
+        minimized = (bool(wm_state) and wm_state[0] == _ICONIC_STATE) or (
+            self.conn.atom("_NET_WM_STATE_HIDDEN") in net_state
+        )
+        viewable = attrs.map_state == X.IsViewable
+        bounds = Rect(x=x, y=y, width=int(geom.width), height=int(geom.height))
+        on_screen = (
+            bounds.x + bounds.width > 0
+            and bounds.y + bounds.height > 0
+            and bounds.x < self.conn.width
+            and bounds.y < self.conn.height
+        )
+        pid = self.conn.client_pid(xid)
+        if pid is None:
+            net_pid = self._card_prop(win, "_NET_WM_PID")
+            pid = net_pid[0] if net_pid else None
+        parts: tuple[str, ...] = ()
+        wm_class = None
+        raw_class = self._prop(win, "WM_CLASS", Xatom.STRING)
+        if raw_class is not None and raw_class.format == 8:
+            value = raw_class.value
+            text = value if isinstance(value, str) else bytes(value).decode("latin-1")
+            parts = tuple(p for p in text.split("\0") if p)
+            wm_class = ".".join(parts) if parts else None
+        return XWindow(
+            xid=xid,
+            title=title,
+            bounds=bounds,
+            visible=viewable and not minimized and on_screen,
+            minimized=minimized,
+            pid=pid,
+            executable=executable_of(pid) if pid else None,
+            wm_class=wm_class,
+            wm_class_parts=parts,
+            desktop_id=self._desktop_id(win),
+        )
+
+    def _desktop_id(self, win: Any) -> str | None:
+        for name in ("_KDE_NET_WM_DESKTOP_FILE", "_BAMF_DESKTOP_FILE"):
+            value = self._text_prop(win, name)
+            if value:
+                base = os.path.basename(value)
+                return base if base.endswith(".desktop") else f"{base}.desktop"
+        app_id = self._text_prop(win, "_GTK_APPLICATION_ID")
+        if app_id:
+            candidate = f"{app_id}.desktop"
+            return candidate if _desktop_file_exists(candidate) else app_id
+        return None
+
+    def list_windows(self) -> tuple[list[XWindow], bool]:
+        """Every top-level window, topmost first, and whether an EWMH manager is running."""
+        ids, ewmh = self._client_ids()
+        windows = [w for w in (self.describe(xid) for xid in reversed(ids)) if w is not None]
+        focused = self.focused_xid(ewmh, [w.xid for w in windows])
+        for w in windows:
+            w.focused = w.xid == focused
+        return windows, ewmh
+
+    # ---------------------------------------------------------------- focus
+
+    def toplevel_of(self, xid: int, candidates: list[int]) -> int | None:
+        """Walk up from any window to the listed top-level window that contains it."""
+        wanted = set(candidates)
+        current = xid
+        for _ in range(64):
+            if current in wanted:
+                return current
+            if current in (0, int(self.conn.root.id)):
+                return None
+            try:
+                parent = self.conn.window(current).query_tree().parent
+            except error.XError:
+                return None
+            current = int(parent.id) if parent else 0
+        return None
+
+    def focused_xid(self, ewmh: bool, candidates: list[int]) -> int | None:
+        if ewmh:
+            active = self._card_prop(self.conn.root, "_NET_ACTIVE_WINDOW")
+            if active and active[0]:
+                return self.toplevel_of(active[0], candidates)
+        try:
+            focus = self.conn.display.get_input_focus().focus
+        except error.XError:
+            return None
+        focus_id = focus if isinstance(focus, int) else int(focus.id)
+        if focus_id not in (X.NONE, _POINTER_ROOT, int(self.conn.root.id)):
+            found = self.toplevel_of(focus_id, candidates)
+            if found is not None:
+                return found
+        if focus_id in (_POINTER_ROOT, int(self.conn.root.id)):
+            try:
+                pointer = self.conn.root.query_pointer()
+            except error.XError:
+                return None
+            if pointer.child:
+                child_id = int(pointer.child.id)
+                found = self.toplevel_of(child_id, candidates)
+                if found is None:  # a window manager's frame: its client is below it
+                    inner = self._client_in(pointer.child, depth=2)
+                    found = inner if inner in candidates else None
+                return found
+        return None

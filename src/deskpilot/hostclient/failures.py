@@ -1,0 +1,70 @@
+"""How host-side and connection failures become typed errors for callers.
+
+Capacity refusals are ``environment_unavailable`` carrying the precise diagnostic code, so a
+caller that only understands the broad class still does the right thing (wait, try again)
+while a log or the doctor can tell which limit was hit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+
+EXIT_AUTH_FAILURE = 77
+EXIT_PROTOCOL_FAILURE = 76
+
+
+def capacity_error(diagnostic: ErrorCode, message: str) -> DeskpilotError:
+    return DeskpilotError(
+        ErrorCode.ENVIRONMENT_UNAVAILABLE,
+        message,
+        retryable=True,
+        details={"diagnosticCode": diagnostic.value},
+    )
+
+
+def diagnostic_code(error: DeskpilotError) -> str:
+    """The most specific code of an error: its diagnostic code when it carries one."""
+    code = error.details.get("diagnosticCode")
+    return str(code) if code else error.code.value
+
+
+def from_error_response(message: dict[str, Any]) -> DeskpilotError:
+    """An ``error`` response as a DeskpilotError; an unknown code is kept in the details."""
+    raw = message.get("code")
+    text = str(message.get("message") or "the host reported an error")
+    details = message.get("details")
+    details = dict(details) if isinstance(details, dict) else {}
+    try:
+        code = ErrorCode(str(raw))
+    except ValueError:
+        code = ErrorCode.INTERNAL_ERROR
+        details["hostCode"] = str(raw)
+    return DeskpilotError(
+        code, text, retryable=bool(message.get("retryable", False)), details=details
+    )
+
+
+def host_exit_error(returncode: int | None, during: str) -> DeskpilotError:
+    """What a host that ended on its own means, by exit status."""
+    if returncode == EXIT_AUTH_FAILURE:
+        return DeskpilotError(
+            ErrorCode.NATIVE_HOST_UNTRUSTED,
+            f"the host refused to run {during}: it could not verify its parent (exit 77)",
+            retryable=False,
+            details={"exitCode": returncode},
+        )
+    if returncode == EXIT_PROTOCOL_FAILURE:
+        return DeskpilotError(
+            ErrorCode.PROTOCOL_ERROR,
+            f"the host ended with a protocol failure {during} (exit 76)",
+            retryable=False,
+            details={"exitCode": returncode},
+        )
+    return DeskpilotError(
+        ErrorCode.NATIVE_HOST_UNAVAILABLE,
+        f"the host process ended {during} (exit status {returncode})",
+        retryable=False,
+        details={"exitCode": returncode},
+    )

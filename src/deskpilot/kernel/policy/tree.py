@@ -1,0 +1,109 @@
+"""Read the host's rendered element tree back into elements the policy can reason about.
+
+The host renders one element per line, ``- role "name" = "value" [state]… [id]``, indented two
+spaces per level, the id always last. The policy needs roles, names, states and ancestry
+(is this button inside a dialog? is this field a password field?), never values: values are
+parsed only to be skipped. Roles are compared by a normalised key (lower case, letters and
+digits only) so the host's camelCase vocabulary and raw AT-SPI role names both match.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+_LINE = re.compile(
+    r"""^(?P<indent>\s*)-\s+(?P<role>[^\s"\[]+)
+        (?:\s+"(?P<name>(?:[^"\\]|\\.)*)")?
+        (?:\s+=\s+(?:"(?:[^"\\]|\\.)*"|[^\s\[]+))?
+        (?P<tags>(?:\s+\[[^\]]*\])*)\s*$""",
+    re.VERBOSE,
+)
+_TAG = re.compile(r"\[([^\]]*)\]")
+_ID_ONLY = re.compile(r"\[(\d+)\]\s*$")
+
+
+def role_key(role: str) -> str:
+    return "".join(ch for ch in role.lower() if ch.isalnum())
+
+
+@dataclass(frozen=True, slots=True)
+class TreeElement:
+    id: int
+    depth: int
+    role: str
+    key: str  # role_key(role)
+    name: str
+    states: frozenset[str]
+    parent: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ElementTree:
+    elements: dict[int, TreeElement]
+
+    def get(self, element_id: int | None) -> TreeElement | None:
+        return None if element_id is None else self.elements.get(element_id)
+
+    def ancestors(self, element: TreeElement) -> list[TreeElement]:
+        out: list[TreeElement] = []
+        parent = element.parent
+        while parent is not None:
+            node = self.elements.get(parent)
+            if node is None:
+                break
+            out.append(node)
+            parent = node.parent
+        return out
+
+    def focused(self) -> TreeElement | None:
+        found = [e for e in self.elements.values() if "focused" in e.states]
+        # the deepest focused node is the one that receives keys
+        return max(found, key=lambda e: e.depth) if found else None
+
+    def __len__(self) -> int:
+        return len(self.elements)
+
+
+def _unescape(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+@lru_cache(maxsize=64)
+def parse_tree(text: str) -> ElementTree:
+    """Parse a rendered tree; lines that are not element lines (markers, notes) are skipped.
+
+    Cached: the broker evaluates several actions against one observation's text.
+    """
+    elements: dict[int, TreeElement] = {}
+    stack: list[tuple[int, int]] = []  # (depth, id)
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip().startswith("- "):
+            continue
+        m = _LINE.match(line)
+        if m is not None:
+            indent = len(m.group("indent").expandtabs(2))
+            role = m.group("role")
+            name = _unescape(m.group("name") or "")
+            tags = [t.strip() for t in _TAG.findall(m.group("tags") or "")]
+        else:  # tolerate an unexpected shape: keep at least the role and the id
+            indent = len(line) - len(line.lstrip())
+            body = line.strip()[2:]
+            role = body.split(" ", 1)[0]
+            name = ""
+            idm = _ID_ONLY.search(line)
+            tags = [idm.group(1)] if idm else []
+        element_id = lineno
+        if tags and tags[-1].isdigit():
+            element_id = int(tags.pop())
+        depth = indent // 2
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        parent = stack[-1][1] if stack else None
+        states = frozenset(role_key(t) for t in tags if t)
+        elements[element_id] = TreeElement(
+            element_id, depth, role, role_key(role), name, states, parent
+        )
+        stack.append((depth, element_id))
+    return ElementTree(elements)

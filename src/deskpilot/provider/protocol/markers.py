@@ -1,0 +1,68 @@
+"""Protocol markers and their neutralisation.
+
+Text that reaches the model from untrusted places (tool results, tool metadata, repair
+excerpts) must not be able to open or close a protocol block, so the marker's opening bracket is
+swapped for a look-alike. Attribute variants and broken tags (no closing ``>``) are covered
+because only the opening bracket and the marker name are matched.
+"""
+
+from __future__ import annotations
+
+import re
+
+TOOL_CALL_TAG = "dp_tool_call"
+TOOL_RESULT_TAG = "dp_tool_result"
+HISTORY_TAG = "dp_tool_call_history"
+PREVIOUS_MARKER = "previous_dp_tool_call"
+REPAIR_TAG = "dp_repair"
+PLAN_TAG = "proposed_plan"
+CALL_ID_PREFIX = "dp_tool_"
+
+_NAMES = (
+    HISTORY_TAG,
+    TOOL_CALL_TAG,
+    TOOL_RESULT_TAG,
+    PREVIOUS_MARKER,
+    REPAIR_TAG,
+    "tool_call",
+    "tool_result",
+    "function_call",
+)
+_ALT = "|".join(sorted(_NAMES, key=len, reverse=True))
+_ANGLE = re.compile(rf"<(?=\s*/?\s*(?:{_ALT}|{PLAN_TAG})(?![A-Za-z0-9_]))", re.IGNORECASE)
+_BRACKET = re.compile(rf"\[(?=\s*/?\s*{PREVIOUS_MARKER}(?![A-Za-z0-9_]))", re.IGNORECASE)
+_MARKUP = re.compile(
+    rf"<\s*/?\s*(?:{_ALT})(?![A-Za-z0-9_])|\[\s*/?\s*{PREVIOUS_MARKER}(?![A-Za-z0-9_])",
+    re.IGNORECASE,
+)
+_HISTORY_BLOCKS = re.compile(
+    rf"\[\s*{PREVIOUS_MARKER}\b[^\]]*\].*?\[\s*/\s*{PREVIOUS_MARKER}\s*\]"
+    rf"|<\s*{PREVIOUS_MARKER}\b[^>]*>.*?<\s*/\s*{PREVIOUS_MARKER}\s*>"
+    rf"|<\s*{HISTORY_TAG}\b[^>]*>.*?<\s*/\s*{HISTORY_TAG}\s*>",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def neutralise(text: str) -> str:
+    """Make protocol markers inert while keeping them readable."""
+    if "<" not in text and "[" not in text:
+        return text
+    return _BRACKET.sub("⟦", _ANGLE.sub("‹", text))
+
+
+def has_markup(text: str) -> bool:
+    return ("<" in text or "[" in text) and _MARKUP.search(text) is not None
+
+
+def strip_history(text: str) -> tuple[str, bool]:
+    """Remove complete leaked history blocks; report whether any were there."""
+    if "<" not in text and "[" not in text:
+        return text, False
+    stripped, count = _HISTORY_BLOCKS.subn("", text)
+    return (stripped.strip(), True) if count else (text, False)
+
+
+def single_line(text: str, limit: int) -> str:
+    """Tool metadata shown to the model: neutralised, one line, bounded."""
+    flat = " ".join(neutralise(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

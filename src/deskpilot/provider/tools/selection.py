@@ -1,0 +1,201 @@
+"""Which tools the model sees this turn.
+
+Ranking reads user messages only (the latest, or recent ones when the latest is a continuation);
+tool results never rank. Forbidden tools ("don't use read") leave the eligible set and nothing
+adds them back; explicit-only prompts ("only use X") show only X. Name mentions need word
+boundaries, so ``README.md`` does not name ``read``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from deskpilot.provider.continuation import ranking_window
+from deskpilot.provider.tools.spec import ToolSpec, keywords
+
+SUMMARY_SCHEMA = "deskpilot.provider.tool-selection.v1"
+SUMMARY_GROUP_LIMIT = 12
+CORE_TOOLS = frozenset({"read", "bash", "write", "edit", "ls", "grep", "find"})
+
+_TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/\\-]*")
+_PATHLIKE = re.compile(r"[/\\]|\.[A-Za-z0-9]")
+_NAME = r"`?[a-z0-9_][a-z0-9_.:-]*`?"
+_LIST = rf"{_NAME}(?:\s*(?:,|、|，|/|\band\b|\bor\b|和|或|及)\s*(?:the\s+)?{_NAME})*"
+_FORBID = re.compile(
+    r"(?:\b(?:don'?t|do\s+not|never|must\s+not|mustn'?t|shouldn'?t|should\s+not|avoid|without|"
+    r"no\s+need\s+to)\s+(?:using\s+|use\s+|call(?:ing)?\s+|run(?:ning)?\s+|invok(?:e|ing)\s+)?"
+    r"|(?:不要|别|不用|不许|禁止|请勿|勿|无需|不需要)\s*(?:再\s*)?(?:使用|调用|用|执行|运行)?\s*)"
+    rf"(?:the\s+|any\s+)?(?:tools?\s+|工具\s*)?({_LIST})"
+)
+_EXCLUSIVE = re.compile(
+    r"(?:\b(?:only|just|exclusively)\s+(?:use|call|run|invoke)\s+|\buse\s+only\s+"
+    r"|(?:只|仅|只能|仅能)\s*(?:使用|调用|用)\s*)"
+    rf"(?:the\s+)?(?:tools?\s+|工具\s*)?({_LIST})"
+)
+_SPLIT = re.compile(r"\s*(?:,|、|，|/|\band\b|\bor\b|和|或|及)\s*(?:the\s+)?")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolScore:
+    name: str
+    index: int
+    score: float
+    reasons: tuple[str, ...]
+    selected: bool
+
+
+@dataclass(frozen=True)
+class Selection:
+    selected: tuple[ToolSpec, ...]
+    scores: tuple[ToolScore, ...]
+    valid_count: int
+    prompt_source: str
+    prompt_chars: int
+    user_messages: int
+    explicit_only: tuple[str, ...] = ()
+    forbidden: tuple[str, ...] = ()
+    names: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", frozenset(t.name for t in self.selected))
+
+    @property
+    def omitted(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.scores if not s.selected)
+
+    @property
+    def clipped(self) -> bool:
+        return len(self.selected) < self.valid_count
+
+    def summary(self) -> dict[str, Any]:
+        """Bounded selection summary: names, indexes, scores, reason codes; no prompt text."""
+
+        def row(s: ToolScore) -> dict[str, Any]:
+            return {
+                "name": s.name,
+                "index": s.index,
+                "score": s.score,
+                "reasonCodes": list(s.reasons),
+            }
+
+        ranked = sorted(self.scores, key=lambda s: (-s.score, s.index))
+        chosen = [row(s) for s in ranked if s.selected]
+        dropped = [row(s) for s in ranked if not s.selected]
+        return {
+            "schema": SUMMARY_SCHEMA,
+            "selected": chosen[:SUMMARY_GROUP_LIMIT],
+            "omitted": dropped[:SUMMARY_GROUP_LIMIT],
+        }
+
+    def telemetry(self) -> dict[str, Any]:
+        return {
+            "tool_selection_clipped": self.clipped,
+            "tool_selection_omitted_count": len(self.omitted),
+            "tool_selection_valid_count": self.valid_count,
+            "tool_selection_prompt_source": self.prompt_source,
+            "tool_selection_prompt_chars": self.prompt_chars,
+            "tool_selection_user_messages": self.user_messages,
+            "selected_tool_names": [t.name for t in self.selected],
+        }
+
+
+def _names_in(pattern: re.Pattern[str], text: str, known: dict[str, str]) -> list[str]:
+    found: list[str] = []
+    for match in pattern.finditer(text):
+        for part in _SPLIT.split(match.group(1)):
+            name = known.get(part.strip("`.,:;").lower())
+            if name and name not in found:
+                found.append(name)
+    return found
+
+
+def _tokens(text: str) -> tuple[set[str], bool, set[str]]:
+    """Word tokens (names can match), whether a path is mentioned, and keywords."""
+    words: set[str] = set()
+    has_path = False
+    for raw in _TOKEN.findall(text):
+        token = raw.rstrip(".:/\\-").lower()
+        if not token:
+            continue
+        if _PATHLIKE.search(token):
+            has_path = True
+            words.add(token)  # a tool literally named like a path still matches exactly
+            continue
+        words.add(token)
+    return words, has_path, set(keywords(text))
+
+
+def select_tools(
+    tools: Sequence[ToolSpec],
+    user_texts: Sequence[str],
+    *,
+    max_tools: int,
+    only: Iterable[str] | None = None,
+    core_tools: frozenset[str] = CORE_TOOLS,
+) -> Selection:
+    """Rank and clip; ``only`` (a caller's explicit list) bypasses ranking but not validity."""
+    window, source = ranking_window(user_texts)
+    text = "\n".join(window)
+    if only is not None:
+        wanted = set(only)
+        chosen = tuple(t for t in tools if t.name in wanted)
+        scores = tuple(
+            ToolScore(
+                t.name, i, 0.0, ("caller_selected",) if t.name in wanted else (), t.name in wanted
+            )
+            for i, t in enumerate(tools)
+        )
+        return Selection(chosen, scores, len(tools), "caller", len(text), len(window))
+    lowered = text.lower()
+    known = {t.name.lower(): t.name for t in tools}
+    forbidden = _names_in(_FORBID, lowered, known) if lowered else []
+    named_exclusive = _names_in(_EXCLUSIVE, lowered, known) if lowered else []
+    exclusive = [n for n in named_exclusive if n not in forbidden]
+    words, has_path, prompt_keywords = _tokens(text)
+    ranked: list[tuple[float, int, ToolSpec, tuple[str, ...]]] = []
+    excluded: list[ToolScore] = []
+    for index, tool in enumerate(tools):
+        if tool.name in forbidden:
+            excluded.append(ToolScore(tool.name, index, 0.0, ("prompt_tool_forbidden",), False))
+            continue
+        if named_exclusive and tool.name not in exclusive:
+            excluded.append(ToolScore(tool.name, index, 0.0, ("prompt_tool_not_exclusive",), False))
+            continue
+        score, reasons = 0.0, []
+        if exclusive:
+            score += 1000
+            reasons.append("prompt_tool_exclusive")
+        if tool.name.lower() in words:
+            score += 100
+            reasons.append("prompt_tool_name")
+        if has_path and tool.takes_path:
+            score += 8
+            reasons.append("prompt_path_file")
+        overlap = len(tool.keyword_set & prompt_keywords)
+        if overlap:
+            score += 4 * min(overlap, 5)
+            reasons.append("prompt_keyword")
+        if tool.name in core_tools:
+            score += 2
+            reasons.append("core_tool")
+        ranked.append((score, index, tool, tuple(reasons)))
+    ranked.sort(key=lambda r: (-r[0], r[1]))
+    keep = {r[1] for r in ranked[:max_tools]}
+    ordered = sorted(
+        [ToolScore(t.name, i, s, rs, i in keep) for s, i, t, rs in ranked] + excluded,
+        key=lambda s: s.index,
+    )
+    chosen = tuple(t for i, t in enumerate(tools) if i in keep)
+    return Selection(
+        chosen,
+        tuple(ordered),
+        len(tools),
+        source,
+        len(text),
+        len(window),
+        tuple(exclusive),
+        tuple(forbidden),
+    )

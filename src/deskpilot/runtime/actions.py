@@ -1,0 +1,378 @@
+"""The ten atomic action tools: one tool call, one user-level action, through the kernel.
+
+A tool call becomes one to three wire actions (a ledger row each):
+
+* a left single click on an element is sent as ``invoke_element`` (semantic, steals no
+  pointer); other clicks and all coordinate clicks are pointer clicks;
+* ``type_text``/``paste`` with ``element_id`` first focus that element, and ``submit`` adds
+  an Enter;
+* coordinates are pixels of the image the model was given with the state, converted to
+  normalised window coordinates and clamped.
+
+``stale_frame``, ``stale_tree`` and ``focus_mismatch`` heal themselves once: re-observe,
+rebuild the action against the new frame (an element is found again by its signature), retry.
+An outcome that may have run (``unknown``) is never retried. After the last step the window is
+observed once; the result issues a new stateId only when the seed-000 reuse conditions hold,
+and says ``action_noop`` when nothing changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.wire import (
+    Action,
+    ActionResult,
+    ClickAction,
+    DragAction,
+    InvokeElementAction,
+    MouseButton,
+    ObservationBody,
+    PasteTextAction,
+    PressKeyAction,
+    ScrollAction,
+    ScrollDirection,
+    SecondaryAction,
+    SelectTextAction,
+    SetValueAction,
+    TargetSpec,
+    TypeTextAction,
+)
+from deskpilot.runtime import tool_args as ta
+from deskpilot.runtime.coords import to_window_point
+from deskpilot.runtime.core import Call, RuntimeCore, ToolOutcome, app_label, digest
+from deskpilot.runtime.diagnostics import ActionOutcome, ObservationOutcome, StepRecord
+from deskpilot.runtime.errors import PRE_DISPATCH_CODES, SELF_HEALING_CODES, refusal, safe_error
+from deskpilot.runtime.recovery import Recovery
+from deskpilot.runtime.reuse import reuse_refusals
+from deskpilot.runtime.state_ids import StateRecord
+from deskpilot.runtime.tree import element_lines, remap
+
+
+@dataclass
+class Frame:
+    """What a wire action is built against: one observation's ids."""
+
+    frame_id: str
+    tree_version: str
+    tree: str
+
+    @classmethod
+    def of(cls, obs: ObservationBody) -> Frame:
+        return cls(obs.frame_id, obs.tree_version, obs.tree)
+
+
+Builder = Callable[[Frame], Action]
+
+
+@dataclass
+class Step:
+    kind: str
+    build: Builder
+    #: used once when the first form is refused as unsupported (pre-dispatch)
+    fallback: Builder | None = None
+
+
+class Plan:
+    """Builds steps against the state the agent acted on; ids are remapped per frame."""
+
+    def __init__(self, record: StateRecord) -> None:
+        self.record = record
+        self.steps: list[Step] = []
+
+    def element(self, element_id: int) -> Callable[[Frame], int]:
+        if element_id not in element_lines(self.record.tree):
+            raise refusal(
+                ErrorCode.INVALID_REQUEST,
+                f"element_id {element_id} is not an element of this state "
+                f"(it has {self.record.element_count} elements).",
+            )
+
+        def current(frame: Frame) -> int:
+            if frame.frame_id == self.record.frame_id:
+                return element_id
+            new_id = remap(self.record.tree, frame.tree, element_id)
+            if new_id is None:
+                raise refusal(
+                    ErrorCode.STALE_TREE,
+                    "The element is no longer present (or no longer unique) in the window. "
+                    "Call get_app_state again and use the new element ids; do not repeat the "
+                    "same call.",
+                )
+            return new_id
+
+        return current
+
+    def point(self, x: float, y: float) -> ta.PixelPoint:
+        return ta.PixelPoint(x=x, y=y)
+
+    def add(self, kind: str, build: Builder, fallback: Builder | None = None) -> None:
+        self.steps.append(Step(kind, build, fallback))
+
+
+def build_plan(tool: str, args: ta.ToolArgs, record: StateRecord) -> Plan:
+    plan = Plan(record)
+    size = record.image_size
+
+    def pt(x: float, y: float) -> object:
+        return to_window_point(x, y, size)
+
+    if isinstance(args, ta.ClickArgs):
+        button = MouseButton(args.button)
+        if args.element_id is not None:
+            el = plan.element(args.element_id)
+            if button is MouseButton.LEFT and args.count == 1:
+                plan.add(
+                    "invoke_element",
+                    lambda f: InvokeElementAction(element_id=el(f)),
+                    fallback=lambda f: ClickAction(element_id=el(f)),
+                )
+            else:
+                plan.add(
+                    "click",
+                    lambda f: ClickAction(element_id=el(f), button=button, count=args.count),
+                )
+        else:
+            assert args.x is not None and args.y is not None
+            point = to_window_point(args.x, args.y, size)
+            plan.add("click", lambda f: ClickAction(point=point, button=button, count=args.count))
+    elif isinstance(args, ta.TypeTextArgs | ta.PasteArgs):
+        paste = isinstance(args, ta.PasteArgs)
+        text = args.text
+        if args.element_id is not None:
+            el = plan.element(args.element_id)
+            plan.add("focus", lambda f: InvokeElementAction(element_id=el(f), action="focus"))
+        if paste:
+            plan.add("paste_text", lambda f: PasteTextAction(text=text))
+        else:
+            plan.add("type_text", lambda f: TypeTextAction(text=text))
+        if args.submit:
+            plan.add("press_key", lambda f: PressKeyAction(keys=["Return"]))
+    elif isinstance(args, ta.PressKeyArgs):
+        keys = list(args.keys)
+        plan.add("press_key", lambda f: PressKeyAction(keys=keys))
+    elif isinstance(args, ta.SetValueArgs):
+        el = plan.element(args.element_id)
+        value = args.value
+        plan.add("set_value", lambda f: SetValueAction(element_id=el(f), value=value))
+    elif isinstance(args, ta.InvokeElementArgs):
+        el = plan.element(args.element_id)
+        name = args.action
+        plan.add("invoke_element", lambda f: InvokeElementAction(element_id=el(f), action=name))
+    elif isinstance(args, ta.ScrollArgs):
+        direction = ScrollDirection(args.direction)
+        amount = args.amount
+        if args.element_id is not None:
+            el = plan.element(args.element_id)
+            plan.add(
+                "scroll",
+                lambda f: ScrollAction(element_id=el(f), direction=direction, amount=amount),
+            )
+        else:
+            assert args.x is not None and args.y is not None
+            point = to_window_point(args.x, args.y, size)
+            plan.add(
+                "scroll", lambda f: ScrollAction(point=point, direction=direction, amount=amount)
+            )
+    elif isinstance(args, ta.DragArgs):
+        start = to_window_point(args.from_.x, args.from_.y, size)
+        end = to_window_point(args.to.x, args.to.y, size)
+        plan.add("drag", lambda f: DragAction(start=start, end=end))
+    elif isinstance(args, ta.SelectTextArgs):
+        el = plan.element(args.element_id)
+        s, e = args.start, args.end
+        plan.add("select_text", lambda f: SelectTextAction(element_id=el(f), start=s, end=e))
+    elif isinstance(args, ta.SecondaryActionArgs):
+        el = plan.element(args.element_id)
+        plan.add("perform_secondary_action", lambda f: SecondaryAction(element_id=el(f)))
+    else:  # pragma: no cover - the tool table only routes the ten action tools here
+        raise refusal(ErrorCode.UNSUPPORTED_ACTION, f"{tool} is not an action tool.")
+    return plan
+
+
+def _outcome_of(exc: BaseException) -> ActionOutcome:
+    if isinstance(exc, DeskpilotError) and exc.code in PRE_DISPATCH_CODES:
+        return ActionOutcome.NOT_DISPATCHED
+    return ActionOutcome.UNKNOWN
+
+
+async def _run_step(
+    core: RuntimeCore, call: Call, record: StateRecord, step: Step, frame: Frame, target: TargetSpec
+) -> tuple[ActionResult, Frame]:
+    assert call.session_id is not None
+    healed = False
+    used_fallback = False
+    build = step.build
+    kind = step.kind
+    while True:
+        try:
+            action = build(frame)
+        except DeskpilotError as exc:
+            call.diag.steps.append(StepRecord(kind, ActionOutcome.NOT_DISPATCHED, code=exc.code))
+            raise
+        try:
+            call.dispatched = True
+            with call.watch.stage("rpc"):
+                gate = await core.kernel.execute(
+                    call.session_id, frame.frame_id, frame.tree_version, action
+                )
+            call.watch.add("approval", gate.approval_ms / 1000.0)
+            call.diag.steps.append(
+                StepRecord(
+                    kind, ActionOutcome.CALL_RETURNED, method=gate.result.method, healed=healed
+                )
+            )
+            return gate.result, frame
+        except DeskpilotError as exc:
+            if exc.code in SELF_HEALING_CODES and not healed:
+                healed = True
+                call.diag.healed += 1
+                observed = await core.observe(call, target, screenshot=False)
+                obs = observed.observation
+                if obs.app.pid != record.app.pid:
+                    call.diag.steps.append(
+                        StepRecord(kind, ActionOutcome.NOT_DISPATCHED, code="state_changed")
+                    )
+                    raise refusal(
+                        ErrorCode.STATE_CHANGED,
+                        "A different application is in the target window now.",
+                    ) from None
+                frame = Frame.of(obs)
+                continue
+            if exc.code is ErrorCode.UNSUPPORTED_ACTION and step.fallback and not used_fallback:
+                used_fallback = True
+                build = step.fallback
+                kind = f"{step.kind}->click"
+                continue
+            call.diag.steps.append(
+                StepRecord(kind, _outcome_of(exc), code=exc.code.value, healed=healed)
+            )
+            raise
+
+
+def _overall(call: Call) -> ActionOutcome:
+    outcomes = [s.outcome for s in call.diag.steps]
+    if ActionOutcome.UNKNOWN in outcomes:
+        return ActionOutcome.UNKNOWN
+    if ActionOutcome.CALL_RETURNED in outcomes:
+        return ActionOutcome.CALL_RETURNED
+    return ActionOutcome.NOT_DISPATCHED
+
+
+async def act(core: RuntimeCore, call: Call, args: ta.ToolArgs) -> ToolOutcome:
+    """Run one action tool: admit, consume the stateId, dispatch, observe, maybe reissue."""
+    tool = call.tool
+    turn = call.turn
+    call.diag.action_outcome = ActionOutcome.NOT_DISPATCHED
+    core.kernel.check_halt()
+    if turn.stopped:
+        raise refusal(
+            ErrorCode.SESSION_CANCELED,
+            "The user stopped this task; no more actions in this turn. Report to the user.",
+        )
+    if turn.recovery is not None:
+        turn.recovery.check(tool, None)
+    turn.budget.admit_action()
+    state_id = getattr(args, "state_id", "")
+    record = core.states.consume(state_id, turn=turn.key)
+    plan = build_plan(tool, args, record)
+    await core.preflight(call, acting=True)
+    target = TargetSpec(window_id=record.app.window_id)
+    try:
+        async with core.sessions.using(call.agent_session) as sess:
+            call.session_id = sess.session_id
+            sess.check_contract()
+            frame = Frame(record.frame_id, record.tree_version, record.tree)
+            for i, step in enumerate(plan.steps):
+                result, frame = await _run_step(core, call, record, step, frame, target)
+                sess.steps += 1
+                if i < len(plan.steps) - 1:
+                    if result.observation is not None:
+                        frame = Frame.of(result.observation)
+                    else:
+                        observed = await core.observe(call, target, screenshot=False)
+                        frame = Frame.of(observed.observation)
+            call.diag.action_outcome = _overall(call)
+            return await _after(core, call, record, target, sess)
+    except DeskpilotError as exc:
+        call.diag.action_outcome = _overall(call) if call.diag.steps else _outcome_of(exc)
+        if exc.code is ErrorCode.STATE_CHANGED:
+            _enter_recovery(core, call, record)
+        raise
+
+
+def _enter_recovery(core: RuntimeCore, call: Call, record: StateRecord) -> None:
+    turn = call.turn
+    if turn.recovery is None:
+        turn.recovery = Recovery(
+            app=record.app,
+            app_name=app_label(record.app_identity),
+            failed_method=call.tool,
+            previous_action_outcome=call.diag.action_outcome,
+        )
+    else:
+        turn.recovery.record_again()
+    core.states.invalidate(turn=turn.key, app=record.app)
+    call.diag.extra["recovery"] = turn.recovery.to_json()
+
+
+async def _after(
+    core: RuntimeCore, call: Call, record: StateRecord, target: TargetSpec, sess: object
+) -> ToolOutcome:
+    """Observe once after the action; issue the next stateId only if it is safe to reuse."""
+    summary = _summary(call)
+    try:
+        observed = await core.observe(call, target, screenshot=True)
+    except DeskpilotError as exc:
+        code, _, _, _ = safe_error(exc)
+        call.diag.observation_outcome = ObservationOutcome.UNAVAILABLE
+        call.diag.extra["observationCode"] = code.value
+        text = (
+            f"{summary}\nThe action call returned, but the window could not be observed "
+            f"afterwards ({code.value}); it may have closed. That does not prove the action "
+            "did or did not reach its goal. Call get_app_state or list_windows before the "
+            "next action."
+        )
+        return ToolOutcome(text=text, diagnostic=call.diag)
+    obs = observed.observation
+    png = observed.png
+    noop = obs.tree_version == record.tree_version and (
+        record.png_digest is None or digest(png) == record.png_digest
+    )
+    from deskpilot.runtime.implicit import ImplicitSession
+
+    if isinstance(sess, ImplicitSession):
+        sess.consecutive_noops = sess.consecutive_noops + 1 if noop else 0
+    if noop:
+        call.diag.noop = True
+        call.diag.code = ErrorCode.ACTION_NOOP.value
+        summary = (
+            "action_noop: the action was dispatched but nothing changed in the window "
+            "(same tree and screenshot). Do not assume it worked; try another element or "
+            "approach.\n" + summary
+        )
+    refusals = reuse_refusals(record.app_identity, obs, png)
+    if refusals:
+        call.diag.observation_outcome = ObservationOutcome.NOT_REUSABLE
+        call.diag.not_reusable = refusals
+        text = (
+            f"{summary}\nThe new state cannot be reused ({', '.join(refusals)}). Call "
+            "get_app_state before the next action."
+        )
+        return ToolOutcome(text=text, diagnostic=call.diag)
+    frame = core.frame(call, png, obs)
+    new = core.issue(call, obs, png, frame)
+    with call.watch.stage("format"):
+        body = core.render_state(new, obs, frame)
+    text = (
+        f"{summary}\nNew state below: read it, and act on its state_id (no need to call "
+        f"get_app_state again).\n\n{body}"
+    )
+    return ToolOutcome(text=text, diagnostic=call.diag, image=frame)
+
+
+def _summary(call: Call) -> str:
+    steps = ", ".join(f"{s.kind}{'/' + s.method if s.method else ''}" for s in call.diag.steps)
+    return f"{call.tool}: {call.diag.action_outcome.value} ({steps})"

@@ -1,0 +1,113 @@
+"""Which application an ``app`` argument means.
+
+An app is named by its accessibility name, executable name, WM_CLASS or desktop id (compared
+case-insensitively; a desktop id may be given with or without ``.desktop``), or by its pid.
+Windows are grouped into apps by pid. One match is the answer; several apps or none are a clear
+error that lists the candidates, so the agent can choose instead of guessing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from deskpilot.protocol.errors import ErrorCode
+from deskpilot.protocol.wire import AppIdentity, WindowInfo
+from deskpilot.runtime.errors import refusal
+
+
+@dataclass
+class AppEntry:
+    pid: int | None
+    identity: AppIdentity
+    windows: list[WindowInfo] = field(default_factory=list)
+
+    def names(self) -> set[str]:
+        out: set[str] = set()
+        ident = self.identity
+        for value in (ident.name, ident.executable, ident.wm_class, ident.desktop_id):
+            if value:
+                v = value.strip().lower()
+                out.add(v)
+                if v.endswith(".desktop"):
+                    out.add(v[: -len(".desktop")])
+        if ident.wm_class and "." in ident.wm_class:
+            out.add(ident.wm_class.lower())
+        return out
+
+    def main_window(self) -> WindowInfo | None:
+        """The focused window, else the largest visible one that is not minimised."""
+        if not self.windows:
+            return None
+        for w in self.windows:
+            if w.focused:
+                return w
+        shown = [w for w in self.windows if w.visible and not w.minimized] or self.windows
+        return max(shown, key=lambda w: w.bounds.width * w.bounds.height)
+
+    def to_json(self) -> dict[str, Any]:
+        ident = self.identity
+        return {
+            "pid": self.pid,
+            "name": ident.name,
+            "executable": ident.executable,
+            "wmClass": ident.wm_class,
+            "desktopId": ident.desktop_id,
+            "windows": len(self.windows),
+        }
+
+
+def _merge(into: AppIdentity, other: AppIdentity) -> None:
+    for attr in ("name", "executable", "wm_class", "desktop_id"):
+        if getattr(into, attr) is None and getattr(other, attr) is not None:
+            setattr(into, attr, getattr(other, attr))
+
+
+def group_apps(windows: list[WindowInfo]) -> list[AppEntry]:
+    by_key: dict[object, AppEntry] = {}
+    for w in windows:
+        key: object = w.app.pid if w.app.pid is not None else ("window", w.window_id)
+        entry = by_key.get(key)
+        if entry is None:
+            entry = AppEntry(pid=w.app.pid, identity=w.app.model_copy())
+            by_key[key] = entry
+        else:
+            _merge(entry.identity, w.app)
+        entry.windows.append(w)
+    return list(by_key.values())
+
+
+def _as_pid(query: str | int) -> int | None:
+    if isinstance(query, int):
+        return query
+    q = query.strip()
+    if q.lower().startswith("pid:"):
+        q = q[4:].strip()
+    return int(q) if q.isdigit() else None
+
+
+def resolve_app(query: str | int, windows: list[WindowInfo]) -> AppEntry:
+    apps = group_apps(windows)
+    pid = _as_pid(query)
+    if pid is not None:
+        matches = [a for a in apps if a.pid == pid]
+    else:
+        q = str(query).strip().lower()
+        if q.endswith(".desktop"):
+            q = q[: -len(".desktop")]
+        matches = [a for a in apps if q in a.names()]
+    if len(matches) == 1:
+        return matches[0]
+    candidates = [a.to_json() for a in (matches or apps)][:40]
+    if not matches:
+        raise refusal(
+            ErrorCode.TARGET_NOT_FOUND,
+            f"No running application matches app={query!r}. Candidates are listed; name one by "
+            "accessibility name, executable, WM_CLASS, desktop id or pid, or use open_app.",
+            candidates=candidates,
+        )
+    raise refusal(
+        ErrorCode.TARGET_AMBIGUOUS,
+        f"app={query!r} matches {len(matches)} applications. Pass the pid of the one you mean.",
+        candidates=candidates,
+    )

@@ -1,0 +1,155 @@
+"""Turning failures into text an agent may read.
+
+An error raised below the runtime (the host, the client, the kernel) can carry text we did not
+write: a D-Bus error body, an application's message, a path. None of it is echoed. The agent
+gets the error *code* and a message from the table below; only errors the runtime raises itself
+(``RuntimeRefusal``) carry their own message and details, because we wrote them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+
+#: Codes that are raised before anything reaches the desktop. An action that fails with one
+#: of these was certainly not dispatched.
+PRE_DISPATCH_CODES = frozenset(
+    {
+        ErrorCode.STALE_FRAME,
+        ErrorCode.STALE_TREE,
+        ErrorCode.FOCUS_MISMATCH,
+        ErrorCode.STATE_ID_INVALID,
+        ErrorCode.INVALID_REQUEST,
+        ErrorCode.UNSUPPORTED_ACTION,
+        ErrorCode.TARGET_NOT_FOUND,
+        ErrorCode.TARGET_AMBIGUOUS,
+        ErrorCode.ACTION_BLOCKED,
+        ErrorCode.APPROVAL_REQUIRED,
+        ErrorCode.APPROVAL_DENIED,
+        ErrorCode.APPROVAL_MISMATCH,
+        ErrorCode.HANDOFF_REQUIRED,
+        ErrorCode.SENSITIVE_INPUT_BLOCKED,
+        ErrorCode.KILL_SWITCH_ENGAGED,
+        ErrorCode.SESSION_NOT_EXECUTABLE,
+        ErrorCode.SESSION_NOT_FOUND,
+        ErrorCode.INVALID_STATE_TRANSITION,
+        ErrorCode.ACTUATOR_LEASE_CONFLICT,
+        ErrorCode.TASK_STEP_LIMIT_EXCEEDED,
+        ErrorCode.TASK_RUNTIME_EXCEEDED,
+        ErrorCode.TASK_NOOP_LIMIT_EXCEEDED,
+        ErrorCode.BUDGET_EXHAUSTED,
+        ErrorCode.NOT_AVAILABLE_YET,
+        ErrorCode.COMPUTER_DISABLED,
+        ErrorCode.ENVIRONMENT_UNAVAILABLE,
+        ErrorCode.SCREEN_PERMISSION_DENIED,
+        ErrorCode.ACCESSIBILITY_PERMISSION_DENIED,
+        ErrorCode.INPUT_PERMISSION_DENIED,
+        ErrorCode.UNSUPPORTED_PLATFORM,
+        ErrorCode.NATIVE_HOST_MISSING,
+        ErrorCode.NATIVE_HOST_UNTRUSTED,
+        ErrorCode.NATIVE_HOST_INCOMPATIBLE,
+        ErrorCode.NATIVE_HOST_REQUEST_CAPACITY_REACHED,
+        ErrorCode.NATIVE_HOST_OPERATION_CAPACITY_REACHED,
+        ErrorCode.HOST_HANDSHAKE_FAILED,
+        ErrorCode.NO_WINDOWS_AVAILABLE,
+    }
+)
+
+#: Stale errors heal themselves once: re-observe, rebuild the action, retry.
+SELF_HEALING_CODES = frozenset(
+    {ErrorCode.STALE_FRAME, ErrorCode.STALE_TREE, ErrorCode.FOCUS_MISMATCH}
+)
+
+SAFE_MESSAGES: dict[ErrorCode, str] = {
+    ErrorCode.ENVIRONMENT_UNAVAILABLE: "The desktop environment is not available right now.",
+    ErrorCode.COMPUTER_DISABLED: "Computer use is disabled in the settings.",
+    ErrorCode.SCREEN_PERMISSION_DENIED: "Screen capture is not permitted on this desktop.",
+    ErrorCode.ACCESSIBILITY_PERMISSION_DENIED: "Accessibility access is not available.",
+    ErrorCode.INPUT_PERMISSION_DENIED: "Synthetic input is not permitted on this desktop.",
+    ErrorCode.SCREEN_LOCKED: "The screen is locked.",
+    ErrorCode.UNSUPPORTED_PLATFORM: "This display server is not supported (X11 only for now).",
+    ErrorCode.NATIVE_HOST_MISSING: "The deskpilot host process could not be started.",
+    ErrorCode.NATIVE_HOST_UNTRUSTED: "The deskpilot host process failed its trust check.",
+    ErrorCode.NATIVE_HOST_INCOMPATIBLE: "The deskpilot host speaks an incompatible protocol.",
+    ErrorCode.NATIVE_HOST_UNAVAILABLE: "The deskpilot host process is unavailable.",
+    ErrorCode.NATIVE_HOST_REQUEST_CAPACITY_REACHED: "Too many requests are queued; retry shortly.",
+    ErrorCode.NATIVE_HOST_OPERATION_CAPACITY_REACHED: "Too many operations in flight; retry.",
+    ErrorCode.HOST_HANDSHAKE_FAILED: "The handshake with the host process failed.",
+    ErrorCode.PROTOCOL_ERROR: "The host answered with a malformed message.",
+    ErrorCode.INVALID_REQUEST: "The request was refused as invalid.",
+    ErrorCode.UNSUPPORTED_ACTION: "That action is not supported on this element or backend.",
+    ErrorCode.STALE_FRAME: "The state is older than the latest observation. Call get_app_state "
+    "again and use the new ids; do not repeat the same call.",
+    ErrorCode.STALE_TREE: "The window changed since it was observed. Call get_app_state again "
+    "and use the new element ids; do not repeat the same call.",
+    ErrorCode.FOCUS_MISMATCH: "The target window lost focus. Call get_app_state again.",
+    ErrorCode.TARGET_NOT_FOUND: "The target was not found.",
+    ErrorCode.TARGET_AMBIGUOUS: "The target is ambiguous.",
+    ErrorCode.NO_WINDOWS_AVAILABLE: "No window is available for that target. This does not "
+    "prove that an earlier action did or did not run.",
+    ErrorCode.CAPTURE_FAILED: "The window could not be captured.",
+    ErrorCode.STATE_CHANGED: "The application's state changed under the action. Only "
+    "get_app_state on the same app is allowed until a new state arrives.",
+    ErrorCode.STATE_ID_INVALID: "The state_id is not valid. Call get_app_state for a new one.",
+    ErrorCode.ACTION_FAILED: "The action failed.",
+    ErrorCode.ACTION_TIMEOUT: "The action timed out; its effect is unknown. Observe before "
+    "deciding; it is not retried automatically.",
+    ErrorCode.ACTION_NOOP: "The action was dispatched but nothing changed in the window.",
+    ErrorCode.ACTION_BLOCKED: "The action was blocked by policy.",
+    ErrorCode.APPROVAL_REQUIRED: "The action needs the user's approval.",
+    ErrorCode.APPROVAL_DENIED: "The user denied the action.",
+    ErrorCode.APPROVAL_MISMATCH: "The approval does not match this action.",
+    ErrorCode.HANDOFF_REQUIRED: "The user must take over this step.",
+    ErrorCode.SENSITIVE_INPUT_BLOCKED: "Typing into a sensitive field was blocked.",
+    ErrorCode.SESSION_CANCELED: "The computer session was canceled.",
+    ErrorCode.SESSION_NOT_FOUND: "There is no such computer session.",
+    ErrorCode.SESSION_NOT_EXECUTABLE: "The computer session is not in a state that accepts "
+    "actions (paused, taken over or stopped).",
+    ErrorCode.INVALID_STATE_TRANSITION: "That control is not valid in the current state.",
+    ErrorCode.ACTUATOR_LEASE_CONFLICT: "Another task is driving the desktop.",
+    ErrorCode.KILL_SWITCH_ENGAGED: "The kill switch is engaged: computer use is halted.",
+    ErrorCode.TASK_STEP_LIMIT_EXCEEDED: "The session's step limit is reached.",
+    ErrorCode.TASK_RUNTIME_EXCEEDED: "The session's runtime limit is reached.",
+    ErrorCode.TASK_NOOP_LIMIT_EXCEEDED: "Too many consecutive actions changed nothing.",
+    ErrorCode.BUDGET_EXHAUSTED: "The bounded budget of this task is spent.",
+    ErrorCode.DECISION_MODEL_ERROR: "The decision model failed.",
+    ErrorCode.VERIFICATION_FAILED: "Verification failed.",
+    ErrorCode.NOT_AVAILABLE_YET: "This tool is not available yet in this build.",
+    ErrorCode.SNAPSHOT_NOT_FOUND: "No such snapshot.",
+    ErrorCode.SNAPSHOT_TOO_LARGE: "The snapshot is too large.",
+    ErrorCode.VAULT_INTEGRITY_ERROR: "A stored snapshot failed its integrity check.",
+    ErrorCode.VAULT_KEY_INVALID: "The vault key is not valid.",
+    ErrorCode.INTERNAL_ERROR: "An internal error occurred.",
+}
+
+
+class RuntimeRefusal(DeskpilotError):
+    """An error the runtime raises itself: its message and details are ours, so they are
+    shown. Details must still never contain typed text, UI text or image data."""
+
+
+def safe_error(exc: BaseException) -> tuple[ErrorCode, str, bool, dict[str, Any]]:
+    """(code, message, retryable, details) that are safe to show to an agent."""
+    if isinstance(exc, RuntimeRefusal):
+        return exc.code, exc.message, exc.retryable, dict(exc.details)
+    if isinstance(exc, DeskpilotError):
+        details: dict[str, Any] = {}
+        # keep only structured, non-textual facts from below
+        for key in ("reason", "reasonCode", "riskLevel", "policyCode", "cause"):
+            value = exc.details.get(key)
+            if (
+                isinstance(value, str) and len(value) <= 64 and value.replace("_", "").isalnum()
+            ) or isinstance(value, int | bool):
+                details[key] = value
+        return (
+            exc.code,
+            SAFE_MESSAGES.get(exc.code, "The operation failed."),
+            exc.retryable,
+            details,
+        )
+    return ErrorCode.INTERNAL_ERROR, SAFE_MESSAGES[ErrorCode.INTERNAL_ERROR], False, {}
+
+
+def refusal(code: ErrorCode, message: str, **details: Any) -> RuntimeRefusal:
+    return RuntimeRefusal(code, message, details=details or None)

@@ -1,0 +1,57 @@
+"""When an action's result may carry the next stateId (seed 000, "one read fewer").
+
+Only when every condition holds: no error, refusal or known state change (the caller checks
+that); the same app identity as the state acted on; a complete window header; a window root;
+unique valid element ids; a screenshot; nothing truncated, elided or partial (an open menu or
+popup over the window is a partial state). Otherwise the result says to observe explicitly;
+nothing is re-read in the background to paper over it. This is a structure and identity
+check, not a promise that the UI is atomic.
+"""
+
+from __future__ import annotations
+
+from deskpilot.protocol.wire import AppIdentity, ObservationBody
+from deskpilot.runtime.tree import element_ids
+
+WINDOW_ROOT_ROLES = frozenset(
+    {"window", "frame", "dialog", "alert", "file_chooser", "fileChooser", "application"}
+)
+
+
+def reuse_refusals(
+    previous_app: AppIdentity,
+    obs: ObservationBody | None,
+    png: bytes | None,
+) -> list[str]:
+    """Names of the conditions that fail; empty means the state may be reused."""
+    if obs is None:
+        return ["no_observation"]
+    reasons: list[str] = []
+    if obs.app.pid != previous_app.pid or (
+        previous_app.name is not None
+        and obs.app.name is not None
+        and obs.app.name != previous_app.name
+    ):
+        reasons.append("app_identity_changed")
+    w = obs.window
+    if not w.window_id or w.bounds.width <= 0 or w.bounds.height <= 0:
+        reasons.append("incomplete_window_header")
+    lines = [ln for ln in obs.tree.splitlines() if ln.strip()]
+    first = lines[0].lstrip() if lines else ""
+    role = first[2:].split(" ", 1)[0] if first.startswith("- ") else ""
+    if role not in WINDOW_ROOT_ROLES:
+        reasons.append("no_window_root")
+    ids = element_ids(obs.tree)
+    if not ids or len(set(ids)) != len(ids) or min(ids) < 1 or len(ids) != obs.element_count:
+        reasons.append("element_ids_invalid")
+    if png is None or obs.image is None:
+        reasons.append("no_screenshot")
+    t = obs.truncation
+    if t.omitted_elements or t.element_cap_hit or t.text_budget_hit or "[truncated" in obs.tree:
+        reasons.append("truncated")
+    if t.elided_children:
+        reasons.append("partial_elided")
+    fw = obs.foreground_window
+    if fw is not None and fw.window_id != w.window_id and fw.app.pid == obs.app.pid:
+        reasons.append("popup_or_menu_open")
+    return reasons

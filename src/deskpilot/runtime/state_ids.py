@@ -1,0 +1,179 @@
+"""stateIds: single use, valid 60 s, bound to the app and the agent's turn (seed 000).
+
+A stateId stands for one observation the agent has read. Acting on it consumes it; the
+action's result may issue the next one. Binding it to the app stops a state of one window from
+driving another; binding it to the turn stops a state read in an earlier user task from being
+acted on in a later one.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from deskpilot.protocol.errors import ErrorCode
+from deskpilot.protocol.wire import AppIdentity, WindowInfo
+from deskpilot.runtime.errors import RuntimeRefusal, refusal
+
+STATE_ID_TTL_S = 60.0
+
+
+@dataclass(frozen=True)
+class AppKey:
+    """The identity a state is bound to: the process and its window."""
+
+    pid: int | None
+    window_id: str
+
+    def label(self) -> str:
+        return f"pid {self.pid}, window {self.window_id}"
+
+
+@dataclass
+class StateRecord:
+    state_id: str
+    turn: str
+    agent_session: str
+    app: AppKey
+    app_identity: AppIdentity
+    window: WindowInfo
+    frame_id: str
+    tree_version: str
+    tree: str
+    element_count: int
+    #: size of the image the model was given with this state (None: no image)
+    image_size: tuple[int, int] | None
+    png_digest: str | None
+    issued_at: float
+    expires_at: float
+    consumed: bool = False
+    extras: dict[str, object] = field(default_factory=dict)
+
+
+class StateIdRegistry:
+    def __init__(self, ttl_s: float = STATE_ID_TTL_S, clock: Callable[[], float] | None = None):
+        self.ttl_s = ttl_s
+        self._clock = clock or time.monotonic
+        self._records: dict[str, StateRecord] = {}
+
+    def now(self) -> float:
+        return self._clock()
+
+    def issue(
+        self,
+        *,
+        turn: str,
+        agent_session: str,
+        app: AppKey,
+        app_identity: AppIdentity,
+        window: WindowInfo,
+        frame_id: str,
+        tree_version: str,
+        tree: str,
+        element_count: int,
+        image_size: tuple[int, int] | None,
+        png_digest: str | None,
+    ) -> StateRecord:
+        self._sweep()
+        now = self.now()
+        record = StateRecord(
+            state_id="st_" + secrets.token_urlsafe(12),
+            turn=turn,
+            agent_session=agent_session,
+            app=app,
+            app_identity=app_identity,
+            window=window,
+            frame_id=frame_id,
+            tree_version=tree_version,
+            tree=tree,
+            element_count=element_count,
+            image_size=image_size,
+            png_digest=png_digest,
+            issued_at=now,
+            expires_at=now + self.ttl_s,
+        )
+        self._records[record.state_id] = record
+        return record
+
+    def peek(self, state_id: str) -> StateRecord | None:
+        return self._records.get(state_id)
+
+    def consume(self, state_id: str, *, turn: str) -> StateRecord:
+        """Take a stateId for one action, or raise ``state_id_invalid`` saying why."""
+        record = self._records.get(state_id)
+        if record is None:
+            raise refusal(
+                ErrorCode.STATE_ID_INVALID,
+                "Unknown state_id. Call get_app_state for a new one.",
+                reason="unknown",
+            )
+        if record.consumed:
+            raise refusal(
+                ErrorCode.STATE_ID_INVALID,
+                "This state_id was already used; each state_id is single use. Read the state "
+                "returned by your last action or call get_app_state.",
+                reason="already_used",
+            )
+        if self.now() >= record.expires_at:
+            self._records.pop(state_id, None)
+            raise refusal(
+                ErrorCode.STATE_ID_INVALID,
+                f"This state_id expired (valid {int(self.ttl_s)} s). Call get_app_state again.",
+                reason="expired",
+            )
+        if record.turn != turn:
+            raise refusal(
+                ErrorCode.STATE_ID_INVALID,
+                "This state_id belongs to another turn. Call get_app_state again.",
+                reason="other_turn",
+            )
+        record.consumed = True
+        return record
+
+    def invalidate(
+        self,
+        *,
+        agent_session: str | None = None,
+        turn: str | None = None,
+        app: AppKey | None = None,
+    ) -> int:
+        """Drop every matching unconsumed state; returns how many."""
+        n = 0
+        for record in self._records.values():
+            if record.consumed:
+                continue
+            if agent_session is not None and record.agent_session != agent_session:
+                continue
+            if turn is not None and record.turn != turn:
+                continue
+            if app is not None and record.app != app:
+                continue
+            record.consumed = True
+            n += 1
+        return n
+
+    def invalidate_other_turns(self, agent_session: str, current_turn: str) -> int:
+        n = 0
+        for record in self._records.values():
+            if (
+                not record.consumed
+                and record.agent_session == agent_session
+                and record.turn != current_turn
+            ):
+                record.consumed = True
+                n += 1
+        return n
+
+    def _sweep(self) -> None:
+        now = self.now()
+        dead = [k for k, r in self._records.items() if r.consumed or now >= r.expires_at]
+        # keep consumed ids a little so "already used" can be told apart from "unknown"
+        for k in dead:
+            r = self._records[k]
+            if now >= r.expires_at + self.ttl_s:
+                del self._records[k]
+
+
+__all__ = ["STATE_ID_TTL_S", "AppKey", "RuntimeRefusal", "StateIdRegistry", "StateRecord"]

@@ -1,0 +1,258 @@
+"""Argument models of the 28 tools, validated by the server itself.
+
+Clients do not all validate against the published schema (pi's MCP adapter strips
+``additionalProperties``; some models send nested values as JSON strings), so the runtime
+validates every call: unknown fields are refused, JSON-string values are accepted where a
+list, object, number or boolean is expected, and both ``state_id`` and ``stateId`` spellings
+are read. Error messages name fields and rules, never the values (they may be typed text).
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+
+from deskpilot.protocol.errors import ErrorCode
+from deskpilot.runtime.errors import RuntimeRefusal, refusal
+
+
+class ToolArgs(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        str_strip_whitespace=False,
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _json_strings(cls, data: Any) -> Any:
+        """Parse values that arrive as JSON text where a structured value is expected."""
+        if not isinstance(data, dict):
+            return data
+        out = dict(data)
+        by_key: dict[str, Any] = {}
+        for name, field in cls.model_fields.items():
+            by_key[name] = field.annotation
+            if field.alias:
+                by_key[field.alias] = field.annotation
+            by_key[to_camel(name)] = field.annotation
+        for key, value in data.items():
+            ann = by_key.get(key)
+            if ann is None or not isinstance(value, str) or _accepts_str(ann):
+                continue
+            text = value.strip()
+            if text[:1] in "[{" or text in ("true", "false", "null"):
+                try:
+                    out[key] = json.loads(text)
+                except ValueError:
+                    continue
+        return out
+
+
+def _accepts_str(ann: Any) -> bool:
+    if ann is str:
+        return True
+    return get_origin(ann) in (Union, types.UnionType) and str in get_args(ann)
+
+
+AppRef = str | int
+
+
+class NoArgs(ToolArgs):
+    pass
+
+
+class AppArgs(ToolArgs):
+    app: AppRef | None = Field(
+        default=None,
+        description="Accessibility name, executable, WM_CLASS, desktop id, or pid. "
+        "Omitted: the bound target, else the focused window.",
+    )
+
+
+class PixelPoint(ToolArgs):
+    x: float = Field(ge=0, description="Pixels from the left of the last image you saw")
+    y: float = Field(ge=0, description="Pixels from the top of the last image you saw")
+
+
+class _StateArgs(ToolArgs):
+    state_id: str = Field(min_length=1, description="The state_id of the state you are acting on")
+
+
+class ClickArgs(_StateArgs):
+    element_id: int | None = Field(default=None, ge=1)
+    x: float | None = Field(default=None, ge=0)
+    y: float | None = Field(default=None, ge=0)
+    button: Literal["left", "right", "middle"] = "left"
+    count: int = Field(default=1, ge=1, le=3)
+
+    @model_validator(mode="after")
+    def _target(self) -> ClickArgs:
+        _one_target(self.element_id, self.x, self.y)
+        return self
+
+
+class TypeTextArgs(_StateArgs):
+    text: str = Field(min_length=1, max_length=100_000)
+    element_id: int | None = Field(default=None, ge=1)
+    submit: bool = False
+
+
+class PasteArgs(_StateArgs):
+    text: str = Field(min_length=1, max_length=1_000_000)
+    element_id: int | None = Field(default=None, ge=1)
+    submit: bool = False
+
+
+class PressKeyArgs(_StateArgs):
+    keys: list[str] = Field(
+        min_length=1,
+        max_length=64,
+        description='Key chords pressed in order, e.g. ["ctrl+s"] or ["Tab", "Return"]',
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _single_chord(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("keys"), str):
+            text = data["keys"].strip()
+            if not text.startswith("["):
+                data = {**data, "keys": [text]}
+        return data
+
+
+class SetValueArgs(_StateArgs):
+    element_id: int = Field(ge=1)
+    value: str | float
+
+
+class InvokeElementArgs(_StateArgs):
+    element_id: int = Field(ge=1)
+    action: str | None = Field(default=None, max_length=200)
+
+
+class ScrollArgs(_StateArgs):
+    element_id: int | None = Field(default=None, ge=1)
+    x: float | None = Field(default=None, ge=0)
+    y: float | None = Field(default=None, ge=0)
+    direction: Literal["up", "down", "left", "right"]
+    amount: int = Field(default=3, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _target(self) -> ScrollArgs:
+        _one_target(self.element_id, self.x, self.y)
+        return self
+
+
+class DragArgs(_StateArgs):
+    from_: PixelPoint = Field(alias="from")
+    to: PixelPoint
+
+
+class SelectTextArgs(_StateArgs):
+    element_id: int = Field(ge=1)
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _order(self) -> SelectTextArgs:
+        if self.end < self.start:
+            raise ValueError("end must be >= start")
+        return self
+
+
+class SecondaryActionArgs(_StateArgs):
+    element_id: int = Field(ge=1)
+
+
+class OpenAppArgs(ToolArgs):
+    app: str = Field(min_length=1, description="A desktop id (org.gnome.Calculator) or executable")
+    args: list[str] = Field(default_factory=list, max_length=64)
+    timeout_ms: int = Field(default=20_000, ge=100, le=120_000)
+
+
+class BindTargetArgs(ToolArgs):
+    app: AppRef | None = None
+    window_id: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> BindTargetArgs:
+        if (self.app is None) == (self.window_id is None):
+            raise ValueError("give exactly one of app or window_id")
+        return self
+
+
+class StopArgs(ToolArgs):
+    reason: str | None = Field(default=None, max_length=500)
+
+
+class StartTaskArgs(ToolArgs):
+    goal: str = Field(min_length=1)
+    app: AppRef | None = None
+
+
+class TaskRefArgs(ToolArgs):
+    task_id: str | None = None
+    timeout_ms: int | None = Field(default=None, ge=100, le=300_000)
+
+
+def _one_target(element_id: int | None, x: float | None, y: float | None) -> None:
+    if element_id is not None:
+        if x is not None or y is not None:
+            raise ValueError("give element_id or x and y, not both")
+        return
+    if x is None or y is None:
+        raise ValueError("give element_id, or both x and y")
+
+
+def validate_args(tool: str, model: type[ToolArgs], raw: Any) -> Any:
+    """Validate, or raise ``invalid_request`` naming the fields and rules (not the values)."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            raise refusal(
+                ErrorCode.INVALID_REQUEST, f"Arguments for {tool} are not a JSON object."
+            ) from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise refusal(ErrorCode.INVALID_REQUEST, f"Arguments for {tool} must be an object.")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        problems: list[str] = []
+        for err in exc.errors(include_input=False, include_url=False):
+            loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+            if err["type"] == "extra_forbidden":
+                problems.append(f"{loc}: unknown field")
+            else:
+                problems.append(f"{loc}: {err['msg']}")
+        allowed = sorted(
+            (f.alias or n) if n.endswith("_") else n for n, f in model.model_fields.items()
+        )
+        raise refusal(
+            ErrorCode.INVALID_REQUEST,
+            f"Invalid arguments for {tool}: " + "; ".join(problems[:10]),
+            problems=problems[:10],
+            allowedFields=allowed,
+        ) from None
+
+
+def input_schema(model: type[ToolArgs]) -> dict[str, Any]:
+    """The published JSON schema: snake_case names, no extra properties."""
+    schema = model.model_json_schema(by_alias=False)
+    if "from_" in schema.get("properties", {}):
+        props = schema["properties"]
+        props["from"] = props.pop("from_")
+        schema["required"] = ["from" if r == "from_" else r for r in schema.get("required", [])]
+    schema["additionalProperties"] = False
+    return schema
+
+
+__all__ = ["RuntimeRefusal", "ToolArgs", "input_schema", "validate_args"]

@@ -1,0 +1,74 @@
+"""Reading the host's rendered tree: element ids and element signatures.
+
+The host renders the accessibility tree as a Markdown outline whose element ids are line
+numbers in brackets at the end of each element line (``- button "OK" [7]``). Ids are not
+stable across frames; a *signature* (depth, role, name) is what lets a stale action be rebuilt
+against a fresh frame, and only when it picks out exactly one element.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_ID_AT_END = re.compile(r"\[(\d+)\]\s*$")
+_LINE = re.compile(r'^(?P<indent>\s*)- (?P<role>[^\s"\[]+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?')
+
+
+@dataclass(frozen=True)
+class Signature:
+    depth: int
+    role: str
+    name: str
+
+
+def element_lines(tree: str) -> dict[int, str]:
+    """id → line, for every line that ends with an element id."""
+    out: dict[int, str] = {}
+    for line in tree.splitlines():
+        m = _ID_AT_END.search(line)
+        if m:
+            out.setdefault(int(m.group(1)), line)
+    return out
+
+
+def element_ids(tree: str) -> list[int]:
+    ids: list[int] = []
+    for line in tree.splitlines():
+        m = _ID_AT_END.search(line)
+        if m:
+            ids.append(int(m.group(1)))
+    return ids
+
+
+def signature(line: str) -> Signature | None:
+    m = _LINE.match(line)
+    if not m:
+        return None
+    return Signature(len(m.group("indent")), m.group("role"), m.group("name") or "")
+
+
+def role_of(tree: str, element_id: int) -> str | None:
+    line = element_lines(tree).get(element_id)
+    sig = signature(line) if line is not None else None
+    return sig.role if sig else None
+
+
+def remap(old_tree: str, new_tree: str, element_id: int) -> int | None:
+    """The id in ``new_tree`` of the element ``element_id`` named in ``old_tree``.
+
+    Same id when the signature still matches there; otherwise the one element with the same
+    signature; otherwise None (the element is gone or no longer unique).
+    """
+    old_line = element_lines(old_tree).get(element_id)
+    if old_line is None:
+        return None
+    sig = signature(old_line)
+    if sig is None:
+        return None
+    new_lines = element_lines(new_tree)
+    here = new_lines.get(element_id)
+    if here is not None and signature(here) == sig:
+        return element_id
+    matches = [i for i, line in new_lines.items() if signature(line) == sig]
+    return matches[0] if len(matches) == 1 else None

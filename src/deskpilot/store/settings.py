@@ -1,0 +1,190 @@
+"""Typed user settings, persisted one key per row in the ``settings`` table.
+
+Every field here has a production reader (named in its comment); a setting that changes no
+behaviour is not declared. :meth:`Settings.load` always answers a complete model: keys never
+written fall back to their defaults, so a fresh install behaves exactly like the defaults say
+(the seed's product read the raw row and, finding none, never armed its kill switch).
+
+Vault and kernel code read settings through this module::
+
+    model = Settings.load(db)                     # SettingsModel, defaults filled in
+    Settings.update(db, kill_switch="ctrl+alt+k")  # validated, persisted, listeners told
+    unsubscribe = Settings.subscribe(listener)      # listener(db, old, new) in this process
+
+Other processes (``deskpilot`` CLI, the dashboard) write the same rows; long-lived readers
+that must notice those writes compare :meth:`Settings.revision` now and then.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.store.db import Database
+
+#: "off", or the highest risk level that still runs without a one-time confirmation.
+ConfirmationThreshold = Literal["off", "L0", "L1", "L2", "L3"]
+
+
+class SettingsModel(BaseModel):
+    """An immutable snapshot of every setting. Wire/JSON names are camelCase."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+    #: kernel.broker: when false every action answers ``computer_disabled``; observing works.
+    enabled: bool = True
+    #: kernel.killswitch: the global chord that cancels every session; "" disarms it.
+    kill_switch: str = "ctrl+shift+Escape"
+    #: kernel.killswitch: the person's physical Escape during an action cancels that action.
+    escape_cancels_action: bool = True
+    #: kernel.policy: actions rated strictly above this level wait for a one-time
+    #: confirmation (``deskpilot confirm``); "L2" means L3 and L4 need one. "off" = never.
+    require_confirmation_above: ConfirmationThreshold = "off"
+    #: kernel.confirmation: how long a pending confirmation waits before it counts as denied.
+    confirmation_timeout_seconds: int = Field(default=120, ge=5, le=3_600)
+    #: kernel.policy: when non-empty, only these app identities may be acted on (in addition
+    #: to any task contract's own allowedApps).
+    allowed_apps: list[str] = Field(default_factory=list)
+    #: vault: paint sensitive regions grey in stored evidence frames.
+    redact_sensitive_content: bool = True
+    #: vault: keep every observation frame, not only evidence frames.
+    full_recording_enabled: bool = False
+    #: vault: evidence frames older than this are deleted by maintenance.
+    evidence_retention_days: int = Field(default=30, ge=0, le=3_650)
+    #: vault: total encrypted bytes kept on disk before the oldest blobs are evicted.
+    vault_quota_bytes: int = Field(default=1024**3, ge=16 * 1024**2)
+
+    @field_validator("kill_switch")
+    @classmethod
+    def _chord(cls, value: str) -> str:
+        value = value.strip()
+        if value and any(not part for part in value.split("+")):
+            raise ValueError("a chord is modifiers and one key joined by '+', e.g. ctrl+shift+Escape")
+        return value
+
+
+SettingsListener = Callable[[Database, SettingsModel, SettingsModel], None]
+
+_FIELDS: dict[str, str] = {}  # accepted spelling (snake or camel) -> field name
+for _name, _info in SettingsModel.model_fields.items():
+    _FIELDS[_name] = _name
+    _FIELDS[_info.alias or _name] = _name
+
+
+class Settings:
+    """Load, update and watch settings. Class-level: there is one settings table per database."""
+
+    _listeners: list[SettingsListener] = []
+    _lock = threading.Lock()
+
+    @staticmethod
+    def defaults() -> SettingsModel:
+        return SettingsModel()
+
+    @staticmethod
+    def load(db: Database) -> SettingsModel:
+        stored: dict[str, Any] = {}
+        for row in db.query("SELECT key, value_json FROM settings"):
+            name = _FIELDS.get(str(row["key"]))
+            if name is None:
+                continue  # a key for another module or an older version: not ours to judge
+            try:
+                stored[name] = json.loads(row["value_json"])
+            except json.JSONDecodeError:
+                continue
+        try:
+            return SettingsModel.model_validate(stored)
+        except ValidationError:
+            # A hand-edited row must not take settings away: keep each valid key on its own.
+            good: dict[str, Any] = {}
+            for name, value in stored.items():
+                try:
+                    SettingsModel.model_validate({name: value})
+                except ValidationError:
+                    continue
+                good[name] = value
+            return SettingsModel.model_validate(good)
+
+    @classmethod
+    def update(cls, db: Database, **changes: Any) -> SettingsModel:
+        """Validate and persist ``changes`` (snake_case or camelCase names); tell listeners."""
+        unknown = sorted(k for k in changes if k not in _FIELDS)
+        if unknown:
+            raise DeskpilotError(
+                ErrorCode.INVALID_REQUEST,
+                f"unknown setting(s): {', '.join(unknown)}",
+                details={"known": sorted(SettingsModel.model_fields)},
+            )
+        named = {_FIELDS[k]: v for k, v in changes.items()}
+        old = cls.load(db)
+        try:
+            new = SettingsModel.model_validate({**old.model_dump(), **named})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise DeskpilotError(
+                ErrorCode.INVALID_REQUEST, f"invalid setting {where}: {first['msg']}"
+            ) from None
+        now = time.time()
+        with db.transaction() as conn:
+            for name in named:
+                alias = SettingsModel.model_fields[name].alias or name
+                value = new.model_dump(mode="json")[name]
+                conn.execute(
+                    "INSERT INTO settings(key, value_json, updated_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value_json=excluded.value_json, "
+                    "updated_at=excluded.updated_at",
+                    (alias, json.dumps(value), now),
+                )
+        if new != old:
+            cls._notify(db, old, new)
+        return new
+
+    @classmethod
+    def reset(cls, db: Database, *names: str) -> SettingsModel:
+        """Forget stored values so the defaults apply again (all settings when none named)."""
+        old = cls.load(db)
+        fields = [_FIELDS[n] for n in names if n in _FIELDS] if names else list(_FIELDS.values())
+        aliases = {SettingsModel.model_fields[f].alias or f for f in fields} | set(fields)
+        with db.transaction() as conn:
+            conn.executemany("DELETE FROM settings WHERE key = ?", [(a,) for a in aliases])
+        new = cls.load(db)
+        if new != old:
+            cls._notify(db, old, new)
+        return new
+
+    @staticmethod
+    def revision(db: Database) -> tuple[float, int]:
+        """Changes whenever any setting row is written or deleted, by any process."""
+        row = db.query_one("SELECT MAX(updated_at) AS r, COUNT(*) AS n FROM settings")
+        if row is None or row["r"] is None:
+            return (0.0, 0)
+        return (float(row["r"]), int(row["n"]))
+
+    @classmethod
+    def subscribe(cls, listener: SettingsListener) -> Callable[[], None]:
+        with cls._lock:
+            cls._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with cls._lock:
+                if listener in cls._listeners:
+                    cls._listeners.remove(listener)
+
+        return unsubscribe
+
+    @classmethod
+    def _notify(cls, db: Database, old: SettingsModel, new: SettingsModel) -> None:
+        with cls._lock:
+            listeners = list(cls._listeners)
+        for listener in listeners:
+            listener(db, old, new)

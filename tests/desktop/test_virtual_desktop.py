@@ -1,0 +1,95 @@
+"""`deskpilot desktop up|down|env` against real Xvfb, dbus-daemon and the AT-SPI launcher."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dbus_fast import Message, MessageType
+from dbus_fast.aio import MessageBus
+from Xlib import display as xdisplay
+
+DESKPILOT = [sys.executable, "-m", "deskpilot.cli.main"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+async def _is_enabled(address: str) -> bool:
+    bus = await MessageBus(bus_address=address).connect()
+    try:
+        reply = await bus.call(
+            Message(
+                destination="org.a11y.Bus",
+                path="/org/a11y/bus",
+                interface="org.freedesktop.DBus.Properties",
+                member="Get",
+                signature="ss",
+                body=["org.a11y.Status", "IsEnabled"],
+            )
+        )
+        assert reply is not None and reply.message_type == MessageType.METHOD_RETURN
+        return bool(reply.body[0].value)
+    finally:
+        bus.disconnect()
+
+
+def test_up_env_down_ends_exactly_what_up_started() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS")}
+    bystander = subprocess.Popen(["sleep", "60"])  # must survive `down`
+    try:
+        out = subprocess.run(
+            [*DESKPILOT, "desktop", "up", "--json"], env=env, capture_output=True, text=True,
+            timeout=60, check=True,
+        )
+        state = json.loads(out.stdout)
+        pids = state["pids"]
+        assert set(pids) >= {"xvfb", "dbus", "at_spi"}
+        assert state["env"]["DISPLAY"].startswith(":")
+        assert all(_alive(p) for p in pids.values())
+
+        # the display answers, and accessibility is switched on for Chromium/Qt
+        d = xdisplay.Display(state["env"]["DISPLAY"])
+        assert d.screen().width_in_pixels == 1280
+        assert d.query_extension("XTEST") is not None
+        d.close()
+        assert asyncio.run(_is_enabled(state["env"]["DBUS_SESSION_BUS_ADDRESS"])) is True
+
+        env_out = subprocess.run(
+            [*DESKPILOT, "desktop", "env", "--display", state["display"]], env=env,
+            capture_output=True, text=True, timeout=30, check=True,
+        )
+        assert f"export DISPLAY={state['display']}" in env_out.stdout
+
+        subprocess.run(
+            [*DESKPILOT, "desktop", "down", "--display", state["display"]], env=env,
+            capture_output=True, text=True, timeout=60, check=True,
+        )
+        assert not any(_alive(p) for p in pids.values())
+        assert bystander.poll() is None
+        gone = subprocess.run(
+            [*DESKPILOT, "desktop", "down", "--display", state["display"]], env=env,
+            capture_output=True, text=True, timeout=30,
+        )
+        assert gone.returncode == 1 and "no deskpilot desktop" in gone.stderr
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_fixture_desktop_is_usable(desktop: object) -> None:
+    d = xdisplay.Display(os.environ["DISPLAY"])
+    try:
+        assert d.screen().height_in_pixels == 800
+    finally:
+        d.close()

@@ -1,0 +1,237 @@
+"""The client against the real host process on the private desktop."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from typing import Any
+
+import pytest
+from Xlib import display as xdisplay
+
+from deskpilot import desktop as vdesk
+from deskpilot.desktop.apps import App
+from deskpilot.hostclient.backend import HostBackend
+from deskpilot.hostclient.client import HostClient
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.wire import PressKeyAction, TargetSpec
+
+from .conftest import alive, fast_config, proxy_config, wait_window
+
+pytestmark = pytest.mark.desktop
+
+
+def held_keycodes() -> list[int]:
+    """Keys the X server believes are down right now (XQueryKeymap)."""
+    d = xdisplay.Display(os.environ["DISPLAY"])
+    try:
+        keymap = d.query_keymap()
+    finally:
+        d.close()
+    return [i * 8 + bit for i, byte in enumerate(keymap) for bit in range(8) if byte >> bit & 1]
+
+
+def hang_env(target: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["DESKPILOT_HOST_TEST_HANG"] = target
+    return env
+
+
+async def test_handshake_ping_and_capabilities_cache(desktop: vdesk.DesktopState) -> None:
+    client = HostClient(fast_config())
+    caps = await client.start()
+    try:
+        assert caps.protocol_version == 1
+        assert caps.available is True
+        assert client.alive and client.pid is not None
+        pong = await client.ping()
+        assert pong["type"] == "pong"
+        # cached for 1 s: a second call within the TTL does not reach the host
+        sent = client.sent["get_capabilities"]
+        await client.get_capabilities()
+        await client.get_capabilities()
+        assert client.sent["get_capabilities"] == sent
+        await asyncio.sleep(1.05)
+        await client.get_capabilities()
+        assert client.sent["get_capabilities"] == sent + 1
+        await client.get_capabilities(fresh=True)
+        assert client.sent["get_capabilities"] == sent + 2
+    finally:
+        await client.close()
+    assert not client.alive
+    assert client.returncode == 0  # stdin EOF: the host left by itself
+
+
+async def test_130_concurrent_calls_meet_the_operation_capacity(
+    desktop: vdesk.DesktopState,
+) -> None:
+    client = HostClient(fast_config())
+    await client.start()
+    try:
+        results = await asyncio.gather(
+            *(client.list_windows() for _ in range(130)), return_exceptions=True
+        )
+        refused = [r for r in results if isinstance(r, BaseException)]
+        served = [r for r in results if isinstance(r, list)]
+        assert len(served) == 128  # 64 in flight + 64 queued
+        assert len(refused) == 2
+        for err in refused:
+            assert isinstance(err, DeskpilotError)
+            assert err.code is ErrorCode.ENVIRONMENT_UNAVAILABLE
+            assert err.details["diagnosticCode"] == "native_host_operation_capacity_reached"
+        # the refusals cost nothing: the host keeps serving
+        assert client.alive
+        assert isinstance(await client.list_windows(), list)
+    finally:
+        await client.close()
+
+
+async def test_request_capacity_and_hung_host_killed_at_the_timeout(
+    desktop: vdesk.DesktopState,
+) -> None:
+    client = HostClient(fast_config(env=hang_env("list_windows"), request_timeout_s=3.0))
+    await client.start()
+    pid = client.pid
+    assert pid is not None
+    calls = [asyncio.create_task(client.list_windows()) for _ in range(130)]
+    await asyncio.sleep(0.2)
+    assert client.pending_count == 64 and client.lane.queued == 64
+    # a request outside the lane meets the request capacity
+    with pytest.raises(DeskpilotError) as info:
+        await client.cancel_session("s-capacity")
+    assert info.value.code is ErrorCode.ENVIRONMENT_UNAVAILABLE
+    assert info.value.details["diagnosticCode"] == "native_host_request_capacity_reached"
+    t0 = time.monotonic()
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    elapsed = time.monotonic() - t0
+    codes: dict[str, int] = {}
+    for r in results:
+        assert isinstance(r, DeskpilotError)
+        key = r.details.get("diagnosticCode") or r.code.value
+        codes[key] = codes.get(key, 0) + 1
+    # the first call in flight is the one that timed out; the other 63 in flight and the 64
+    # queued fail clearly; 2 were refused at once
+    assert codes == {
+        "action_timeout": 1,
+        "native_host_unavailable": 127,
+        "native_host_operation_capacity_reached": 2,
+    }
+    assert elapsed < 3.0 + 0.3 + 1.0
+    assert not alive(pid)
+    assert client.failure is not None and client.failure.code is ErrorCode.ACTION_TIMEOUT
+
+
+async def test_stopped_host_is_sigkilled_after_the_grace(desktop: vdesk.DesktopState) -> None:
+    client = HostClient(fast_config(request_timeout_s=1.0))
+    await client.start()
+    pid = client.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)  # it cannot even notice stdin closing
+    t0 = time.monotonic()
+    with pytest.raises(DeskpilotError) as info:
+        await client.ping()
+    elapsed = time.monotonic() - t0
+    assert info.value.code is ErrorCode.ACTION_TIMEOUT
+    assert client.returncode == -signal.SIGKILL
+    assert 1.0 + 0.3 <= elapsed < 1.0 + 0.3 + 1.0
+    assert not alive(pid)
+
+
+async def test_hung_key_press_is_killed_and_no_key_stays_pressed(
+    desktop: vdesk.DesktopState, zenity_info: App
+) -> None:
+    config = fast_config(
+        env=hang_env("press_key"), action_grace_s=1.5, post_action_observe_s=0.5
+    )
+    backend = HostBackend(config, heartbeat=False)
+    try:
+        window = await wait_window(backend, zenity_info.pid)
+        await backend.bind_target("keys", TargetSpec(window_id=window))
+        obs = (await backend.observe("keys", include_screenshot=False)).observation
+        client = backend.supervisor.client
+        assert client is not None and client.pid is not None
+        pid = client.pid
+        assert held_keycodes() == []
+        action = PressKeyAction(keys=["shift+ctrl+x"])
+        expected = config.action_timeout(action)
+        task = asyncio.create_task(
+            backend.execute("keys", obs.frame_id, obs.tree_version, action)
+        )
+        # while the host hangs, the chord really is held down
+        deadline = time.monotonic() + expected
+        while not held_keycodes() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert held_keycodes(), "the hang switch did not hold any key"
+        t0 = time.monotonic()
+        with pytest.raises(DeskpilotError) as info:
+            await task
+        assert info.value.code is ErrorCode.ACTION_TIMEOUT
+        assert time.monotonic() - t0 < expected + 1.0
+        assert not alive(pid)
+        assert held_keycodes() == []
+        # the supervisor recorded a terminal failure; it did not reconnect by itself
+        assert backend.status()["state"] == "disconnected"
+    finally:
+        await backend.close()
+
+
+async def test_cancelling_the_caller_aborts_the_host(desktop: vdesk.DesktopState) -> None:
+    client = HostClient(fast_config(env=hang_env("list_windows")))
+    await client.start()
+    pid = client.pid
+    assert pid is not None
+    hung = asyncio.create_task(client.list_windows())
+    bystander = asyncio.create_task(client.ping())
+    await asyncio.sleep(0.2)
+    hung.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await hung
+    with pytest.raises(DeskpilotError) as info:
+        await bystander
+    assert info.value.code is ErrorCode.NATIVE_HOST_UNAVAILABLE
+    assert client.failure is not None and client.failure.code is ErrorCode.SESSION_CANCELED
+    await asyncio.sleep(0.5)
+    assert not alive(pid)
+
+
+async def test_explicit_abort_ends_the_call_with_session_canceled(
+    desktop: vdesk.DesktopState,
+) -> None:
+    backend = HostBackend(fast_config(env=hang_env("observe")), heartbeat=False)
+    try:
+        await backend.capabilities()
+        call = asyncio.create_task(backend.observe("abortme"))
+        await asyncio.sleep(0.2)
+        assert await backend.abort_session("other") is False  # nothing of it in flight
+        assert await backend.abort_session("abortme") is True
+        with pytest.raises(DeskpilotError) as info:
+            await call
+        assert info.value.code is ErrorCode.SESSION_CANCELED
+    finally:
+        await backend.close()
+
+
+async def test_incompatible_host_is_refused_and_stopped(desktop: vdesk.DesktopState) -> None:
+    client = HostClient(proxy_config("get_capabilities=native_host_incompatible:1:final"))
+    with pytest.raises(DeskpilotError) as info:
+        await client.start()
+    assert info.value.code is ErrorCode.NATIVE_HOST_INCOMPATIBLE
+    assert client.returncode is not None  # nothing left running
+
+
+async def test_no_shell_and_stderr_goes_to_the_log(
+    desktop: vdesk.DesktopState, tmp_path: Any
+) -> None:
+    log = tmp_path / "host.log"
+    client = HostClient(fast_config(log_path=log))
+    await client.start()
+    try:
+        pid = client.pid
+        cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        assert cmdline[1:4] == [b"-I", b"-m", b"deskpilot.host"]
+        assert os.readlink(f"/proc/{pid}/fd/2") == str(log)
+        assert os.stat(log).st_mode & 0o777 == 0o600
+    finally:
+        await client.close()

@@ -1,0 +1,35 @@
+"""Fixtures for the MCP tests: the private desktop, real sample apps, a real host.
+
+Every test talks to deskpilot through the official SDK's ``Client``: in memory (the server
+object in this process, a real host subprocess behind it) or over a stdio subprocess
+(``deskpilot serve``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from mcp_helpers import start_app
+
+from deskpilot.desktop.apps import App
+from deskpilot.hostclient.config import LOCAL_TRUST_ENV
+
+
+@pytest.fixture(scope="session")
+def dp_desktop(desktop: Any) -> Iterator[Any]:
+    """The private desktop with the host's development trust on."""
+    old = os.environ.get(LOCAL_TRUST_ENV)
+    os.environ[LOCAL_TRUST_ENV] = "1"
+    yield desktop
+    if old is None:
+        os.environ.pop(LOCAL_TRUST_ENV, None)
+
+
+@pytest.fixture
+def calculator(dp_desktop: Any) -> Iterator[App]:
+    app = start_app(["gnome-calculator"])
+    yield app
+    app.stop()

@@ -1,0 +1,86 @@
+"""Helpers for the MCP tests: starting apps, clients, reading results."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp import Client, StdioServerParameters
+from mcp_types import CallToolResult
+
+from deskpilot.desktop.apps import App, launch, wait_accessible
+from deskpilot.mcp.server import build_server
+from deskpilot.runtime.bridge import RuntimeConfig
+from deskpilot.runtime.diagnostics import parse_diagnostic
+from deskpilot.runtime.wiring import build_runtime
+
+ROOT = Path(__file__).resolve().parents[2]
+DESKPILOT = str(ROOT / ".venv" / "bin" / "deskpilot")
+
+
+def start_app(argv: list[str], *, capture_stdout: bool = False) -> App:
+    app = launch(argv, capture_stdout=capture_stdout)
+    try:
+        wait_accessible(pid=app.pid, timeout=60)
+    except Exception:
+        app.stop()
+        raise
+    return app
+
+
+@asynccontextmanager
+async def memory_client(config: RuntimeConfig | None = None) -> AsyncIterator[Client]:
+    runtime = build_runtime(config)
+    server = build_server(runtime)
+    try:
+        async with Client(server) as client:
+            client.runtime = runtime  # type: ignore[attr-defined]
+            yield client
+    finally:
+        await runtime.close()
+
+
+def stdio_params(*args: str) -> StdioServerParameters:
+    assert shutil.which(DESKPILOT) or os.path.exists(DESKPILOT)
+    return StdioServerParameters(command=DESKPILOT, args=["serve", *args], env=dict(os.environ))
+
+
+# ---------------------------------------------------------------------- reading results
+
+
+def text_of(result: CallToolResult) -> str:
+    texts = [c.text for c in result.content if c.type == "text"]
+    assert texts, "every result has a text part"
+    return "\n".join(texts)
+
+
+def diag_of(result: CallToolResult) -> dict[str, Any]:
+    d = parse_diagnostic(text_of(result))
+    assert d is not None, text_of(result)
+    return d
+
+
+def state_id_of(result: CallToolResult) -> str:
+    m = re.search(r"^state_id=(\S+)$", text_of(result), re.M)
+    assert m, text_of(result)
+    return m.group(1)
+
+
+def element_id(result: CallToolResult, pattern: str) -> int:
+    """The id of the one tree line matching ``pattern`` (a regex)."""
+    found = [
+        int(m.group(1))
+        for line in text_of(result).splitlines()
+        if re.search(pattern, line) and (m := re.search(r"\[(\d+)\]\s*$", line))
+    ]
+    assert len(found) == 1, (pattern, found, text_of(result))
+    return found[0]
+
+
+def has_image(result: CallToolResult) -> bool:
+    return any(c.type == "image" and c.mime_type == "image/jpeg" for c in result.content)

@@ -1,0 +1,126 @@
+"""App resolution, coordinates, element remapping and the reuse conditions."""
+
+from __future__ import annotations
+
+import pytest
+
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.wire import (
+    AppIdentity,
+    ImageDescriptor,
+    ObservationBody,
+    Rect,
+    Truncation,
+    WindowInfo,
+)
+from deskpilot.runtime.apps import resolve_app
+from deskpilot.runtime.coords import to_window_point
+from deskpilot.runtime.reuse import reuse_refusals
+from deskpilot.runtime.tree import element_ids, remap
+
+
+def _win(wid: str, pid: int, **app: str) -> WindowInfo:
+    return WindowInfo(
+        window_id=wid,
+        title="t",
+        bounds=Rect(x=0, y=0, width=100, height=50),
+        app=AppIdentity(pid=pid, **app),
+    )
+
+
+WINDOWS = [
+    _win("0x1", 10, name="Calculator", executable="gnome-calculator",
+         wm_class="gnome-calculator.Gnome-calculator", desktop_id="org.gnome.Calculator.desktop"),
+    _win("0x2", 20, name="Mousepad", executable="mousepad", desktop_id="org.xfce.mousepad"),
+    _win("0x3", 30, name="Mousepad", executable="mousepad"),
+    _win("0x4", 10, name="Calculator", executable="gnome-calculator"),
+]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["calculator", "GNOME-CALCULATOR", "org.gnome.calculator", "org.gnome.Calculator.desktop",
+     "gnome-calculator.gnome-calculator", 10, "10", "pid:10"],
+)
+def test_resolve_by_any_identity(query: str | int) -> None:
+    entry = resolve_app(query, WINDOWS)
+    assert entry.pid == 10 and len(entry.windows) == 2
+
+
+def test_ambiguous_and_missing_list_candidates() -> None:
+    with pytest.raises(DeskpilotError) as exc:
+        resolve_app("mousepad", WINDOWS)
+    assert exc.value.code is ErrorCode.TARGET_AMBIGUOUS
+    assert sorted(c["pid"] for c in exc.value.details["candidates"]) == [20, 30]
+    with pytest.raises(DeskpilotError) as exc:
+        resolve_app("gimp", WINDOWS)
+    assert exc.value.code is ErrorCode.TARGET_NOT_FOUND
+    assert {c["pid"] for c in exc.value.details["candidates"]} == {10, 20, 30}
+
+
+def test_coordinates_use_the_image_the_model_saw_and_clamp() -> None:
+    p = to_window_point(400, 150, (800, 600))  # a 1600x1200 capture shown at 800x600
+    assert (p.x, p.y) == (0.5, 0.25)
+    q = to_window_point(900, 700, (800, 600))
+    assert (q.x, q.y) == (1.0, 1.0)
+    with pytest.raises(DeskpilotError):
+        to_window_point(1, 1, None)
+
+
+OLD = """- window "Calc" [1]
+  - button "1" [2]
+  - button "2" [3]
+  - text "display" = "12" [4]"""
+NEW = """- window "Calc" [1]
+  - label "Memory" [2]
+  - button "1" [3]
+  - button "2" [4]
+  - text "display" = "123" [5]"""
+
+
+def test_remap_follows_the_element_by_signature() -> None:
+    assert element_ids(OLD) == [1, 2, 3, 4]
+    assert remap(OLD, NEW, 2) == 3
+    assert remap(OLD, NEW, 4) == 5  # value changes do not matter
+    assert remap(OLD, OLD, 3) == 3
+    dup = NEW + '\n  - button "1" [6]'
+    assert remap(OLD, dup, 2) is None  # no longer unique: refuse rather than guess
+
+
+def _obs(**over: object) -> ObservationBody:
+    base: dict[str, object] = dict(
+        frame_id="f",
+        tree_version="v",
+        app=AppIdentity(pid=10, name="Calc"),
+        window=_win("0x1", 10),
+        tree=OLD,
+        element_count=4,
+        image=ImageDescriptor(width=100, height=50, byte_length=10),
+    )
+    base.update(over)
+    return ObservationBody.model_validate(base)
+
+
+def test_reuse_conditions() -> None:
+    prev = AppIdentity(pid=10, name="Calc")
+    assert reuse_refusals(prev, _obs(), b"png") == []
+    assert reuse_refusals(prev, _obs(), None) == ["no_screenshot"]
+    assert "app_identity_changed" in reuse_refusals(AppIdentity(pid=11), _obs(), b"png")
+    assert "element_ids_invalid" in reuse_refusals(prev, _obs(element_count=9), b"png")
+    dup = OLD.replace("[3]", "[2]")
+    assert "element_ids_invalid" in reuse_refusals(prev, _obs(tree=dup), b"png")
+    assert "truncated" in reuse_refusals(
+        prev, _obs(truncation=Truncation(omitted_elements=3)), b"png"
+    )
+    assert "partial_elided" in reuse_refusals(
+        prev, _obs(truncation=Truncation(elided_children=3)), b"png"
+    )
+    assert "no_window_root" in reuse_refusals(
+        prev, _obs(tree='- menu "File" [1]', element_count=1), b"png"
+    )
+    assert "incomplete_window_header" in reuse_refusals(
+        prev, _obs(window=_win("", 10)), b"png"
+    )
+    popup = _win("0x9", 10)
+    assert "popup_or_menu_open" in reuse_refusals(prev, _obs(foreground_window=popup), b"png")
+    assert reuse_refusals(prev, None, None) == ["no_observation"]
