@@ -218,5 +218,6 @@ def test_hundred_thousand_elements_render() -> None:
     assert len(t.nodes) == 100_001
     out = render(t.nodes, RenderOptions(max_elements=100_000, text_budget=10_000_000, max_children=5000))
     assert out.element_count == 100_000 and out.omitted == 1
-    capped = render(t.nodes)
-    assert capped.element_count <= 2000 and capped.omitted == 100_001 - capped.element_count
+    capped = render(t.nodes)  # defaults: 2,000 elements, 48,000 units, 500 children shown
+    assert capped.element_count <= 2000 and capped.elided == 500
+    assert capped.element_count + capped.omitted == 100_001 - 500 * 100

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -25,11 +25,9 @@ from deskpilot.desktop.apps import App, launch
 from deskpilot.hostclient.backend import HostBackend
 from deskpilot.hostclient.config import LOCAL_TRUST_ENV, HostConfig
 
+from . import wheelkit
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import wheelkit  # noqa: E402
-
 FAULT_PROXY = HERE / "fault_proxy.py"
 
 
@@ -92,6 +90,21 @@ async def wait_window(backend: HostBackend, pid: int, timeout: float = 15.0) -> 
     raise AssertionError(f"no window for pid {pid}")
 
 
+async def eventually(predicate: Callable[[], bool], timeout: float, step: float = 0.05) -> bool:
+    """Poll ``predicate`` until it holds or ``timeout`` passes; returns its last value."""
+    import asyncio
+
+    for _ in range(max(1, int(timeout / step))):
+        if predicate():
+            return True
+        await asyncio.sleep(step)
+    return predicate()
+
+
+def cmdline(pid: int) -> list[bytes]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -126,5 +139,7 @@ def strict_env(data_dir: Path) -> dict[str, str]:
     return env
 
 
-def run(argv: list[str], env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run(
+    argv: list[str], env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)

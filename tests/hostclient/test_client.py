@@ -18,7 +18,7 @@ from deskpilot.hostclient.client import HostClient
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import PressKeyAction, TargetSpec
 
-from .conftest import alive, fast_config, proxy_config, wait_window
+from .conftest import alive, cmdline, eventually, fast_config, proxy_config, wait_window
 
 pytestmark = pytest.mark.desktop
 
@@ -142,9 +142,7 @@ async def test_stopped_host_is_sigkilled_after_the_grace(desktop: vdesk.DesktopS
 async def test_hung_key_press_is_killed_and_no_key_stays_pressed(
     desktop: vdesk.DesktopState, zenity_info: App
 ) -> None:
-    config = fast_config(
-        env=hang_env("press_key"), action_grace_s=1.5, post_action_observe_s=0.5
-    )
+    config = fast_config(env=hang_env("press_key"), action_grace_s=1.5, post_action_observe_s=0.5)
     backend = HostBackend(config, heartbeat=False)
     try:
         window = await wait_window(backend, zenity_info.pid)
@@ -156,14 +154,10 @@ async def test_hung_key_press_is_killed_and_no_key_stays_pressed(
         assert held_keycodes() == []
         action = PressKeyAction(keys=["shift+ctrl+x"])
         expected = config.action_timeout(action)
-        task = asyncio.create_task(
-            backend.execute("keys", obs.frame_id, obs.tree_version, action)
-        )
+        task = asyncio.create_task(backend.execute("keys", obs.frame_id, obs.tree_version, action))
         # while the host hangs, the chord really is held down
-        deadline = time.monotonic() + expected
-        while not held_keycodes() and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        assert held_keycodes(), "the hang switch did not hold any key"
+        held = await eventually(lambda: bool(held_keycodes()), expected)
+        assert held, "the hang switch did not hold any key"
         t0 = time.monotonic()
         with pytest.raises(DeskpilotError) as info:
             await task
@@ -229,8 +223,8 @@ async def test_no_shell_and_stderr_goes_to_the_log(
     await client.start()
     try:
         pid = client.pid
-        cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-        assert cmdline[1:4] == [b"-I", b"-m", b"deskpilot.host"]
+        assert pid is not None
+        assert cmdline(pid)[1:4] == [b"-I", b"-m", b"deskpilot.host"]
         assert os.readlink(f"/proc/{pid}/fd/2") == str(log)
         assert os.stat(log).st_mode & 0o777 == 0o600
     finally:

@@ -16,7 +16,7 @@ from deskpilot.hostclient.supervisor import HostSupervisor
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import FocusWindowAction, TargetSpec
 
-from .conftest import alive, fast_config, kill9, wait_window
+from .conftest import alive, eventually, fast_config, kill9, wait_window
 
 pytestmark = pytest.mark.desktop
 
@@ -189,11 +189,9 @@ async def test_heartbeat_loop_runs_by_itself(desktop: vdesk.DesktopState) -> Non
         first = await sup.acquire(None)
         assert first.pid is not None
         await _stop(first.pid)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not (
-            sup.client is not first and sup.client is not None and sup.client.alive
-        ):
-            await asyncio.sleep(0.05)
+        await eventually(
+            lambda: sup.client is not first and sup.client is not None and sup.client.alive, 10
+        )
         assert sup.heartbeat_reconnects == 1
         assert sup.client is not None and sup.client.pid != first.pid
         # the reconnect is not charged to any session's budget

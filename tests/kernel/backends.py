@@ -102,9 +102,7 @@ class RecordedBackend:
             try:
                 await task
             except asyncio.CancelledError:
-                raise DeskpilotError(
-                    ErrorCode.SESSION_CANCELED, "aborted while running"
-                ) from None
+                raise DeskpilotError(ErrorCode.SESSION_CANCELED, "aborted while running") from None
             finally:
                 self._running.pop(session_id, None)
         if self.fail_with is not None:

@@ -195,8 +195,11 @@ def test_focus_mismatch_is_a_hard_deny_and_the_kill_chord_is_refused() -> None:
     assert (d.decision, d.reason) == (Decision.DENY, "focus_mismatch")
     d = evaluate(ScrollAction(direction="up"), obs, C, S, expected_app="gedit")
     assert d.reason == "focus_mismatch"
-    assert evaluate(
-        ScrollAction(direction="up"), obs, C, S, bound=TargetSpec(window_id="0x1A00003")
-    ).decision == Decision.ALLOW
+    assert (
+        evaluate(
+            ScrollAction(direction="up"), obs, C, S, bound=TargetSpec(window_id="0x1A00003")
+        ).decision
+        == Decision.ALLOW
+    )
     kill = evaluate(PressKeyAction(keys=["Control+Shift+Escape"]), obs, C, S)
     assert (kill.decision, kill.reason) == (Decision.DENY, "kill_switch_chord")

@@ -33,6 +33,19 @@ def start_app(argv: list[str], *, capture_stdout: bool = False) -> App:
     return app
 
 
+async def astart_app(argv: list[str], *, capture_stdout: bool = False) -> App:
+    """start_app from async code (wait_accessible runs its own event loop)."""
+    import asyncio
+
+    return await asyncio.to_thread(start_app, argv, capture_stdout=capture_stdout)
+
+
+async def await_accessible(pid: int) -> None:
+    import asyncio
+
+    await asyncio.to_thread(wait_accessible, pid=pid, timeout=60)
+
+
 @asynccontextmanager
 async def memory_client(config: RuntimeConfig | None = None) -> AsyncIterator[Client]:
     runtime = build_runtime(config)

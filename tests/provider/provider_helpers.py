@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from deskpilot.provider import ProviderConfig, RuntimePolicy, ToolSpec
 from provider_server import ScriptedServer
+
+from deskpilot.provider import ProviderConfig, RuntimePolicy, ToolSpec
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = REPO / ".venv" / "bin" / "deskpilot"
@@ -68,9 +69,7 @@ TOOLS = [READ, BASH, WEB_FETCH]
 
 def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("DESKPILOT_", "XDG_CONFIG_HOME"))
+        k: v for k, v in os.environ.items() if not k.startswith(("DESKPILOT_", "XDG_CONFIG_HOME"))
     }
     env.update({"DESKPILOT_DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path)})
     env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"

@@ -69,7 +69,19 @@ def test_configure_has_no_api_key_flag(tmp_path: Path) -> None:
 
 def test_configure_dry_run_writes_nothing(tmp_path: Path) -> None:
     env = cli_env(tmp_path, DESKPILOT_PROVIDER_API_KEY=TEST_KEY)
-    proc = run(["configure", "--no-prompt", "--dry-run", "--json", "--base-url", "https://x.example/v1", "--model", "m"], env)
+    proc = run(
+        [
+            "configure",
+            "--no-prompt",
+            "--dry-run",
+            "--json",
+            "--base-url",
+            "https://x.example/v1",
+            "--model",
+            "m",
+        ],
+        env,
+    )
     assert proc.returncode == 0 and json.loads(proc.stdout)["dryRun"] is True
     assert not (tmp_path / "data" / "provider.json").exists()
     assert not (tmp_path / "data" / "provider.key").exists()
@@ -94,21 +106,33 @@ def test_configure_malformed_json_fails_closed(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     data_dir.mkdir()
     (data_dir / "provider.json").write_text('{"baseUrl": "https://x/v1",,}')
-    proc = run(["configure", "--no-prompt", "--base-url", "https://y.example/v1", "--model", "m"], cli_env(tmp_path))
+    proc = run(
+        ["configure", "--no-prompt", "--base-url", "https://y.example/v1", "--model", "m"],
+        cli_env(tmp_path),
+    )
     assert proc.returncode == 2 and "configuration_invalid" in proc.stderr
     assert (data_dir / "provider.json").read_text() == '{"baseUrl": "https://x/v1",,}'
 
 
 def test_configure_rejects_full_endpoint_url(tmp_path: Path) -> None:
     proc = run(
-        ["configure", "--no-prompt", "--base-url", "https://x.example/v1/chat/completions", "--model", "m"],
+        [
+            "configure",
+            "--no-prompt",
+            "--base-url",
+            "https://x.example/v1/chat/completions",
+            "--model",
+            "m",
+        ],
         cli_env(tmp_path),
     )
     assert proc.returncode == 2 and "must not end with /chat/completions" in proc.stderr
 
 
 def test_configure_hidden_tty_key_entry(tmp_path: Path) -> None:
-    env = cli_env(tmp_path, DESKPILOT_PROVIDER_BASE_URL="https://tty.example/v1", DESKPILOT_PROVIDER_MODEL="m")
+    env = cli_env(
+        tmp_path, DESKPILOT_PROVIDER_BASE_URL="https://tty.example/v1", DESKPILOT_PROVIDER_MODEL="m"
+    )
     pid, fd = pty.fork()
     if pid == 0:  # child: a real terminal session
         os.execve(str(CLI), [str(CLI), "provider", "configure"], env)
@@ -181,7 +205,9 @@ def test_health_retries_only_immediately_retryable(tmp_path: Path, server: Scrip
     assert out["error"]["retrySuppressedReason"] == "rate_limit_immediate_retry_disabled"
 
 
-def test_health_without_key_fails_before_any_request(tmp_path: Path, server: ScriptedServer) -> None:
+def test_health_without_key_fails_before_any_request(
+    tmp_path: Path, server: ScriptedServer
+) -> None:
     env = _configured_env(tmp_path, server)
     env.pop("DESKPILOT_PROVIDER_API_KEY")
     proc = run(["health"], env)
@@ -200,13 +226,19 @@ def _capable_endpoint(native: bool) -> callable:
                 return Reply(status=400, body='{"error":{"message":"tools unsupported"}}')
             if messages[-1]["role"] == "tool":
                 return Reply.chat("The probe value is PROBE_VALUE_7319.")
-            call = {"id": "c1", "type": "function", "function": {"name": "get_probe_value", "arguments": '{"key":"probe"}'}}
+            call = {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "get_probe_value", "arguments": '{"key":"probe"}'},
+            }
             return Reply(body=completion(None, tool_calls=[call], finish="tool_calls"))
         fmt = body.get("response_format", {}).get("type")
         if fmt == "json_schema":
             return Reply.chat('{"answer":"yes"}' if native else "yes")
         if messages[0]["role"] == "system":
-            return Reply.chat('{"kind":"tool_call","name":"read","arguments":{"path":"package.json"}}')
+            return Reply.chat(
+                '{"kind":"tool_call","name":"read","arguments":{"path":"package.json"}}'
+            )
         if fmt == "json_object":
             return Reply.chat('{"ok": true}')
         return Reply.chat("pong")
@@ -214,7 +246,9 @@ def _capable_endpoint(native: bool) -> callable:
     return reply
 
 
-@pytest.mark.parametrize(("native", "mode"), [(True, "native_strict_tools"), (False, "local_json_action_protocol")])
+@pytest.mark.parametrize(
+    ("native", "mode"), [(True, "native_strict_tools"), (False, "local_json_action_protocol")]
+)
 def test_capability_probe(tmp_path: Path, server: ScriptedServer, native: bool, mode: str) -> None:
     handler = _capable_endpoint(native)
     server.script(*[handler for _ in range(20)])
@@ -244,7 +278,10 @@ def test_capability_probe(tmp_path: Path, server: ScriptedServer, native: bool, 
 
 def test_capability_skip_native_and_unsupported(tmp_path: Path, server: ScriptedServer) -> None:
     server.script(*[Reply.chat("I cannot do JSON.") for _ in range(10)])
-    proc = run(["capability", "--json-action-runs", "2", "--skip-native-probes"], _configured_env(tmp_path, server))
+    proc = run(
+        ["capability", "--json-action-runs", "2", "--skip-native-probes"],
+        _configured_env(tmp_path, server),
+    )
     out = json.loads(proc.stdout)
     assert "native_tools_forced" not in out["probes"]
     assert out["recommendedMode"] == "unsupported_json_action"

@@ -20,7 +20,15 @@ TOOLS = [
             "additionalProperties": False,
         },
     },
-    {"name": "bash", "description": "Run a command.", "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}},
+    {
+        "name": "bash",
+        "description": "Run a command.",
+        "parameters": {
+            "type": "object",
+            "properties": {"command": {"type": "string"}},
+            "required": ["command"],
+        },
+    },
     {"name": "write", "description": "Write a file.", "parameters": {"type": "object"}},
 ]
 
@@ -94,8 +102,14 @@ def test_jsonl_one_verdict_per_line_in_order(tools_file: Path) -> None:
     lines = [
         {"raw": '{"kind":"final","text":"a"}', "selected": None},
         "not json at all",
-        {"raw": '{"kind":"tool_call","name":"bash","arguments":{"command":"ls"}}', "selected": ["read"]},
-        {"raw": '{"kind":"tool_call","name":"bash","arguments":{"command":"ls"}}', "selected": None},
+        {
+            "raw": '{"kind":"tool_call","name":"bash","arguments":{"command":"ls"}}',
+            "selected": ["read"],
+        },
+        {
+            "raw": '{"kind":"tool_call","name":"bash","arguments":{"command":"ls"}}',
+            "selected": None,
+        },
         {"raw": 5, "selected": None},
         {"raw": "x", "selected": ["nope"]},
         {"raw": "x", "selected": "read"},
@@ -119,14 +133,22 @@ def test_jsonl_one_verdict_per_line_in_order(tools_file: Path) -> None:
 
 
 def test_jsonl_null_selection_uses_the_flag(tools_file: Path) -> None:
-    line = json.dumps({"raw": '{"kind":"tool_call","name":"bash","arguments":{"command":"ls"}}', "selected": None})
+    line = json.dumps(
+        {"raw": '{"kind":"tool_call","name":"bash","arguments":{"command":"ls"}}', "selected": None}
+    )
     proc = run(["--tools", str(tools_file), "--jsonl", "--selected", "read"], line)
     assert json.loads(proc.stdout)["error"] == "unknown_tool"
 
 
 @pytest.mark.parametrize(
     "content",
-    ["{not json", '{"name":"read"}', '[{"name":"bad name!"}]', '[{"name":"a"},{"name":"a"}]', '[{"name":"a","x":1}]'],
+    [
+        "{not json",
+        '{"name":"read"}',
+        '[{"name":"bad name!"}]',
+        '[{"name":"a"},{"name":"a"}]',
+        '[{"name":"a","x":1}]',
+    ],
 )
 def test_bad_tool_file_is_a_usage_error(tmp_path: Path, content: str) -> None:
     path = tmp_path / "tools.json"

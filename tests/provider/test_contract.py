@@ -23,18 +23,42 @@ def test_packaged_manifest_is_valid_and_self_test_passes() -> None:
 
 def test_http_classification() -> None:
     contract = load_contract()
-    assert [contract.classify_http(s) for s in (401, 403, 408, 429, 500, 502, 599, 404, 418, 302, 600)] == [
-        "http_401", "http_403", "http_408", "http_429", "http_5xx", "http_5xx", "http_5xx",
-        "http_error", "http_error", "http_error", "http_error",
+    assert [
+        contract.classify_http(s) for s in (401, 403, 408, 429, 500, 502, 599, 404, 418, 302, 600)
+    ] == [
+        "http_401",
+        "http_403",
+        "http_408",
+        "http_429",
+        "http_5xx",
+        "http_5xx",
+        "http_5xx",
+        "http_error",
+        "http_error",
+        "http_error",
+        "http_error",
     ]
 
 
 def test_retry_semantics() -> None:
     c = load_contract()
     assert c.spec("http_429").retryable and not c.spec("http_429").immediate_retry
-    for code in ("request_timeout", "network_error", "http_408", "http_5xx", "non_json_response", "malformed_response"):
+    for code in (
+        "request_timeout",
+        "network_error",
+        "http_408",
+        "http_5xx",
+        "non_json_response",
+        "malformed_response",
+    ):
         assert c.spec(code).immediate_retry, code
-    for code in ("http_401", "http_403", "api_key_missing", "configuration_invalid", "request_aborted"):
+    for code in (
+        "http_401",
+        "http_403",
+        "api_key_missing",
+        "configuration_invalid",
+        "request_aborted",
+    ):
         assert not c.spec(code).retryable, code
     assert c.spec("invalid_json").repairable and not c.spec("invalid_input").repairable
 
@@ -45,7 +69,9 @@ def test_every_code_the_source_raises_is_in_the_manifest() -> None:
 
     src = pathlib.Path(__file__).resolve().parents[2] / "src" / "deskpilot" / "provider"
     text = "\n".join(p.read_text() for p in src.rglob("*.py"))
-    used = set(re.findall(r'(?:ProviderError|_Fail|ParseFailure|_invalid_code)\(\s*"([a-z_0-9]+)"', text))
+    used = set(
+        re.findall(r'(?:ProviderError|_Fail|ParseFailure|_invalid_code)\(\s*"([a-z_0-9]+)"', text)
+    )
     used |= set(re.findall(r'code="([a-z_0-9]+)"', text))
     assert used, "pattern found nothing"
     known = set(load_contract().codes)
@@ -67,7 +93,10 @@ def test_provider_error_reads_category_from_manifest() -> None:
     ("mutate", "needle"),
     [
         (lambda d: d["codes"].pop("http_5xx"), "required code"),
-        (lambda d: d["http"]["ranges"].insert(0, {"from": 550, "to": 560, "code": "http_5xx"}), "overlaps"),
+        (
+            lambda d: d["http"]["ranges"].insert(0, {"from": 550, "to": 560, "code": "http_5xx"}),
+            "overlaps",
+        ),
         (lambda d: d["http"].update(exact={"999": "http_401"}), "not an HTTP status"),
         (lambda d: d["codes"]["http_401"].update(category="nope"), "not allowed"),
         (lambda d: d.update(classificationSamples=[]), "classificationSamples"),

@@ -36,7 +36,12 @@ def _envelopes() -> list[tuple[str, dict]]:
     out = []
     for name_key, arg_key, as_string in itertools.product(NAME_ALIASES, ARG_ALIASES, [False, True]):
         args = json.dumps(ARGS) if as_string else ARGS
-        out.append((f"{name_key}/{arg_key}/{'str' if as_string else 'obj'}", {name_key: "read", arg_key: args}))
+        out.append(
+            (
+                f"{name_key}/{arg_key}/{'str' if as_string else 'obj'}",
+                {name_key: "read", arg_key: args},
+            )
+        )
     return out
 
 
@@ -86,7 +91,7 @@ def test_alias_and_wrapper_matrix_normalises(wrapper: str, label: str, envelope:
     "raw",
     [
         '<dp_tool_call name="read">{"path":"package.json"}</dp_tool_call>',
-        "<tool_call name='read'>{\"path\":\"package.json\"}</tool_call>",
+        '<tool_call name=\'read\'>{"path":"package.json"}</tool_call>',
         '<TOOL_CALL NAME=read>{"path":"package.json"}</TOOL_CALL>',
         'name=read\narguments_json: {"path":"package.json"}',
         'id=dp_tool_9\nname="read"\narguments_json: {"path":"package.json"}',
@@ -113,15 +118,33 @@ def test_other_drift_forms_normalise(raw: str) -> None:
 
 FAIL_CLOSED = [
     # (raw, expected error code)
-    ('{"kind":"tool_call","name":"read","arguments":{"path":"a"}}{"kind":"tool_call","name":"bash","arguments":{}}', "invalid_json"),
-    ('<dp_tool_call>{"name":"read","arguments":{"path":"a"}}</dp_tool_call><dp_tool_call>{"name":"bash","arguments":{"command":"ls"}}</dp_tool_call>', "multiple_tool_calls"),
-    ('{"tool_calls":[{"function":{"name":"read","arguments":"{}"}},{"function":{"name":"bash","arguments":"{}"}}]}', "multiple_tool_calls"),
-    ('[{"name":"read","arguments":{"path":"a"}},{"name":"bash","arguments":{"command":"ls"}}]', "multiple_tool_calls"),
+    (
+        '{"kind":"tool_call","name":"read","arguments":{"path":"a"}}{"kind":"tool_call","name":"bash","arguments":{}}',
+        "invalid_json",
+    ),
+    (
+        '<dp_tool_call>{"name":"read","arguments":{"path":"a"}}</dp_tool_call><dp_tool_call>{"name":"bash","arguments":{"command":"ls"}}</dp_tool_call>',
+        "multiple_tool_calls",
+    ),
+    (
+        '{"tool_calls":[{"function":{"name":"read","arguments":"{}"}},{"function":{"name":"bash","arguments":"{}"}}]}',
+        "multiple_tool_calls",
+    ),
+    (
+        '[{"name":"read","arguments":{"path":"a"}},{"name":"bash","arguments":{"command":"ls"}}]',
+        "multiple_tool_calls",
+    ),
     ('name=read\ntool=bash\narguments_json: {"path":"a"}', "ambiguous_alias"),
     ('{"kind":"tool_call","name":"read","arguments":{"path":"a"},"reason":"x"}', "unknown_field"),
     ('{"kind":"final","text":"hi","confidence":1}', "unknown_field"),
-    ('{"kind":"tool_call","name":"read","tool":"read","arguments":{"path":"a"}}', "ambiguous_alias"),
-    ('{"kind":"tool_call","name":"read","arguments":{"path":"a"},"args":{"path":"a"}}', "ambiguous_alias"),
+    (
+        '{"kind":"tool_call","name":"read","tool":"read","arguments":{"path":"a"}}',
+        "ambiguous_alias",
+    ),
+    (
+        '{"kind":"tool_call","name":"read","arguments":{"path":"a"},"args":{"path":"a"}}',
+        "ambiguous_alias",
+    ),
     ('{"name":"read","tool_name":"read","input":{"path":"a"}}', "ambiguous_alias"),
     ('{"kind":"tool_call","name":"read","arguments":""}', "empty_arguments"),
     ('{"kind":"tool_call","name":"read","arguments_json":"   "}', "empty_arguments"),
@@ -131,10 +154,19 @@ FAIL_CLOSED = [
     ('{"kind":"tool_call","name":"read","arguments":"[1,2]"}', "arguments_not_object"),
     ('{"kind":"tool_call","name":"read","arguments":[1]}', "arguments_not_object"),
     ('{"kind":"tool_call","name":"read","arguments":null}', "arguments_not_object"),
-    ('<dp_tool_call name="bash">{"name":"read","arguments":{"path":"a"}}</dp_tool_call>', "name_mismatch"),
+    (
+        '<dp_tool_call name="bash">{"name":"read","arguments":{"path":"a"}}</dp_tool_call>',
+        "name_mismatch",
+    ),
     ('<tool_call name="bash">name=read\nargs: {"path":"a"}</tool_call>', "name_mismatch"),
-    ('{"tool_calls":[{"function":{"name":"read","arguments":"{}"},"extra":1}]}', "wrapper_unknown_field"),
-    ('{"tool_calls":[{"function":{"name":"read","arguments":"{}","strict":true}}]}', "wrapper_unknown_field"),
+    (
+        '{"tool_calls":[{"function":{"name":"read","arguments":"{}"},"extra":1}]}',
+        "wrapper_unknown_field",
+    ),
+    (
+        '{"tool_calls":[{"function":{"name":"read","arguments":"{}","strict":true}}]}',
+        "wrapper_unknown_field",
+    ),
     ('{"function_call":{"name":"read","arguments":"{}","why":"x"}}', "wrapper_unknown_field"),
     ('{"tool_calls":[{"function":{"name":"read","arguments":"{}"}}],"note":"x"}', "unknown_field"),
     ('{"kind":"tool_call","name":"web_fetch","arguments":{"url":"http://x"}}', "unknown_tool"),
@@ -143,9 +175,12 @@ FAIL_CLOSED = [
     ('{"kind":"tool_call","name":7,"arguments":{}}', "invalid_tool_call"),
     ('{"kind":"tool_call","name":"","arguments":{}}', "invalid_tool_call"),
     ('{"tool_calls":[]}', "invalid_tool_call"),
-    ('{"tool_calls":[{"type":"retrieval","function":{"name":"read","arguments":"{}"}}]}', "invalid_tool_call"),
+    (
+        '{"tool_calls":[{"type":"retrieval","function":{"name":"read","arguments":"{}"}}]}',
+        "invalid_tool_call",
+    ),
     ('{"tool_calls":[{"function":{"name":"read"}}]}', "invalid_tool_call"),
-    ('<dp_tool_call>just some words</dp_tool_call>', "invalid_tool_call"),
+    ("<dp_tool_call>just some words</dp_tool_call>", "invalid_tool_call"),
     ('<dp_tool_call>{"path": "a"}</dp_tool_call>', "invalid_tool_call"),
     ('<dp_tool_call name="read"></dp_tool_call>', "empty_arguments"),
     ('<dp_tool_call name="read">{"path": </dp_tool_call>', "invalid_json"),
@@ -156,7 +191,10 @@ FAIL_CLOSED = [
     ('{"kind":"tool_call","name":"read","arguments":{"path":""}}', "invalid_arguments"),
     ('{"kind":"tool_call","name":"read","arguments":{"path":"a","mode":"r"}}', "invalid_arguments"),
     ('{"kind":"tool_call","name":"read","arguments":{}}', "invalid_arguments"),
-    ('{"kind":"tool_call","name":"bash","arguments":{"command":"ls","timeout":0}}', "invalid_arguments"),
+    (
+        '{"kind":"tool_call","name":"bash","arguments":{"command":"ls","timeout":0}}',
+        "invalid_arguments",
+    ),
     ('{"kind":"tool_call","name":"read","arguments":{"path":"a"},', "invalid_json"),
     ('{"kind":"tool_call","name":"read","arguments":{"path":"a\\"b"}} trailing', "invalid_json"),
     ("", "empty_response"),
@@ -166,7 +204,9 @@ FAIL_CLOSED = [
 ]
 
 
-@pytest.mark.parametrize(("raw", "code"), FAIL_CLOSED, ids=[f"{c}-{i}" for i, (_, c) in enumerate(FAIL_CLOSED)])
+@pytest.mark.parametrize(
+    ("raw", "code"), FAIL_CLOSED, ids=[f"{c}-{i}" for i, (_, c) in enumerate(FAIL_CLOSED)]
+)
 def test_fail_closed(raw: str, code: str) -> None:
     out = verdict(raw)
     assert out == {"ok": False, "error": code, "repairable": True}
@@ -180,7 +220,7 @@ FIREWALL = [
     '[{"name":"read","arguments":{"path":"a"}}]',
     'I will do {"tool_calls":[{"function":{"name":"read","arguments":"{}"}}]}',
     'Calling {"function_call":{"name":"read","arguments":{}}} now',
-    "read({\"path\": \"a\"})",
+    'read({"path": "a"})',
     'Sure.\nbash({"command": "ls"})',
     '{"kind":"final","text":"ok {\\"name\\":\\"web_fetch\\",\\"args\\":{}}"}',
 ]
@@ -193,7 +233,7 @@ def test_final_firewall_catches_disguised_calls(raw: str) -> None:
 
 MARKUP = [
     "Done. <dp_tool_result>\ncontent: x",
-    "Answer <dp_tool_call name=\"read\"",
+    'Answer <dp_tool_call name="read"',
     "text </DP_TOOL_CALL> more",
     "a [previous_dp_tool_call] b",
     "<dp_tool_call_history>x",
@@ -211,7 +251,7 @@ def test_raw_markup_in_final_fails_closed(raw: str) -> None:
 BUSINESS = [
     '{"name":"Alice","arguments":["a","b"]}',
     '{"kind":"final","text":"{\\"name\\":\\"Alice\\",\\"arguments\\":{\\"x\\":1}}"}',
-    "The config is {\"name\": \"deskpilot\", \"args\": [\"--fast\"]}.",
+    'The config is {"name": "deskpilot", "args": ["--fast"]}.',
     '[{"name":"ann","input":3},{"name":"bob","input":4}]',
     '{"result": 42, "status": "ok"}',
     "Use `README.md` for details; read it before running.",
@@ -247,15 +287,29 @@ def test_history_blocks_are_stripped_before_judging() -> None:
 
 
 def test_native_tool_calls_reprojected_and_validated() -> None:
-    good = [{"id": "c", "type": "function", "function": {"name": "read", "arguments": '{"path":"package.json"}'}}]
+    good = [
+        {
+            "id": "c",
+            "type": "function",
+            "function": {"name": "read", "arguments": '{"path":"package.json"}'},
+        }
+    ]
     out = evaluate("", selected=SELECTED, tools=BY_NAME, native_tool_calls=good)
     assert out.to_json() == EXPECTED_CALL and out.form == "native_openai_tool_calls"
     bad = [{"id": "c", "type": "function", "function": {"name": "read", "arguments": "{oops"}}]
-    assert evaluate("", selected=SELECTED, tools=BY_NAME, native_tool_calls=bad).code == "invalid_json"
+    assert (
+        evaluate("", selected=SELECTED, tools=BY_NAME, native_tool_calls=bad).code == "invalid_json"
+    )
     empty = [{"id": "c", "type": "function", "function": {"name": "read", "arguments": ""}}]
-    assert evaluate("", selected=SELECTED, tools=BY_NAME, native_tool_calls=empty).code == "empty_arguments"
+    assert (
+        evaluate("", selected=SELECTED, tools=BY_NAME, native_tool_calls=empty).code
+        == "empty_arguments"
+    )
     hidden = [{"id": "c", "type": "function", "function": {"name": "web_fetch", "arguments": "{}"}}]
-    assert evaluate("", selected=SELECTED, tools=BY_NAME, native_tool_calls=hidden).code == "unknown_tool"
+    assert (
+        evaluate("", selected=SELECTED, tools=BY_NAME, native_tool_calls=hidden).code
+        == "unknown_tool"
+    )
 
 
 # Property: whatever the text, parsing returns an outcome and never yields a call to a tool
@@ -272,11 +326,26 @@ def test_arbitrary_text_never_crashes(text: str) -> None:
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=10),
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(
-        st.sampled_from(["kind", "name", "tool", "arguments", "args", "text", "id", "function", "tool_calls", "x"]),
-        children,
-        max_size=4,
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "kind",
+                    "name",
+                    "tool",
+                    "arguments",
+                    "args",
+                    "text",
+                    "id",
+                    "function",
+                    "tool_calls",
+                    "x",
+                ]
+            ),
+            children,
+            max_size=4,
+        )
     ),
     max_leaves=12,
 )

@@ -41,7 +41,10 @@ def test_neutralise_leaves_ordinary_markup() -> None:
 
 
 def test_strip_history_removes_complete_blocks_only() -> None:
-    text = "A [previous_dp_tool_call]x[/previous_dp_tool_call] B <previous_dp_tool_call>y</previous_dp_tool_call>"
+    text = (
+        "A [previous_dp_tool_call]x[/previous_dp_tool_call] B "
+        "<previous_dp_tool_call>y</previous_dp_tool_call>"
+    )
     assert strip_history(text) == ("A  B", True)
     assert strip_history("no history") == ("no history", False)
     assert strip_history("[previous_dp_tool_call] unterminated")[1] is False
@@ -65,7 +68,10 @@ def test_serialise_roles_and_merging() -> None:
     )
     assert [m["role"] for m in out] == ["system", "user", "assistant", "user"]
     assert out[0]["content"] == "S1\n\nPROTOCOL"
-    assert out[2]["content"] == '{"kind": "final", "text": "a1"}\n\n{"kind": "final", "text": "thinking about it"}'
+    assert (
+        out[2]["content"]
+        == '{"kind": "final", "text": "a1"}\n\n{"kind": "final", "text": "thinking about it"}'
+    )
     assert out[3]["content"].endswith("u2\n\nREPAIR")
     assert "tool_name: read" in out[3]["content"]
 

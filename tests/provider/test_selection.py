@@ -11,8 +11,16 @@ from deskpilot.provider.continuation import is_accepted_plan, is_continuation, r
 from deskpilot.provider.tools import select_tools
 
 EXTRA = [
-    ToolSpec("grep", "Search file contents for a regular expression.", {"type": "object", "properties": {"pattern": {}, "path": {}}}),
-    ToolSpec("calendar_add", "Add an event to the calendar.", {"type": "object", "properties": {"title": {}}}),
+    ToolSpec(
+        "grep",
+        "Search file contents for a regular expression.",
+        {"type": "object", "properties": {"pattern": {}, "path": {}}},
+    ),
+    ToolSpec(
+        "calendar_add",
+        "Add an event to the calendar.",
+        {"type": "object", "properties": {"title": {}}},
+    ),
     ToolSpec("screenshot", "Capture a screenshot of the desktop.", {"type": "object"}),
 ]
 ALL = TOOLS + EXTRA
@@ -75,7 +83,10 @@ def test_continuation_ranks_by_recent_user_messages() -> None:
     window, source = ranking_window(users)
     assert source == "recent_user_continuation" and window == users[-3:]
     assert names(users, max_tools=1) == ["read"]
-    assert ranking_window(["read it", "do something else"]) == (["do something else"], "latest_user")
+    assert ranking_window(["read it", "do something else"]) == (
+        ["do something else"],
+        "latest_user",
+    )
 
 
 def test_tool_results_never_rank() -> None:
@@ -95,7 +106,16 @@ def test_tool_results_never_rank() -> None:
 
 
 def test_continuation_rules() -> None:
-    for text in ("继续", "继续。", "continue", "Continue!", "go on", "接着做", "继续优化", "请继续"):
+    for text in (
+        "继续",
+        "继续。",
+        "continue",
+        "Continue!",
+        "go on",
+        "接着做",
+        "继续优化",
+        "请继续",
+    ):
         assert is_continuation(text), text
     for text in ("continue reading the manual and then summarise chapter 3", "ok", "读取文件"):
         assert not is_continuation(text), text

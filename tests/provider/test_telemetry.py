@@ -34,11 +34,24 @@ def test_redaction_by_key_and_by_value() -> None:
         "selected_tool_hash": "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8",
     }
     out = redact(data)
-    for key in ("Authorization", "api_key", "x-api-key", "apiKey", "token", "password", "cookie", "session_id"):
+    for key in (
+        "Authorization",
+        "api_key",
+        "x-api-key",
+        "apiKey",
+        "token",
+        "password",
+        "cookie",
+        "session_id",
+    ):
         assert out[key] == REDACTED, key
     assert out["nested"]["refresh_token"] == REDACTED
     assert out["nested"]["list"][0]["secret"] == REDACTED
-    assert "sk-live" not in out["note"] and "sk-abcdefgh" not in out["note"] and REDACTED in out["note"]
+    assert (
+        "sk-live" not in out["note"]
+        and "sk-abcdefgh" not in out["note"]
+        and REDACTED in out["note"]
+    )
     assert "a1b2c3d4e5f6" not in out["blob"]
     assert out["max_output_tokens"] == 8192
     assert out["retry_suppressed_reason"] == "rate_limit_immediate_retry_disabled"
@@ -64,7 +77,14 @@ async def test_debug_log_of_a_real_turn_is_safe(server: ScriptedServer, tmp_path
         result = await provider.decide(messages, TOOLS)
     assert result.kind == "final"
     raw = log_path.read_text("utf-8")
-    for canary in ("USER_PROMPT_CANARY", "TOOL_RESULT_CANARY", "hunter2", TEST_KEY, "FINAL_ANSWER_TEXT", "secret.txt"):
+    for canary in (
+        "USER_PROMPT_CANARY",
+        "TOOL_RESULT_CANARY",
+        "hunter2",
+        TEST_KEY,
+        "FINAL_ANSWER_TEXT",
+        "secret.txt",
+    ):
         assert canary not in raw, canary
     assert stat.S_IMODE(os.stat(log_path).st_mode) == 0o600
     records = read_jsonl(log_path)
@@ -87,5 +107,5 @@ def test_debug_log_appends_jsonl(tmp_path: Path) -> None:
     log.emit("x", api_key="secret-value", count=1)
     log.emit("y", attempt=2)
     lines = (tmp_path / "a.jsonl").read_text().splitlines()
-    assert [json.loads(l)["event"] for l in lines] == ["x", "y"]
+    assert [json.loads(line)["event"] for line in lines] == ["x", "y"]
     assert json.loads(lines[0])["data"] == {"api_key": REDACTED, "count": 1}

@@ -69,7 +69,7 @@ async def test_body_stalling_after_headers_is_bounded_by_attempt_timeout(
     server: ScriptedServer,
 ) -> None:
     server.script(*[Reply.chat("x" * 300, stall_after_headers_s=5) for _ in range(3)])
-    err, telemetry, elapsed = await fail(
+    err, _, elapsed = await fail(
         server, policy=fast_policy(per_attempt_timeout_ms=300, request_attempts=2)
     )
     assert err.code == "request_timeout"
@@ -80,7 +80,9 @@ async def test_body_stalling_after_headers_is_bounded_by_attempt_timeout(
 
 
 async def test_429_with_retry_after_waits_then_retries(server: ScriptedServer) -> None:
-    server.script(Reply(status=429, body={"error": {}}, headers={"Retry-After": "1"}), Reply.chat("ok"))
+    server.script(
+        Reply(status=429, body={"error": {}}, headers={"Retry-After": "1"}), Reply.chat("ok")
+    )
     started = time.monotonic()
     response, telemetry = await call(server, policy=fast_policy(retry_after_max_ms=2000))
     assert response.content == "ok"
@@ -121,7 +123,9 @@ async def test_retry_after_beyond_deadline_is_suppressed(server: ScriptedServer)
 
 
 async def test_5xx_is_retried_with_backoff_until_success(server: ScriptedServer) -> None:
-    server.script(Reply(status=502, body="bad gateway"), Reply(status=503, body=""), Reply.chat("ok"))
+    server.script(
+        Reply(status=502, body="bad gateway"), Reply(status=503, body=""), Reply.chat("ok")
+    )
     response, telemetry = await call(server)
     assert response.content == "ok" and response.attempts == 3
     assert [e["errorCode"] for e in events(telemetry, "error.provider")] == ["http_5xx", "http_5xx"]
@@ -211,7 +215,11 @@ async def test_abort_before_start_sends_nothing(server: ScriptedServer) -> None:
 
 async def test_abort_in_flight_stops_quickly(server: ScriptedServer) -> None:
     server.script(Reply.chat("slow", delay_s=5))
-    client = ChatClient(make_config(server, policy=fast_policy(per_attempt_timeout_ms=10_000, total_deadline_ms=20_000)))
+    client = ChatClient(
+        make_config(
+            server, policy=fast_policy(per_attempt_timeout_ms=10_000, total_deadline_ms=20_000)
+        )
+    )
     abort = asyncio.Event()
     asyncio.get_running_loop().call_later(0.2, abort.set)
     started = time.monotonic()

@@ -27,7 +27,9 @@ def test_required_properties_additional() -> None:
     assert errors(schema, {"a": "x", "b": True}) == ["type"]  # booleans are not integers
     assert errors(schema, {"a": "x", "b": 2.0}) == []
     assert errors(schema, []) == ["type"]
-    assert errors({"type": "object", "additionalProperties": {"type": "number"}}, {"x": "no"}) == ["type"]
+    assert errors({"type": "object", "additionalProperties": {"type": "number"}}, {"x": "no"}) == [
+        "type"
+    ]
 
 
 def test_types_and_unions() -> None:
@@ -35,7 +37,10 @@ def test_types_and_unions() -> None:
     assert errors({"type": ["string", "null"]}, 3) == ["type"]
     assert errors({"type": "number"}, True) == ["type"]
     assert errors({"type": "array", "items": {"type": "integer"}}, [1, "2"]) == ["type"]
-    assert errors({"type": "array", "items": [{"type": "string"}, {"type": "integer"}]}, ["a", 1]) == []
+    assert (
+        errors({"type": "array", "items": [{"type": "string"}, {"type": "integer"}]}, ["a", 1])
+        == []
+    )
 
 
 def test_enum_and_const_compare_as_json() -> None:
@@ -46,7 +51,9 @@ def test_enum_and_const_compare_as_json() -> None:
     assert errors(schema, 1.0) == []
     assert errors({"const": False}, 0) == ["const"]
     assert json_equal({"a": {"x": 1, "y": 2}}, {"a": {"y": 2, "x": 1}})
-    assert fingerprint("t", {"a": 1, "b": {"c": 2, "d": 3}}) == fingerprint("t", {"b": {"d": 3, "c": 2}, "a": 1.0})
+    assert fingerprint("t", {"a": 1, "b": {"c": 2, "d": 3}}) == fingerprint(
+        "t", {"b": {"d": 3, "c": 2}, "a": 1.0}
+    )
     assert fingerprint("t", {"a": 1}) != fingerprint("t", {"a": True})
 
 

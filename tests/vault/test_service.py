@@ -165,3 +165,27 @@ def test_tampered_blob_never_returns_wrong_bytes(service: SnapshotService, vault
     with pytest.raises(DeskpilotError) as err:
         service.read_blob(rec.id, "image")
     assert err.value.code is ErrorCode.VAULT_INTEGRITY_ERROR
+
+
+def test_open_service_uses_the_data_dir_and_starts_maintenance(
+    db: Database, data_dir: Path, clock: Clock
+) -> None:
+    from deskpilot.vault.service import open_service
+
+    service = open_service(db)
+    try:
+        assert service.vault.root == data_dir / "snapshot-vault"
+        assert service._scheduler is not None and service._scheduler.runs >= 0
+        rec = service.capture_app_snapshot(make_png(20, 20), app=AppIdentity())
+        assert rec.preview_url is None  # no preview server attached
+        assert service.read_blob(rec.id, "image")
+    finally:
+        service.stop_maintenance()
+
+
+def test_bad_preview_ttl_stores_nothing(service: SnapshotService, vault: Vault) -> None:
+    service.attach_preview("http://127.0.0.1:9")
+    with pytest.raises(DeskpilotError) as err:
+        service.capture_app_snapshot(make_png(20, 20), app=AppIdentity(), preview_ttl_s=7200)
+    assert err.value.code is ErrorCode.INVALID_REQUEST
+    assert _files(vault) == []

@@ -112,6 +112,7 @@ class Observer:
                     text_budget=request.text_budget or DEFAULT_TEXT_BUDGET,
                 )
             )
+            await asyncio.sleep(0)  # let the tree's first D-Bus calls go out before capturing
         capture_rect = self.desktop.visible_rect(window)
         png: bytes | None = None
         image: ImageDescriptor | None = None

@@ -145,13 +145,16 @@ class HostClient:
             raise
         self.started_at = time.monotonic()
         try:
-            reply = await self._send_and_wait(
-                {"type": "get_capabilities", "protocolVersion": PROTOCOL_VERSION},
-                timeout=self.config.handshake_timeout_s,
-                session_id=None,
-                kill_on_timeout=True,
-            )
-            caps = self._handshake(reply)
+
+            async def handshake() -> Reply:
+                return await self._send_and_wait(
+                    {"type": "get_capabilities", "protocolVersion": PROTOCOL_VERSION},
+                    timeout=self.config.handshake_timeout_s,
+                    session_id=None,
+                    kill_on_timeout=True,
+                )
+
+            caps = self._handshake(await self._retrying("get_capabilities", handshake))
         except DeskpilotError as exc:
             cause = exc
             if exc.code in (ErrorCode.NATIVE_HOST_UNAVAILABLE, ErrorCode.PROTOCOL_ERROR):
@@ -459,7 +462,7 @@ class HostClient:
             try:
                 return await attempt()
             except HostReportedError as exc:
-                if not exc.retryable or retries >= self.config.retry_limit or not self.alive:
+                if not exc.retryable or retries >= self.config.retry_limit or self.failure:
                     raise
                 retries += 1
                 self.retries[rtype] += 1

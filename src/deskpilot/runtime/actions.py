@@ -141,13 +141,21 @@ def build_plan(tool: str, args: ta.ToolArgs, record: StateRecord) -> Plan:
     elif isinstance(args, ta.TypeTextArgs | ta.PasteArgs):
         paste = isinstance(args, ta.PasteArgs)
         text = args.text
+        into: Callable[[Frame], int | None] = lambda f: None  # noqa: E731
         if args.element_id is not None:
             el = plan.element(args.element_id)
-            plan.add("focus", lambda f: InvokeElementAction(element_id=el(f), action="focus"))
+            into = el
+            # focus first (a ledger row of its own); a host without a "focus" action name
+            # refuses before dispatch, and a pointer click on the element focuses it instead
+            plan.add(
+                "focus",
+                lambda f: InvokeElementAction(element_id=el(f), action="focus"),
+                fallback=lambda f: ClickAction(element_id=el(f)),
+            )
         if paste:
-            plan.add("paste_text", lambda f: PasteTextAction(text=text))
+            plan.add("paste_text", lambda f: PasteTextAction(text=text, element_id=into(f)))
         else:
-            plan.add("type_text", lambda f: TypeTextAction(text=text))
+            plan.add("type_text", lambda f: TypeTextAction(text=text, element_id=into(f)))
         if args.submit:
             plan.add("press_key", lambda f: PressKeyAction(keys=["Return"]))
     elif isinstance(args, ta.PressKeyArgs):
@@ -206,7 +214,7 @@ async def _run_step(
     used_fallback = False
     build = step.build
     kind = step.kind
-    while True:
+    while True:  # at most: one heal and one fallback
         try:
             action = build(frame)
         except DeskpilotError as exc:
@@ -244,7 +252,6 @@ async def _run_step(
             if exc.code is ErrorCode.UNSUPPORTED_ACTION and step.fallback and not used_fallback:
                 used_fallback = True
                 build = step.fallback
-                kind = f"{step.kind}->click"
                 continue
             call.diag.steps.append(
                 StepRecord(kind, _outcome_of(exc), code=exc.code.value, healed=healed)

@@ -33,7 +33,7 @@ from deskpilot.protocol.wire import AppIdentity, Rect, WindowInfo
 from deskpilot.store.db import Database
 from deskpilot.store.snapshots import BlobKind, BlobRow, SnapshotRepository, SnapshotRow
 from deskpilot.vault import images
-from deskpilot.vault.capabilities import CapabilityRegistry, preview_url
+from deskpilot.vault.capabilities import CapabilityRegistry, preview_url, validate_ttl
 from deskpilot.vault.privacy import assert_capture_allowed
 from deskpilot.vault.retention import (
     EVIDENCE_TTL_S,
@@ -169,6 +169,7 @@ class SnapshotService:
         assert_capture_allowed(app)
         if window is not None:
             assert_capture_allowed(window.app)
+        validate_ttl(preview_ttl_s)  # a bad TTL must not leave a stored snapshot behind
         regions = list(sensitive_regions or ())
         prepared = images.prepare_capture(
             png, regions=regions, window_size=_window_size(window), redact_enabled=True
@@ -449,6 +450,24 @@ class SnapshotService:
         }
 
 
+def open_service(
+    db: Database,
+    *,
+    policy: VaultPolicy | Callable[[], VaultPolicy] | None = None,
+    maintenance: bool = True,
+) -> SnapshotService:
+    """The vault in the data dir, its service, and maintenance started (at start, every 6 h).
+
+    Raises ``vault_key_invalid`` when the key is unusable; callers that can run without
+    snapshots (``deskpilot serve``) catch it, report it and leave ``capture_app_snapshot``
+    unavailable rather than minting a new key.
+    """
+    service = SnapshotService(db, Vault.open(), policy)
+    if maintenance:
+        service.start_maintenance()
+    return service
+
+
 def reset_vault(db: Database, root: Path, *, new_key: bool = False) -> dict[str, int]:
     """Forget every snapshot: rows, files and the key marker (and the key, if asked).
 
@@ -465,4 +484,10 @@ def reset_vault(db: Database, root: Path, *, new_key: bool = False) -> dict[str,
     return {"snapshotsDeleted": rows, "filesDeleted": files}
 
 
-__all__ = ["EvidenceTrigger", "SnapshotRecord", "SnapshotService", "reset_vault"]
+__all__ = [
+    "EvidenceTrigger",
+    "SnapshotRecord",
+    "SnapshotService",
+    "open_service",
+    "reset_vault",
+]

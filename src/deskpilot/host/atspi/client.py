@@ -21,6 +21,7 @@ from deskpilot.host.atspi.bus import (
     I_EDITABLE_TEXT,
     I_PROPERTIES,
     I_SELECTION,
+    I_TABLE,
     I_TEXT,
     I_VALUE,
     REGISTRY,
@@ -97,6 +98,7 @@ class AtspiClient:
         self._strategy: dict[str, str] = {}
         self._events = EventWatcher(a11y)
         self._events_ready: asyncio.Task[None] | None = None
+        self._watchers: set[asyncio.Future[None]] = set()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -134,6 +136,9 @@ class AtspiClient:
             if conn is not None:
                 conn.close()
         self._direct.clear()
+        for w in self._watchers:
+            w.cancel()
+        self._watchers.clear()
         self._a11y.close()
         with contextlib.suppress(Exception):
             self._session.disconnect()
@@ -262,10 +267,10 @@ class AtspiClient:
             body = await self._a11y.call(bus, ROOT_PATH, I_APPLICATION, "GetApplicationBusAddress")
             address = str(body[0])
             if address:
-                direct = Conn(
-                    await asyncio.wait_for(MessageBus(bus_address=address).connect(), 2.0),
-                    direct=True,
-                )
+                bus_ = await asyncio.wait_for(MessageBus(bus_address=address).connect(), 2.0)
+                direct = Conn(bus_, direct=True)
+                # the app exiting ends this connection with EOFError: expected, not an error
+                self._watchers.add(asyncio.ensure_future(_quietly(bus_.wait_for_disconnect())))
         except AtspiCallError as exc:
             if exc.gone:
                 raise
@@ -484,8 +489,8 @@ class AtspiClient:
         bus_name: str,
         since: float | None = None,
         *,
-        first_ms: float = 350.0,
-        quiet_ms: float = 100.0,
+        first_ms: float = 600.0,
+        quiet_ms: float = 120.0,
         max_ms: float = 1500.0,
     ) -> bool:
         """Wait until the app's accessibility events went quiet (see :mod:`.events`).
@@ -519,9 +524,9 @@ class AtspiClient:
                 await self._events_ready
         t0 = time.perf_counter()
         since = time.monotonic()
-        conn = await self._conn_for(element.bus_name)
         try:
             async with asyncio.timeout(CALL_TIMEOUT_S):
+                conn = await self._conn_for(element.bus_name)
                 detail = await self._do(conn, element, op)
         except TimeoutError as exc:
             raise DeskpilotError(
@@ -655,9 +660,17 @@ class AtspiClient:
                 break
             idx = await conn.call(b, p, I_ACCESSIBLE, "GetIndexInParent")
             pb, pp = (str(parent[0]) or b), str(parent[1])
-            ifs = await conn.call(pb, pp, I_ACCESSIBLE, "GetInterfaces")
-            if I_SELECTION in ifs[0]:
-                body = await conn.call(pb, pp, I_SELECTION, "SelectChild", "i", (int(idx[0]),))
+            ifs = (await conn.call(pb, pp, I_ACCESSIBLE, "GetInterfaces"))[0]
+            index = int(idx[0])
+            if I_TABLE in ifs:
+                # GTK3 tree views refuse SelectChild; selecting the cell's row works
+                row = await conn.call(pb, pp, I_TABLE, "GetRowAtIndex", "i", (index,))
+                if int(row[0]) >= 0:
+                    ok = await conn.call(pb, pp, I_TABLE, "AddRowSelection", "i", (int(row[0]),))
+                    if ok[0]:
+                        return "Table.AddRowSelection"
+            if I_SELECTION in ifs:
+                body = await conn.call(pb, pp, I_SELECTION, "SelectChild", "i", (index,))
                 if not body[0]:
                     raise _unsupported(op, el, "SelectChild returned false")
                 return "Selection.SelectChild"
@@ -768,6 +781,11 @@ def _unsupported(
 
 async def _noop() -> None:
     return None
+
+
+async def _quietly(aw: Any) -> None:
+    with contextlib.suppress(BaseException):
+        await aw
 
 
 __all__ = ["AtspiClient", "Iface", "tree_version"]

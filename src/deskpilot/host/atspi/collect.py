@@ -179,15 +179,12 @@ def from_cache(items: list[Any], root_path: str, limit: int) -> tuple[list[RawNo
         nodes.append(node)
         if parent >= 0:
             nodes[parent].children.append(me)
-        children = kids.get(path)
-        if children is None:
-            if node.child_count > 0 and (me == 0 or _visible(node)):
-                incomplete.append(me)
-            continue
-        children.sort()
-        if len(children) < node.child_count and (me == 0 or _visible(node)):
+        children = kids.get(path, [])
+        # a child count of -1: MANAGES_DESCENDANTS (atk-bridge never caches those children)
+        if (len(children) < node.child_count or node.child_count < 0) and (me == 0 or _visible(node)):
             incomplete.append(me)
             continue
+        children.sort()
         for _idx, cpath in reversed(children):
             stack.append((cpath, me, depth + 1))
     return nodes, incomplete

@@ -5,9 +5,9 @@ Semantic presses fired faster than an app processes them are lost (gnome-calcula
 once but emit ``clicked`` only after a 250 ms "activate" animation. So an action waits until
 the app's events go quiet:
 
-* wait up to ``first_ms`` for the first event from the app after the action (covers the
+* wait up to ``first_ms`` (600 ms) for the first event from the app after the action (covers the
   activate delay); none at all means nothing visible changed (or the app reports nothing);
-* once events flow, wait until none arrived for ``quiet_ms``;
+* once events flow, wait until none arrived for ``quiet_ms`` (120 ms);
 * never longer than ``max_ms``: the result then says "not settled" and the caller goes on.
 
 atk-bridge apps only emit events someone registered for, so the watcher registers the event
@@ -101,8 +101,8 @@ class EventWatcher:
         sender: str,
         since: float,
         *,
-        first_ms: float = 350.0,
-        quiet_ms: float = 100.0,
+        first_ms: float = 600.0,
+        quiet_ms: float = 120.0,
         max_ms: float = 1500.0,
     ) -> bool:
         """True once ``sender`` went quiet after ``since`` (monotonic); False on ``max_ms``."""

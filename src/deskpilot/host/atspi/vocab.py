@@ -216,7 +216,7 @@ TEXT_VALUE_ROLES: Final = _roles(
 
 # Roles whose Value.CurrentValue is the element's value.
 NUMERIC_VALUE_ROLES: Final = _roles(
-    "slider", "spin button", "progress bar", "level bar", "dial", "scroll bar", "rating"
+    "slider", "spin button", "progress bar", "level bar", "dial", "rating"
 )
 
 # Unnamed containers of these roles carry no meaning of their own; their children are shown

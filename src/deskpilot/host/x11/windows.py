@@ -117,11 +117,29 @@ def _desktop_file_exists(desktop_id: str) -> bool:
     return any((d / desktop_id).is_file() for d in _desktop_dirs())
 
 
+@dataclass(frozen=True, slots=True)
+class _Identity:
+    """What does not change during a window's life: read once per window id."""
+
+    pid: int | None
+    executable: str | None
+    wm_class: str | None
+    wm_class_parts: tuple[str, ...]
+    desktop_id: str | None
+
+
 class WindowLister:
-    """Reads windows through the host's persistent connection."""
+    """Reads windows through the host's persistent connection.
+
+    Every property read is an X round trip, so what cannot change during a window's life
+    (owner pid, class, desktop id; override-redirect root children that are never clients)
+    is remembered per window id and forgotten when the id leaves the root's children.
+    """
 
     def __init__(self, conn: XConnection) -> None:
         self.conn = conn
+        self._identities: dict[int, _Identity] = {}
+        self._not_clients: set[int] = set()
 
     # ---------------------------------------------------------------- properties
 
@@ -170,7 +188,11 @@ class WindowLister:
             children = self.conn.root.query_tree().children
         except error.XError:
             return [], False
+        live = {int(c.id) for c in children}
+        self._not_clients &= live
         for child in children:
+            if int(child.id) in self._not_clients:
+                continue
             client = self._client_in(child, depth=2)
             if client is not None:
                 out.append(client)
@@ -183,11 +205,15 @@ class WindowLister:
         except error.XError:
             return None
         if attrs.override_redirect:
+            if win.id != self.conn.root.id:
+                self._not_clients.add(int(win.id))
             return None
         if self._prop(win, "WM_STATE") is not None:
             return int(win.id)
         if attrs.map_state == X.IsViewable and (
-            self._prop(win, "WM_CLASS") is not None or self._prop(win, "WM_NAME") is not None
+            int(win.id) in self._identities
+            or self._prop(win, "WM_CLASS") is not None
+            or self._prop(win, "WM_NAME") is not None
         ):
             return int(win.id)
         if depth > 0 and attrs.map_state == X.IsViewable:
@@ -226,27 +252,38 @@ class WindowLister:
             and bounds.x < self.conn.width
             and bounds.y < self.conn.height
         )
-        pid = self.conn.client_pid(xid)
-        if pid is None:
-            net_pid = self._card_prop(win, "_NET_WM_PID")
-            pid = net_pid[0] if net_pid else None
-        parts: tuple[str, ...] = ()
-        wm_class = None
-        raw_class = self._prop(win, "WM_CLASS", Xatom.STRING)
-        if raw_class is not None and raw_class.format == 8:
-            value = raw_class.value
-            text = value if isinstance(value, str) else bytes(value).decode("latin-1")
-            parts = tuple(p for p in text.split("\0") if p)
-            wm_class = ".".join(parts) if parts else None
+        ident = self._identities.get(xid)
+        if ident is None:
+            ident = self._identity(win, xid)
+            self._identities[xid] = ident
         return XWindow(
             xid=xid,
             title=title,
             bounds=bounds,
             visible=viewable and not minimized and on_screen,
             minimized=minimized,
+            pid=ident.pid,
+            executable=ident.executable,
+            wm_class=ident.wm_class,
+            wm_class_parts=ident.wm_class_parts,
+            desktop_id=ident.desktop_id,
+        )
+
+    def _identity(self, win: Any, xid: int) -> _Identity:
+        pid = self.conn.client_pid(xid)
+        if pid is None:
+            net_pid = self._card_prop(win, "_NET_WM_PID")
+            pid = net_pid[0] if net_pid else None
+        parts: tuple[str, ...] = ()
+        raw_class = self._prop(win, "WM_CLASS", Xatom.STRING)
+        if raw_class is not None and raw_class.format == 8:
+            value = raw_class.value
+            text = value if isinstance(value, str) else bytes(value).decode("latin-1")
+            parts = tuple(p for p in text.split("\0") if p)
+        return _Identity(
             pid=pid,
             executable=executable_of(pid) if pid else None,
-            wm_class=wm_class,
+            wm_class=".".join(parts) if parts else None,
             wm_class_parts=parts,
             desktop_id=self._desktop_id(win),
         )
@@ -266,6 +303,8 @@ class WindowLister:
     def list_windows(self) -> tuple[list[XWindow], bool]:
         """Every top-level window, topmost first, and whether an EWMH manager is running."""
         ids, ewmh = self._client_ids()
+        for gone in set(self._identities) - set(ids):
+            del self._identities[gone]
         windows = [w for w in (self.describe(xid) for xid in reversed(ids)) if w is not None]
         focused = self.focused_xid(ewmh, [w.xid for w in windows])
         for w in windows:

@@ -270,6 +270,8 @@ def policy_context_for(action: Action, obs: Observation) -> PolicyContext:
 
     if text_write and sensitive and "credential" not in data:
         data.add("credential")
+    if "credential" in data:
+        data.discard("public")  # a secret is not public just because nothing else matched
     if text_write and "credential" in data:
         effect = _max_effect(effect, EffectClass.RESTRICTED)
     credential_app = blocked_identity(obs.app)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from deskpilot.provider.protocol.action import (
@@ -52,6 +52,25 @@ _ITEM_NESTED = frozenset({"id", "type", "function", "index"})
 _ITEM_FLAT = frozenset({"id", "type", "name", "arguments", "index"})
 _FUNCTION_KEYS = frozenset({"name", "arguments"})
 _WRAPPERS = ("tool_calls", "function_call", "function")
+
+
+class _Either:
+    """Membership in either collection, without building a union per call."""
+
+    __slots__ = ("a", "b")
+
+    def __init__(self, a: Collection[str], b: Collection[str]) -> None:
+        self.a, self.b = a, b
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.a or item in self.b
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.a
+        yield from self.b
+
+    def __len__(self) -> int:
+        return len(self.a) + len(self.b)
 
 
 class _Fail(Exception):
@@ -251,7 +270,7 @@ def _line_form(
 
 
 def _tag(
-    match: re.Match[str], selected: Collection[str], known: frozenset[str]
+    match: re.Match[str], selected: Collection[str], known: Collection[str]
 ) -> ToolCallCandidate:
     attrs: dict[str, str] = {}
     for attr in _ATTR.finditer(match.group(2)):
@@ -279,7 +298,7 @@ def _tag(
 
 
 def _tag_json(
-    body: str, attr_name: str | None, selected: Collection[str], known: frozenset[str]
+    body: str, attr_name: str | None, selected: Collection[str], known: Collection[str]
 ) -> ToolCallCandidate:
     try:
         value = json.loads(body)
@@ -334,14 +353,13 @@ def parse_output(
     raw: str, selected: Collection[str], known: Collection[str] = frozenset()
 ) -> ParseOutcome:
     """Read one assistant reply. ``selected`` = tools shown this turn; ``known`` = all tools."""
-    known = frozenset(known) | frozenset(selected)
     try:
-        return _parse(raw, selected, known)
+        return _parse(raw, selected, _Either(selected, known))
     except _Fail as fail:
         return ParseFailure(fail.code, fail.message)
 
 
-def _parse(raw: str, selected: Collection[str], known: frozenset[str]) -> ParseOutcome:
+def _parse(raw: str, selected: Collection[str], known: Collection[str]) -> ParseOutcome:
     text = raw.strip()
     if not text:
         return ParseFailure("empty_response", "the reply is empty", "empty")

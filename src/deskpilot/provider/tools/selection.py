@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from deskpilot.provider.continuation import ranking_window
 from deskpilot.provider.tools.spec import ToolSpec, keywords
@@ -38,10 +38,9 @@ _EXCLUSIVE = re.compile(
 _SPLIT = re.compile(r"\s*(?:,|、|，|/|\band\b|\bor\b|和|或|及)\s*(?:the\s+)?")
 
 
-@dataclass(frozen=True, slots=True)
-class ToolScore:
+class ToolScore(NamedTuple):
     name: str
-    index: int
+    position: int
     score: float
     reasons: tuple[str, ...]
     selected: bool
@@ -76,12 +75,12 @@ class Selection:
         def row(s: ToolScore) -> dict[str, Any]:
             return {
                 "name": s.name,
-                "index": s.index,
+                "index": s.position,
                 "score": s.score,
                 "reasonCodes": list(s.reasons),
             }
 
-        ranked = sorted(self.scores, key=lambda s: (-s.score, s.index))
+        ranked = sorted(self.scores, key=lambda s: (-s.score, s.position))
         chosen = [row(s) for s in ranked if s.selected]
         dropped = [row(s) for s in ranked if not s.selected]
         return {
@@ -150,44 +149,49 @@ def select_tools(
         )
         return Selection(chosen, scores, len(tools), "caller", len(text), len(window))
     lowered = text.lower()
-    known = {t.name.lower(): t.name for t in tools}
+    known = {t.name_lower: t.name for t in tools}
     forbidden = _names_in(_FORBID, lowered, known) if lowered else []
     named_exclusive = _names_in(_EXCLUSIVE, lowered, known) if lowered else []
     exclusive = [n for n in named_exclusive if n not in forbidden]
     words, has_path, prompt_keywords = _tokens(text)
-    ranked: list[tuple[float, int, ToolSpec, tuple[str, ...]]] = []
-    excluded: list[ToolScore] = []
+    rows: list[tuple[float, tuple[str, ...]] | None] = []
+    reasons_out: dict[int, tuple[str, ...]] = {}
     for index, tool in enumerate(tools):
         if tool.name in forbidden:
-            excluded.append(ToolScore(tool.name, index, 0.0, ("prompt_tool_forbidden",), False))
+            rows.append(None)
+            reasons_out[index] = ("prompt_tool_forbidden",)
             continue
         if named_exclusive and tool.name not in exclusive:
-            excluded.append(ToolScore(tool.name, index, 0.0, ("prompt_tool_not_exclusive",), False))
+            rows.append(None)
+            reasons_out[index] = ("prompt_tool_not_exclusive",)
             continue
         score, reasons = 0.0, []
         if exclusive:
             score += 1000
             reasons.append("prompt_tool_exclusive")
-        if tool.name.lower() in words:
+        if tool.name_lower in words:
             score += 100
             reasons.append("prompt_tool_name")
         if has_path and tool.takes_path:
             score += 8
             reasons.append("prompt_path_file")
-        overlap = len(tool.keyword_set & prompt_keywords)
+        overlap = len(tool.keyword_set & prompt_keywords) if prompt_keywords else 0
         if overlap:
             score += 4 * min(overlap, 5)
             reasons.append("prompt_keyword")
         if tool.name in core_tools:
             score += 2
             reasons.append("core_tool")
-        ranked.append((score, index, tool, tuple(reasons)))
-    ranked.sort(key=lambda r: (-r[0], r[1]))
-    keep = {r[1] for r in ranked[:max_tools]}
-    ordered = sorted(
-        [ToolScore(t.name, i, s, rs, i in keep) for s, i, t, rs in ranked] + excluded,
-        key=lambda s: s.index,
-    )
+        rows.append((score, tuple(reasons)))
+    eligible = [i for i, row in enumerate(rows) if row is not None]
+    eligible.sort(key=lambda i: -rows[i][0])  # type: ignore[index]  # stable: ties keep order
+    keep = set(eligible[:max_tools])
+    ordered = [
+        ToolScore(tool.name, i, row[0], row[1], i in keep)
+        if (row := rows[i]) is not None
+        else ToolScore(tool.name, i, 0.0, reasons_out[i], False)
+        for i, tool in enumerate(tools)
+    ]
     chosen = tuple(t for i, t in enumerate(tools) if i in keep)
     return Selection(
         chosen,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -80,6 +81,7 @@ class ToolSpec:
     )
     keyword_set: frozenset[str] = field(init=False, repr=False, compare=False)
     takes_path: bool = field(init=False, repr=False, compare=False)
+    name_lower: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not NAME_RE.match(self.name):
@@ -88,7 +90,15 @@ class ToolSpec:
             raise ProviderError("invalid_input", f"tool {self.name}: description must be text")
         if not isinstance(self.parameters, Mapping):
             raise ProviderError("invalid_input", f"tool {self.name}: parameters must be an object")
-        props = self.parameters.get("properties")
+        try:
+            plain = json.loads(json.dumps(self.parameters))
+        except (TypeError, ValueError):
+            raise ProviderError(
+                "invalid_input", f"tool {self.name}: parameters must be plain JSON"
+            ) from None
+        object.__setattr__(self, "parameters", plain)
+        object.__setattr__(self, "name_lower", self.name.lower())
+        props = plain.get("properties")
         prop_names = list(props) if isinstance(props, Mapping) else []
         name_words = " ".join(re.split(r"[_.:-]", self.name))
         object.__setattr__(self, "keyword_set", keywords(f"{name_words} {self.description}"))

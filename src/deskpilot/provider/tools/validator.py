@@ -22,7 +22,16 @@ PATTERN_TIMEOUT_S = 0.05
 MAX_DEPTH = 32
 MAX_ISSUES = 8
 _NESTED_QUANTIFIER = regex.compile(r"\((?:[^()\\]|\\.)*[+*](?:[^()\\]|\\.)*\)\s*(?:[+*]|\{\d*,)")
-_UNSUPPORTED = ("$ref", "patternProperties", "dependentRequired", "if", "not")
+_UNSUPPORTED = frozenset({"$ref", "patternProperties", "dependentRequired", "if", "not"})
+_COMBINATORS = frozenset({"anyOf", "oneOf", "allOf"})
+_STRING_KEYS = frozenset({"minLength", "maxLength", "pattern"})
+_NUMBER_KEYS = frozenset(
+    {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
+)
+_ARRAY_KEYS = frozenset({"minItems", "maxItems", "items", "uniqueItems"})
+_OBJECT_KEYS = frozenset(
+    {"required", "properties", "additionalProperties", "minProperties", "maxProperties"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,15 +58,22 @@ class ValidationReport:
 
 
 @lru_cache(maxsize=512)
-def _compile(pattern: str) -> Any:
+def _pattern_plan(pattern: str) -> tuple[Any, str | None]:
+    """Compile once per pattern; the reason to skip it, if any, is decided once too."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        return None, "pattern_skipped_too_long"
+    if _NESTED_QUANTIFIER.search(pattern):
+        return None, "pattern_skipped_nested_quantifier"
     try:
-        return regex.compile(pattern)
+        return regex.compile(pattern), None
     except (regex.error, ValueError, OverflowError):
-        return None
+        return None, "pattern_invalid"
 
 
 def validate_arguments(schema: Mapping[str, Any] | bool, value: Any) -> ValidationReport:
     report = ValidationReport()
+    if isinstance(schema, Mapping) and not isinstance(schema, dict):
+        schema = dict(schema)
     _check(schema, value, "$", report, 0)
     return report
 
@@ -74,7 +90,7 @@ def _type_ok(value: Any, name: Any) -> bool:
     if name == "boolean":
         return isinstance(value, bool)
     if name == "object":
-        return isinstance(value, Mapping)
+        return isinstance(value, dict)
     if name == "array":
         return isinstance(value, list)
     if name == "null":
@@ -95,24 +111,33 @@ def _warn(report: ValidationReport, path: str, code: str) -> None:
 
 
 def _check(schema: Any, value: Any, path: str, report: ValidationReport, depth: int) -> None:
-    if schema is True or schema == {}:
+    if schema is True:
         return
     if schema is False:
         _err(report, path, "not_allowed", "no value is allowed here")
         return
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, dict):
         _warn(report, path, "schema_not_object")
+        return
+    if not schema:
         return
     if depth > MAX_DEPTH:
         _warn(report, path, "schema_too_deep")
         return
-    for key in _UNSUPPORTED:
-        if key in schema:
-            _warn(report, path, f"unsupported_keyword_{key.strip('$').lower()}")
+    keys = schema.keys()
+    if keys & _UNSUPPORTED:
+        for key in _UNSUPPORTED:
+            if key in schema:
+                _warn(report, path, f"unsupported_keyword_{key.strip('$').lower()}")
     declared = schema.get("type")
     if declared is not None:
-        types = declared if isinstance(declared, list) else [declared]
-        if not any(_type_ok(value, t) for t in types):
+        if type(declared) is str:
+            fits = _type_ok(value, declared)
+        else:
+            types = declared if isinstance(declared, list) else [declared]
+            fits = any(_type_ok(value, t) for t in types)
+        if not fits:
+            types = declared if isinstance(declared, list) else [declared]
             _err(report, path, "type", f"expected {'/'.join(map(str, types))}")
             return
     enum = schema.get("enum")
@@ -120,14 +145,18 @@ def _check(schema: Any, value: Any, path: str, report: ValidationReport, depth: 
         _err(report, path, "enum", "value is not one of the allowed options")
     if "const" in schema and not json_equal(value, schema["const"]):
         _err(report, path, "const", "value is not the required constant")
-    _check_combinators(schema, value, path, report, depth)
+    if keys & _COMBINATORS:
+        _check_combinators(schema, value, path, report, depth)
     if isinstance(value, str):
-        _check_string(schema, value, path, report)
+        if keys & _STRING_KEYS:
+            _check_string(schema, value, path, report)
     elif isinstance(value, int | float) and not isinstance(value, bool):
-        _check_number(schema, value, path, report)
+        if keys & _NUMBER_KEYS:
+            _check_number(schema, value, path, report)
     elif isinstance(value, list):
-        _check_array(schema, value, path, report, depth)
-    elif isinstance(value, Mapping):
+        if keys & _ARRAY_KEYS:
+            _check_array(schema, value, path, report, depth)
+    elif isinstance(value, dict) and keys & _OBJECT_KEYS:
         _check_object(schema, value, path, report, depth)
 
 
@@ -171,18 +200,11 @@ def _check_string(
     pattern = schema.get("pattern")
     if not isinstance(pattern, str):
         return
-    if len(pattern) > MAX_PATTERN_CHARS:
-        _warn(report, path, "pattern_skipped_too_long")
-        return
-    if len(value) > MAX_PATTERN_INPUT_CHARS:
-        _warn(report, path, "pattern_skipped_input_too_long")
-        return
-    if _NESTED_QUANTIFIER.search(pattern):
-        _warn(report, path, "pattern_skipped_nested_quantifier")
-        return
-    compiled = _compile(pattern)
-    if compiled is None:
-        _warn(report, path, "pattern_invalid")
+    compiled, skip = _pattern_plan(pattern)
+    if skip is None and len(value) > MAX_PATTERN_INPUT_CHARS:
+        skip = "pattern_skipped_input_too_long"
+    if skip is not None:
+        _warn(report, path, skip)
         return
     try:
         matched = compiled.search(value, timeout=PATTERN_TIMEOUT_S) is not None
@@ -198,7 +220,7 @@ def _check_number(
 ) -> None:
     def num(key: str) -> float | None:
         raw = schema.get(key)
-        return raw if isinstance(raw, int | float) and not isinstance(raw, bool) else None
+        return raw if type(raw) is int or type(raw) is float else None
 
     minimum, maximum = num("minimum"), num("maximum")
     if minimum is not None and value < minimum:
@@ -206,6 +228,8 @@ def _check_number(
     if maximum is not None and value > maximum:
         _err(report, path, "maximum", f"greater than {maximum}")
     ex_min, ex_max = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+    if ex_min is None and ex_max is None and "multipleOf" not in schema:
+        return
     if ex_min is True and minimum is not None and value <= minimum:  # draft-4 boolean form
         _err(report, path, "exclusiveMinimum", f"not greater than {minimum}")
     elif (v := num("exclusiveMinimum")) is not None and value <= v:
@@ -230,7 +254,7 @@ def _check_array(
     if isinstance(high, int) and len(value) > high:
         _err(report, path, "maxItems", f"more than {high} items")
     items = schema.get("items")
-    if isinstance(items, Mapping | bool):
+    if isinstance(items, dict | bool):
         for i, item in enumerate(value):
             _check(items, item, f"{path}[{i}]", report, depth + 1)
     elif isinstance(items, list):
@@ -256,14 +280,14 @@ def _check_object(
             if isinstance(key, str) and key not in value:
                 _err(report, f"{path}.{key}", "required", "is required")
     props = schema.get("properties")
-    props = props if isinstance(props, Mapping) else {}
+    props = props if isinstance(props, dict) else {}
     extra = schema.get("additionalProperties", True)
     for key, item in value.items():
         if key in props:
             _check(props[key], item, f"{path}.{key}", report, depth + 1)
         elif extra is False:
             _err(report, f"{path}.{key}", "additionalProperties", "is not an allowed property")
-        elif isinstance(extra, Mapping):
+        elif isinstance(extra, dict):
             _check(extra, item, f"{path}.{key}", report, depth + 1)
     low, high = schema.get("minProperties"), schema.get("maxProperties")
     if isinstance(low, int) and len(value) < low:

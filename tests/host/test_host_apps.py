@@ -1,0 +1,237 @@
+"""End to end through the real host process against real apps: trees in, actions out."""
+
+from __future__ import annotations
+
+import http.server
+import re
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from host_harness import HostProcess, act, observe, wait_for
+
+from deskpilot.desktop import apps
+from deskpilot.protocol.wire import RESPONSE_ADAPTER
+
+pytestmark = pytest.mark.desktop
+
+
+@pytest.fixture(scope="module")
+def host(desktop: object) -> Iterator[HostProcess]:
+    with HostProcess() as h:
+        yield h
+
+
+def line_id(tree: str, pattern: str) -> int:
+    """The element id of the first tree line matching ``pattern`` (a regex)."""
+    for line in tree.splitlines():
+        if re.search(pattern, line):
+            return int(line.rsplit("[", 1)[1].rstrip("]"))
+    raise AssertionError(f"no line matches {pattern!r} in:\n{tree}")
+
+
+def observe_until(
+    host: HostProcess, target: dict[str, Any], pattern: str, session: str, timeout: float = 20
+) -> dict[str, Any]:
+    def look() -> dict[str, Any] | None:
+        response = host.call(
+            {"type": "observe", "target": target, "sessionId": session, "includeScreenshot": False}
+        )
+        if response["type"] == "observation" and re.search(pattern, response["tree"], re.M):
+            return response
+        return None
+
+    found: dict[str, Any] = wait_for(look, timeout=timeout, interval=0.2)
+    return found
+
+
+# ------------------------------------------------------------------------------ calculator
+
+
+@pytest.fixture(scope="module")
+def calculator(desktop: object) -> Iterator[apps.App]:
+    app = apps.launch(["gnome-calculator"])
+    try:
+        apps.wait_accessible(pid=app.pid, timeout=60)
+        yield app
+    finally:
+        app.stop()
+
+
+def test_calculator_computes_12_times_7_with_semantic_presses(
+    host: HostProcess, calculator: apps.App
+) -> None:
+    target = {"pid": calculator.pid}
+    obs = observe_until(host, target, r'button "7', "calc")
+    RESPONSE_ADAPTER.validate_python(obs)
+    assert obs["app"]["executable"] == "gnome-calculator"
+    for key in ("Clear Display", "1", "2", "×", "7", "="):
+        obs, png = observe(host, target, session="calc")
+        assert png is not None
+        button = line_id(obs["tree"], rf'- button "{re.escape(key)}( |")')
+        result = act(host, obs, {"kind": "click", "elementId": button}, session="calc")
+        assert result["type"] == "action_result", result
+        assert result["method"] == "semantic"  # a left single click on an element = invoke
+        assert result["settled"] is True
+    obs, _ = observe(host, target, session="calc")
+    assert re.search(r'textField = "84"', obs["tree"]), obs["tree"]
+
+
+def test_an_unchanged_ui_keeps_its_tree_version(host: HostProcess, calculator: apps.App) -> None:
+    first, _ = observe(host, {"pid": calculator.pid}, session="ver")
+    second, _ = observe(host, {"pid": calculator.pid}, session="ver")
+    assert first["frameId"] != second["frameId"]
+    assert first["treeVersion"] == second["treeVersion"]
+    assert first["elementCount"] == second["elementCount"] > 20
+
+
+def test_observation_timings_and_identity(host: HostProcess, calculator: apps.App) -> None:
+    obs, png = observe(host, {"app": "gnome-calculator"}, session="id")
+    assert png is not None and png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert obs["window"]["app"]["name"]  # the accessibility name, joined by pid
+    assert {"windows", "capture", "encode", "total"} <= set(obs["timingsMs"])
+    assert obs["truncation"]["omittedElements"] == 0
+
+
+# ------------------------------------------------------------------------------ mousepad
+
+
+@pytest.fixture(scope="module")
+def mousepad(desktop: object) -> Iterator[apps.App]:
+    app = apps.launch(["mousepad"])
+    try:
+        apps.wait_accessible(pid=app.pid, timeout=60)
+        yield app
+    finally:
+        app.stop()
+
+
+def test_mousepad_typing_semantic_and_synthetic_shows_in_the_tree(
+    host: HostProcess, mousepad: apps.App
+) -> None:
+    target = {"pid": mousepad.pid}
+    obs = observe_until(host, target, r"- textField", "mp")
+    field = line_id(obs["tree"], r"- textField")
+    semantic = act(
+        host, obs, {"kind": "type_text", "elementId": field, "text": "héllo wörld ✓ "}, "mp"
+    )
+    assert semantic["method"] == "semantic", semantic
+    assert "EditableText" in semantic["detail"]
+    obs, _ = observe(host, target, session="mp")
+    # no element: XTEST key events into the focused window, any Unicode via spare keycodes
+    synthetic = act(host, obs, {"kind": "type_text", "text": "xtest Ωmega 日本 ✓"}, "mp")
+    assert synthetic["method"] == "synthetic", synthetic
+    obs = observe_until(host, target, r"xtest Ωmega 日本 ✓", "mp", timeout=5)
+    assert 'textField = "héllo wörld ✓ xtest Ωmega 日本 ✓"' in obs["tree"]
+
+
+def test_press_key_combos_reach_the_app(host: HostProcess, mousepad: apps.App) -> None:
+    target = {"pid": mousepad.pid}
+    obs = observe_until(host, target, r"- textField", "keys")
+    field = line_id(obs["tree"], r"- textField")
+    act(host, obs, {"kind": "set_value", "elementId": field, "value": "one two"}, "keys")
+    obs, _ = observe(host, target, session="keys")
+    result = act(host, obs, {"kind": "press_key", "keys": ["ctrl+a", "BackSpace"]}, "keys")
+    assert result["method"] == "synthetic"
+    observe_until(host, target, r'textField = ""', "keys", timeout=5)
+
+
+# ------------------------------------------------------------------------------ zenity
+
+
+def test_zenity_entry_filled_and_ok_pressed_through_the_tree(host: HostProcess) -> None:
+    zen = apps.launch(
+        ["zenity", "--entry", "--title=Tree test", "--text=Name"], capture_stdout=True
+    )
+    try:
+        apps.wait_accessible(pid=zen.pid, timeout=60)
+        target = {"pid": zen.pid}
+        obs = observe_until(host, target, r'button "OK"', "zen")
+        field = line_id(obs["tree"], r"- textField")
+        result = act(host, obs, {"kind": "set_value", "elementId": field, "value": "Zoë ✓"}, "zen")
+        assert result["method"] == "semantic"
+        obs, _ = observe(host, target, session="zen")
+        ok = line_id(obs["tree"], r'- button "OK"')
+        result = act(host, obs, {"kind": "click", "elementId": ok}, "zen")
+        assert result["method"] == "semantic"
+        assert zen.proc.wait(timeout=10) == 0
+        assert zen.proc.stdout is not None
+        assert zen.proc.stdout.read().decode() == "Zoë ✓\n"
+    finally:
+        zen.stop()
+
+
+# ------------------------------------------------------------------------------ chromium
+
+PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><title>Host test page</title></head>
+<body>
+<h1>Host test page</h1>
+<p id="status">Nothing pressed yet</p>
+<button id="go" onclick="document.getElementById('status').textContent =
+  'Pressed ' + (++window.presses || (window.presses = 1)) + ' times'">Press me</button>
+<p><input id="name" aria-label="Your name"
+  oninput="document.getElementById('echo').textContent = 'Echo: ' + this.value"></p>
+<p id="echo">Echo:</p>
+</body></html>
+"""
+
+
+@pytest.fixture(scope="module")
+def page_url() -> Iterator[str]:
+    body = PAGE.encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def chromium(desktop: object, page_url: str) -> Iterator[apps.App]:
+    app = apps.launch_chromium(page_url)
+    try:
+        yield app
+    finally:
+        app.stop()
+
+
+@pytest.mark.chromium
+def test_chromium_button_click_changes_the_page_text(
+    host: HostProcess, chromium: apps.App, page_url: str
+) -> None:
+    target = {"pid": chromium.pid}
+    obs = observe_until(host, target, r'button "Press me"', "web", timeout=45)
+    assert obs["url"] == page_url
+    assert "Nothing pressed yet" in obs["tree"]
+    button = line_id(obs["tree"], r'button "Press me"')
+    result = act(host, obs, {"kind": "click", "elementId": button}, "web")
+    assert result["type"] == "action_result", result
+    assert result["dispatched"] is True
+    observe_until(host, target, r"Pressed 1 times", "web", timeout=10)
+
+
+@pytest.mark.chromium
+def test_chromium_text_input_gets_synthetic_typing(host: HostProcess, chromium: apps.App) -> None:
+    target = {"pid": chromium.pid}
+    obs = observe_until(host, target, r'"Your name"', "web2", timeout=45)
+    field = line_id(obs["tree"], r'"Your name"')
+    result = act(host, obs, {"kind": "type_text", "elementId": field, "text": "Zoë ✓"}, "web2")
+    assert result["type"] == "action_result", result
+    # Chromium inputs have no EditableText: focus, then XTEST keys
+    assert result["method"] in ("synthetic", "mixed")
+    observe_until(host, target, r"Echo: Zoë ✓", "web2", timeout=10)

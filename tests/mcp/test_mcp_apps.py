@@ -1,0 +1,126 @@
+"""Real apps through the SDK client: zenity (stdio), mousepad (in memory), Chromium (stdio)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp_helpers import (
+    astart_app,
+    await_accessible,
+    diag_of,
+    element_id,
+    has_image,
+    memory_client,
+    state_id_of,
+    stdio_params,
+    text_of,
+)
+
+from deskpilot.desktop.apps import launch_chromium
+
+pytestmark = pytest.mark.desktop
+
+
+async def test_zenity_form_over_stdio(dp_desktop: Any) -> None:
+    app = await astart_app(
+        ["zenity", "--forms", "--title=Signup", "--text=Details",
+         "--add-entry=Name", "--add-entry=City"],
+        capture_stdout=True,
+    )
+    try:
+        async with Client(stdio_params()) as client:
+            state = await client.call_tool("get_app_state", {"app": app.pid})
+            assert not state.is_error, text_of(state)
+            # the first entry has the focus; the other one is City
+            name_field = element_id(state, r'textField = "" \[focused\]')
+            r1 = await client.call_tool(
+                "type_text",
+                {"state_id": state_id_of(state), "element_id": name_field, "text": "Ada"},
+            )
+            assert not r1.is_error, text_of(r1)
+            d1 = diag_of(r1)
+            assert [s["kind"] for s in d1["steps"]] == ["focus", "type_text"]
+            assert d1["ledgerRows"] == 2 and d1["observationOutcome"] == "available"
+            assert "Ada" not in str(d1)  # typed text never goes into a diagnostic
+            city_field = element_id(r1, r'textField = ""')
+            r2 = await client.call_tool(
+                "type_text",
+                {"state_id": state_id_of(r1), "element_id": city_field, "text": "Paris"},
+            )
+            assert not r2.is_error, text_of(r2)
+            ok = await client.call_tool(
+                "click", {"state_id": state_id_of(r2), "element_id": element_id(r2, '"OK"')}
+            )
+            assert not ok.is_error, text_of(ok)
+            d = diag_of(ok)
+            assert d["actionOutcome"] == "call_returned"
+            # zenity exits on OK: the window is gone, so no state can be issued
+            assert d["observationOutcome"] == "unavailable" and d["stateIdIssued"] is False
+        assert app.proc.stdout is not None
+        out, _ = app.proc.communicate(timeout=10)
+        assert out.decode().strip() == "Ada|Paris"
+    finally:
+        app.stop()
+
+
+async def test_mousepad_type_and_save(dp_desktop: Any, tmp_path: Path) -> None:
+    doc = tmp_path / "note.txt"
+    doc.write_text("")
+    app = await astart_app(["mousepad", str(doc)])
+    try:
+        async with memory_client() as client:
+            state = await client.call_tool("get_app_state", {"app": "mousepad"})
+            assert not state.is_error, text_of(state)
+            editor = element_id(state, r'^\s*- textField = "" \[\d+\]$')
+            typed = await client.call_tool(
+                "type_text",
+                {"state_id": state_id_of(state), "element_id": editor, "text": "hello deskpilot"},
+            )
+            assert not typed.is_error, text_of(typed)
+            assert diag_of(typed)["observationOutcome"] == "available"
+            saved = await client.call_tool(
+                "press_key", {"state_id": state_id_of(typed), "keys": ["ctrl+s"]}
+            )
+            assert not saved.is_error, text_of(saved)
+            assert diag_of(saved)["actionOutcome"] == "call_returned"
+        assert doc.read_text().rstrip("\n") == "hello deskpilot"
+    finally:
+        app.stop()
+
+
+PAGE = (
+    "data:text/html,<title>Probe</title>"
+    "<button onclick=\"this.textContent='Done'\">Press me</button>"
+)
+
+
+async def test_chromium_click_over_stdio(dp_desktop: Any) -> None:
+    app = launch_chromium(PAGE)
+    try:
+        await await_accessible(app.pid)
+        async with Client(stdio_params()) as client:
+            state: Any = None
+            for _ in range(50):  # the renderer's tree arrives a little after the window
+                state = await client.call_tool("get_app_state", {"app": "chromium"})
+                if not state.is_error and '"Press me"' in text_of(state):
+                    break
+            assert state is not None and '"Press me"' in text_of(state), text_of(state)
+            assert re.search(r"^url=data:text/html", text_of(state), re.M)
+            r = await client.call_tool(
+                "click",
+                {"state_id": state_id_of(state), "element_id": element_id(state, '"Press me"')},
+            )
+            assert not r.is_error, text_of(r)
+            d = diag_of(r)
+            assert d["actionOutcome"] == "call_returned"
+            if d["observationOutcome"] == "available":
+                assert 'button "Done"' in text_of(r) and has_image(r)
+            else:
+                again = await client.call_tool("get_app_state", {"app": "chromium"})
+                assert 'button "Done"' in text_of(again)
+    finally:
+        app.stop()
