@@ -34,11 +34,42 @@ READ = ToolSpec(
         "additionalProperties": False,
     },
 )
-WORDS = (
-    "calendar event email message window file folder image screenshot network browser tab "
-    "search index database table query report chart invoice payment user account setting "
-    "printer device audio video clipboard archive backup sync upload download"
-).split()
+WORDS = [
+    "calendar",
+    "event",
+    "email",
+    "message",
+    "window",
+    "file",
+    "folder",
+    "image",
+    "screenshot",
+    "network",
+    "browser",
+    "tab",
+    "search",
+    "index",
+    "database",
+    "table",
+    "query",
+    "report",
+    "chart",
+    "invoice",
+    "payment",
+    "user",
+    "account",
+    "setting",
+    "printer",
+    "device",
+    "audio",
+    "video",
+    "clipboard",
+    "archive",
+    "backup",
+    "sync",
+    "upload",
+    "download",
+]
 
 
 def make_tools(n: int) -> list[ToolSpec]:

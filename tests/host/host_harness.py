@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from deskpilot.desktop import apps
 from deskpilot.protocol.frames import Frame, FrameError, FrameKind, FrameReader, encode_json
 from deskpilot.protocol.wire import carries_binary
 
@@ -182,3 +183,21 @@ def wait_for(predicate: Any, timeout: float = 10.0, interval: float = 0.1) -> An
             return last
         time.sleep(interval)
     raise AssertionError(f"condition not met within {timeout}s (last: {last!r})")
+
+
+def launch_accessible(argv: list[str], *, capture_stdout: bool = False) -> apps.App:
+    """Start an app and wait until it is on the AT-SPI bus; one restart if it never shows.
+
+    On a loaded machine the first GTK app on a fresh session bus can stall in its start-up
+    D-Bus calls (portal/settings activation) far longer than usual; a second start is quick.
+    """
+    for attempt in range(2):
+        app = apps.launch(argv, capture_stdout=capture_stdout)
+        try:
+            apps.wait_accessible(pid=app.pid, timeout=30 if attempt == 0 else 60)
+            return app
+        except TimeoutError:
+            app.stop()
+            if attempt:
+                raise
+    raise AssertionError("unreachable")

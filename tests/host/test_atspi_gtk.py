@@ -127,9 +127,7 @@ async def test_small_budget_and_cap_truncate_with_a_marker(calculator: dapps.App
         capped = await client.snapshot(frame.ref, max_elements=5)
         assert capped.element_count == 5 and capped.truncation.element_cap_hit
         assert sorted(capped.elements) == [1, 2, 3, 4, 5]
-        assert capped.text.endswith(
-            f"[truncated: {full.element_count - 5:,} elements omitted]"
-        )
+        assert capped.text.endswith(f"[truncated: {full.element_count - 5:,} elements omitted]")
 
 
 async def test_zenity_entry_set_text_and_ok(desktop: DesktopState) -> None:
@@ -160,7 +158,9 @@ async def test_password_value_blanked_and_region_reported(desktop: DesktopState)
             snap = await client.snapshot(frame.ref, origin=(0, 0))
             field = find(snap, "passwordField")
             await client.perform(field, SemanticOp(OpKind.SET_TEXT, text="s3cret-pw"))
-            snap = await client.snapshot(frame.ref, origin=(frame.extents.x, frame.extents.y) if frame.extents else None)
+            snap = await client.snapshot(
+                frame.ref, origin=(frame.extents.x, frame.extents.y) if frame.extents else None
+            )
             field = find(snap, "passwordField")
             assert field.secure
             assert "s3cret-pw" not in snap.text
@@ -180,7 +180,9 @@ async def test_password_value_blanked_and_region_reported(desktop: DesktopState)
 
 
 async def test_list_row_selected_through_the_table(desktop: DesktopState) -> None:
-    app = await _zenity("--list", "--column", "Name", "--column", "Size", "a", "1", "b", "2", "c", "3")
+    app = await _zenity(
+        "--list", "--column", "Name", "--column", "Size", "a", "1", "b", "2", "c", "3"
+    )
     try:
         async with await AtspiClient.connect() as client:
             frame = await frame_of(client, app.pid)

@@ -56,7 +56,13 @@ def test_line_format_ids_are_line_numbers_and_indent_by_depth() -> None:
     t = Tree()
     w = t.add(-1, "frame", "Settings")
     side = t.add(w, "panel", "Sidebar")
-    t.add(side, "entry", "Search", value="vpn", states=VISIBLE | bit(State.FOCUSED) | bit(State.EDITABLE))
+    t.add(
+        side,
+        "entry",
+        "Search",
+        value="vpn",
+        states=VISIBLE | bit(State.FOCUSED) | bit(State.EDITABLE),
+    )
     out = render(t.nodes)
     assert out.text.splitlines() == [
         '- window "Settings" [1]',
@@ -152,7 +158,7 @@ def test_action_names_shown_only_beyond_a_plain_click() -> None:
 
 def test_quotes_and_newlines_in_names_are_escaped() -> None:
     t = Tree()
-    w = t.add(-1, "frame", 'Say "hi"\nthere')
+    t.add(-1, "frame", 'Say "hi"\nthere')
     assert render(t.nodes).text == '- window "Say \\"hi\\" there" [1]'
 
 
@@ -216,7 +222,9 @@ def test_hundred_thousand_elements_render() -> None:
         for i in range(99):
             t.add(grp, "push button", f"Button {g}.{i}", actions=("click",))
     assert len(t.nodes) == 100_001
-    out = render(t.nodes, RenderOptions(max_elements=100_000, text_budget=10_000_000, max_children=5000))
+    out = render(
+        t.nodes, RenderOptions(max_elements=100_000, text_budget=10_000_000, max_children=5000)
+    )
     assert out.element_count == 100_000 and out.omitted == 1
     capped = render(t.nodes)  # defaults: 2,000 elements, 48,000 units, 500 children shown
     assert capped.element_count <= 2000 and capped.elided == 500

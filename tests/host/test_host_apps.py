@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from host_harness import HostProcess, act, observe, wait_for
+from host_harness import HostProcess, act, launch_accessible, observe, wait_for
 
 from deskpilot.desktop import apps
 from deskpilot.protocol.wire import RESPONSE_ADAPTER
@@ -51,9 +51,8 @@ def observe_until(
 
 @pytest.fixture(scope="module")
 def calculator(desktop: object) -> Iterator[apps.App]:
-    app = apps.launch(["gnome-calculator"])
+    app = launch_accessible(["gnome-calculator"])
     try:
-        apps.wait_accessible(pid=app.pid, timeout=60)
         yield app
     finally:
         app.stop()
@@ -99,9 +98,8 @@ def test_observation_timings_and_identity(host: HostProcess, calculator: apps.Ap
 
 @pytest.fixture(scope="module")
 def mousepad(desktop: object) -> Iterator[apps.App]:
-    app = apps.launch(["mousepad"])
+    app = launch_accessible(["mousepad"])
     try:
-        apps.wait_accessible(pid=app.pid, timeout=60)
         yield app
     finally:
         app.stop()
@@ -137,15 +135,35 @@ def test_press_key_combos_reach_the_app(host: HostProcess, mousepad: apps.App) -
     observe_until(host, target, r'textField = ""', "keys", timeout=5)
 
 
+def test_select_text_then_typing_replaces_the_selection(
+    host: HostProcess, mousepad: apps.App
+) -> None:
+    target = {"pid": mousepad.pid}
+    obs = observe_until(host, target, r"- textField", "sel")
+    field = line_id(obs["tree"], r"- textField")
+    result = act(
+        host, obs, {"kind": "set_value", "elementId": field, "value": "hello world"}, "sel"
+    )
+    assert result["method"] == "semantic"
+    obs = observe_until(host, target, r'textField = "hello world"', "sel", timeout=5)
+    field = line_id(obs["tree"], r"- textField")
+    result = act(
+        host, obs, {"kind": "select_text", "elementId": field, "start": 0, "end": 5}, "sel"
+    )
+    assert result["method"] == "semantic", result
+    obs, _ = observe(host, target, session="sel")
+    act(host, obs, {"kind": "type_text", "text": "HOWDY"}, "sel")
+    observe_until(host, target, r'textField = "HOWDY world"', "sel", timeout=5)
+
+
 # ------------------------------------------------------------------------------ zenity
 
 
 def test_zenity_entry_filled_and_ok_pressed_through_the_tree(host: HostProcess) -> None:
-    zen = apps.launch(
+    zen = launch_accessible(
         ["zenity", "--entry", "--title=Tree test", "--text=Name"], capture_stdout=True
     )
     try:
-        apps.wait_accessible(pid=zen.pid, timeout=60)
         target = {"pid": zen.pid}
         obs = observe_until(host, target, r'button "OK"', "zen")
         field = line_id(obs["tree"], r"- textField")
@@ -174,6 +192,16 @@ PAGE = """<!doctype html>
 <p><input id="name" aria-label="Your name"
   oninput="document.getElementById('echo').textContent = 'Echo: ' + this.value"></p>
 <p id="echo">Echo:</p>
+<div id="pad" aria-label="Pad"
+  style="position:fixed;left:0;top:50%;width:100%;height:40%;background:#ddeeff"
+  onmousedown="window.down = [event.clientX, event.clientY]"
+  onmouseup="document.getElementById('drag').textContent = 'Dragged ' +
+    (event.clientX - window.down[0]) + ' by ' + (event.clientY - window.down[1])"
+  onwheel="document.getElementById('wheel').textContent = 'Wheel ' +
+    (event.deltaY > 0 ? 'down' : 'up')"
+  oncontextmenu="event.preventDefault();
+    document.getElementById('ctx').textContent = 'Context menu asked'">Pad</div>
+<p id="drag">No drag</p><p id="wheel">No wheel</p><p id="ctx">No context menu</p>
 </body></html>
 """
 
@@ -235,3 +263,33 @@ def test_chromium_text_input_gets_synthetic_typing(host: HostProcess, chromium: 
     # Chromium inputs have no EditableText: focus, then XTEST keys
     assert result["method"] in ("synthetic", "mixed")
     observe_until(host, target, r"Echo: Zoë ✓", "web2", timeout=10)
+
+
+@pytest.mark.chromium
+def test_chromium_drag_scroll_and_secondary_action_by_synthetic_input(
+    host: HostProcess, chromium: apps.App
+) -> None:
+    target = {"pid": chromium.pid}
+    obs = observe_until(host, target, r'"Pad"', "pad", timeout=45)
+    pad = line_id(obs["tree"], r'"Pad"')
+    # scroll over the pad: XTEST wheel events at the element's centre
+    result = act(host, obs, {"kind": "scroll", "elementId": pad, "direction": "down"}, "pad")
+    assert result["method"] == "synthetic", result
+    obs = observe_until(host, target, r"Wheel down", "pad", timeout=10)
+    # perform_secondary_action: Chromium offers "showContextMenu" (else: a right click)
+    pad = line_id(obs["tree"], r'"Pad"')
+    result = act(host, obs, {"kind": "perform_secondary_action", "elementId": pad}, "pad")
+    assert result["dispatched"] is True, result
+    obs = observe_until(host, target, r"Context menu asked", "pad", timeout=10)
+    # drag across the pad (fixed to the lower part of the viewport), normalised coordinates
+    width = obs["image"]["width"] if obs.get("image") else obs["window"]["bounds"]["width"]
+    result = act(
+        host,
+        obs,
+        {"kind": "drag", "start": {"x": 0.2, "y": 0.75}, "end": {"x": 0.6, "y": 0.75}},
+        "pad",
+    )
+    assert result["method"] == "synthetic", result
+    obs = observe_until(host, target, r"Dragged \d+ by 0", "pad", timeout=10)
+    moved = int(re.search(r"Dragged (\d+) by 0", obs["tree"]).group(1))  # type: ignore[union-attr]
+    assert abs(moved - round(0.4 * (width - 1))) <= 2

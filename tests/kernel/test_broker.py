@@ -305,9 +305,9 @@ async def test_confirmation_round_trip_through_the_cli(
     ]
     resolved = [e for e in kernel.sessions.events(sid) if e.type == EventType.APPROVAL_RESOLVED]
     assert resolved[0].payload == {"confirmationId": cid, "outcome": "approved", "by": "cli"}
-    # the approval was one-time: approving it again fails, and a second identical action asks again
-    again = subprocess.run(
-        [*cli, "confirm", "approve", cid], env=env, capture_output=True, text=True
+    # the approval was one-time: approving it again fails
+    again = await asyncio.to_thread(
+        subprocess.run, [*cli, "confirm", "approve", cid], env=env, capture_output=True, text=True
     )
     assert again.returncode == 1 and "consumed" in again.stderr
 
@@ -321,7 +321,7 @@ async def test_denied_confirmation_blocks_the_action(
     obs = (await kernel.observe(sid)).observation
 
     async def deny() -> None:
-        while not kernel.confirmations.pending():
+        while not kernel.confirmations.pending():  # noqa: ASYNC110 - another writer's row
             await asyncio.sleep(0.02)
         kernel.confirmations.resolve(kernel.confirmations.pending()[0].id, False, "dashboard")
 

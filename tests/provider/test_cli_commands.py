@@ -286,3 +286,36 @@ def test_capability_skip_native_and_unsupported(tmp_path: Path, server: Scripted
     assert "native_tools_forced" not in out["probes"]
     assert out["recommendedMode"] == "unsupported_json_action"
     assert all("tools" not in r.json for r in server.requests)
+
+
+def test_configure_uses_the_keyring_when_one_is_usable(tmp_path: Path) -> None:
+    store = tmp_path / "keyring.json"
+    env = cli_env(
+        tmp_path,
+        DESKPILOT_PROVIDER_API_KEY=TEST_KEY,
+        DESKPILOT_PROVIDER_BASE_URL="https://llm.example/v1",
+        DESKPILOT_PROVIDER_MODEL="m1",
+        PYTHON_KEYRING_BACKEND="provider_keyring.FileKeyring",
+        PYTHONPATH=str(Path(__file__).parent),
+        TEST_KEYRING_FILE=str(store),
+    )
+    proc = run(["configure", "--no-prompt", "--json"], env)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["keyStorage"] == "keyring" and out["keyLocation"] == "keyring"
+    assert json.loads(store.read_text()) == {"deskpilot-provider/api-key": TEST_KEY}
+    assert not (tmp_path / "data" / "provider.key").exists()
+    # the runtime loads it back from the keyring
+    env.pop("DESKPILOT_PROVIDER_API_KEY")
+    code = (
+        "from deskpilot.provider import load_config; c = load_config(); "
+        f"print(c.sources['api_key'], c.api_key == {TEST_KEY!r})"
+    )
+    check = subprocess.run(
+        [str(CLI.parent / "python"), "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert check.stdout.split() == ["keyring", "True"], check.stderr

@@ -119,8 +119,23 @@ def test_other_drift_forms_normalise(raw: str) -> None:
 FAIL_CLOSED = [
     # (raw, expected error code)
     (
+        '{"kind":"tool_call","name":"read","arguments":{"path":"a"}}\n'
+        '{"kind":"tool_call","name":"read","arguments":{"path":"b"}}',
+        "multiple_tool_calls",
+    ),
+    (
+        'First:\n```json\n{"kind":"tool_call","name":"read","arguments":{"path":"a"}}\n```\n'
+        'Then:\n```json\n{"kind":"tool_call","name":"bash","arguments":{"command":"ls"}}\n```',
+        "multiple_tool_calls",
+    ),
+    (
+        '{"kind":"final","text":"[{\\"name\\":\\"read\\",\\"args\\":{}},'
+        '{\\"name\\":\\"bash\\",\\"args\\":{}}]"}',
+        "multiple_tool_calls",
+    ),
+    (
         '{"kind":"tool_call","name":"read","arguments":{"path":"a"}}{"kind":"tool_call","name":"bash","arguments":{}}',
-        "invalid_json",
+        "multiple_tool_calls",
     ),
     (
         '<dp_tool_call>{"name":"read","arguments":{"path":"a"}}</dp_tool_call><dp_tool_call>{"name":"bash","arguments":{"command":"ls"}}</dp_tool_call>',

@@ -42,9 +42,10 @@ def test_wal_foreign_keys_and_migrations(db: Database, tmp_path: Path) -> None:
         "halts",
         "agent_sessions",
     } <= tables
+    version = db.schema_version
     db.close()
     again = Database(tmp_path / "d.sqlite3")  # reopening does not re-run migrations
-    assert again.schema_version == db.schema_version
+    assert again.schema_version == version
     with pytest.raises(sqlite3.IntegrityError):
         again.execute(
             "INSERT INTO timeline_events(session_id, type, created_at) VALUES ('nope', 'x', 0)"

@@ -93,8 +93,13 @@ class FrameParser:
             self._on_message(msg, None)
 
 
-class HostProtocol(asyncio.SubprocessProtocol):
-    """Feeds stdout into a FrameParser; reports EOF, protocol failures and the exit."""
+class HostProtocol:
+    """Feeds the host's stdout into a FrameParser; flow control for its stdin; the exit.
+
+    Two plain pipe protocols instead of asyncio's subprocess transport, which hands every
+    chunk of output to the protocol one event-loop iteration later (``call_soon``); here a
+    response resolves its caller's future in the same iteration it arrives.
+    """
 
     def __init__(self, on_message: OnMessage, on_closed: OnFailure) -> None:
         self.parser = FrameParser(on_message)
@@ -103,48 +108,46 @@ class HostProtocol(asyncio.SubprocessProtocol):
         self._paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
         self.exited: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self.transport: asyncio.SubprocessTransport | None = None
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+    # ---- stdout (an asyncio.Protocol via ReadSide)
 
-    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        if fd != 1 or self._closed:
+    def data_received(self, data: bytes) -> None:
+        if self._closed:
             return
         try:
-            self.parser.feed(data if isinstance(data, bytes) else data.encode())
+            self.parser.feed(data)
         except FrameError as exc:
-            self._close(exc)
+            self.close(exc)
 
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        if fd == 1:
-            if not self.parser.at_boundary:
-                self._close(FrameError("truncated", "the host's output ended inside a frame"))
-            else:
-                self._close(None)
-        elif fd == 0:
-            self._wake_drain(ConnectionResetError("the host's stdin is closed"))
+    def output_ended(self) -> None:
+        if not self.parser.at_boundary:
+            self.close(FrameError("truncated", "the host's output ended inside a frame"))
+        else:
+            self.close(None)
 
-    def process_exited(self) -> None:
-        rc = self.transport.get_returncode() if self.transport is not None else None
+    def process_exited(self, returncode: int) -> None:
         if not self.exited.done():
-            self.exited.set_result(-1 if rc is None else rc)
-        self._close(None)
+            self.exited.set_result(returncode)
+        self.close(None)
 
-    def _close(self, error: FrameError | None) -> None:
+    def close(self, error: FrameError | None) -> None:
         if self._closed:
             return
         self._closed = True
         self._wake_drain(ConnectionResetError("the host connection is closed"))
         self._on_closed(error)
 
-    # flow control of stdin (forwarded by the subprocess transport)
+    # ---- stdin flow control (via WriteSide)
+
     def pause_writing(self) -> None:
         self._paused = True
 
     def resume_writing(self) -> None:
         self._paused = False
         self._wake_drain(None)
+
+    def stdin_lost(self) -> None:
+        self._wake_drain(ConnectionResetError("the host's stdin is closed"))
 
     def _wake_drain(self, exc: Exception | None) -> None:
         waiters, self._drain_waiters = self._drain_waiters, []
@@ -161,3 +164,32 @@ class HostProtocol(asyncio.SubprocessProtocol):
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._drain_waiters.append(waiter)
         await waiter
+
+
+class ReadSide(asyncio.Protocol):
+    def __init__(self, host: HostProtocol) -> None:
+        self.host = host
+
+    def data_received(self, data: bytes) -> None:
+        self.host.data_received(data)
+
+    def eof_received(self) -> bool:
+        self.host.output_ended()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.host.output_ended()
+
+
+class WriteSide(asyncio.Protocol):
+    def __init__(self, host: HostProtocol) -> None:
+        self.host = host
+
+    def pause_writing(self) -> None:
+        self.host.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.host.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.host.stdin_lost()

@@ -35,7 +35,7 @@ import secrets
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 from deskpilot.hostclient.api import DesktopBackend, ObservedState
@@ -49,6 +49,7 @@ from deskpilot.kernel.rollout import RolloutController
 from deskpilot.kernel.sessions import SessionManager
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.session import (
+    EXECUTABLE_STATES,
     TERMINAL_STATES,
     CancelReason,
     Decision,
@@ -57,7 +58,7 @@ from deskpilot.protocol.session import (
     SessionState,
 )
 from deskpilot.protocol.wire import Action, ActionResult, TargetSpec
-from deskpilot.store.actions import ActionRepository, ActionRow
+from deskpilot.store.actions import ActionRepository, ActionRow, ActionStatus
 from deskpilot.store.confirmations import ConfirmationRepository
 from deskpilot.store.db import Database
 from deskpilot.store.sessions import SessionRow
@@ -282,6 +283,10 @@ class Broker:
             data_classes=sorted(c.value for c in decision.context.data_classes),
         )
         requested = self._event_payload(decision)
+        if decision.decision == Decision.ALLOW:
+            # the row and its action_requested event are written together with the move to
+            # acting, under the desktop lane, still before anything reaches the desktop
+            return await self._dispatch(row, ledger, requested, action, decision, None, 0.0)
         with self.db.transaction() as conn:
             self.actions.insert(ledger, conn=conn)
             self.sessions.timeline.append(
@@ -348,28 +353,53 @@ class Broker:
                 )
             row = self.sessions.require_executable(session_id)
 
-        return await self._dispatch(
-            row, aid, frame_id, tree_version, action, decision, approval_id, approval_ms
-        )
+        return await self._dispatch(row, ledger, None, action, decision, approval_id, approval_ms)
 
     async def _dispatch(
         self,
         row: SessionRow,
-        aid: str,
-        frame_id: str,
-        tree_version: str,
+        ledger: ActionRow,
+        requested: dict[str, Any] | None,
         action: Action,
         decision: PolicyDecision,
         approval_id: str | None,
         approval_ms: float,
     ) -> BrokerResult:
-        session_id = row.id
+        """Run an allowed action. ``requested`` is the action_requested payload when the ledger
+        row is not written yet (allowed at once); None when it was (after a confirmation)."""
+        session_id, aid = row.id, ledger.id
+        frame_id, tree_version = ledger.frame_id or "", ledger.tree_version or ""
         if not self.coordinator.holds(session_id):
             await self.coordinator.claim(session_id, row.agent_session_id)
         async with self.coordinator.action_lock:
-            row = self.sessions.require_executable(session_id)
-            self.sessions.transition(session_id, SessionState.ACTING)
-            self.actions.set_status(aid, "executing", approval_id=approval_id)
+            current = self.sessions.require(session_id)
+            moved = False
+            with self.db.transaction() as conn:
+                if current.state in EXECUTABLE_STATES:
+                    moved = current.state == SessionState.ACTING or self.sessions.rows.set_state(
+                        session_id, SessionState.ACTING, expect=current.state, conn=conn
+                    )
+                status: ActionStatus = "executing" if moved else "failed"
+                if requested is not None:
+                    self.actions.insert(replace(ledger, status=status), conn=conn)
+                    self.sessions.timeline.append(
+                        session_id,
+                        EventType.ACTION_REQUESTED,
+                        action_id=aid,
+                        payload=requested,
+                        conn=conn,
+                    )
+                else:
+                    self.actions.set_status(aid, status, approval_id=approval_id, conn=conn)
+            if not moved:  # paused or stopped while it waited for the lane
+                try:
+                    self.sessions.require_executable(session_id)
+                    raise DeskpilotError(
+                        ErrorCode.STATE_CHANGED, "the session changed state; observe again"
+                    )
+                except DeskpilotError as exc:
+                    self.actions.finish(aid, "failed", error_code=exc.code.value)
+                    raise
             item = self.inflight.add(session_id, aid, action)
             try:
                 result = await self._run(item, session_id, frame_id, tree_version, action)
@@ -390,10 +420,10 @@ class Broker:
                 conn=conn,
             )
             self.sessions.rows.count_step(session_id, noop=noop, conn=conn)
+            self.sessions.rows.set_state(
+                session_id, SessionState.OBSERVING, expect=SessionState.ACTING, conn=conn
+            )
         self.rollout.record_action(False)
-        current = self.sessions.require(session_id)
-        if current.state == SessionState.ACTING:
-            self.sessions.transition(session_id, SessionState.OBSERVING)
         return BrokerResult(
             result,
             aid,
@@ -435,6 +465,7 @@ class Broker:
         )
 
     def _finish_failed(self, session_id: str, aid: str, exc: DeskpilotError) -> None:
+        handoff = exc.code == ErrorCode.HANDOFF_REQUIRED
         with self.db.transaction() as conn:
             self.actions.finish(aid, "failed", error_code=exc.code.value, conn=conn)
             self.sessions.timeline.append(
@@ -444,10 +475,13 @@ class Broker:
                 payload={"code": exc.code.value, "retryable": exc.retryable},
                 conn=conn,
             )
+            if not handoff:  # back to observing unless a pause/stop moved it meanwhile
+                self.sessions.rows.set_state(
+                    session_id, SessionState.OBSERVING, expect=SessionState.ACTING, conn=conn
+                )
         if exc.code not in NOT_ACTION_ERRORS:
             self.rollout.record_action(True)
-        current = self.sessions.require(session_id)
-        if exc.code == ErrorCode.HANDOFF_REQUIRED and current.state not in TERMINAL_STATES:
+        if handoff and self.sessions.require(session_id).state not in TERMINAL_STATES:
             with contextlib.suppress(DeskpilotError):
                 self.sessions.transition(
                     session_id,
@@ -457,8 +491,6 @@ class Broker:
                         "actionId": aid,
                     },
                 )
-        elif current.state == SessionState.ACTING:
-            self.sessions.transition(session_id, SessionState.OBSERVING)
 
     # ------------------------------------------------------------------ helpers
     def _check_budgets(self, row: SessionRow) -> None:

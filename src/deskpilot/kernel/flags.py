@@ -46,7 +46,7 @@ FLAGS: dict[str, FlagSpec] = {
         FlagSpec(
             "escapeInterrupt",
             "DESKPILOT_ESCAPE_INTERRUPT",
-            "deskpilot.kernel.killswitch",
+            "deskpilot.kernel.service",
             "the person's physical Escape during an action cancels that action (handoff_required)",
         ),
     )

@@ -26,7 +26,6 @@ import queue
 import select
 import struct
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -315,7 +314,3 @@ def _raw_key(ev: Any) -> tuple[int, int] | None:
     # deviceid u16, time u32, detail u32 (the keycode), sourceid u16, …
     _device, _time, detail = struct.unpack_from("<HII", body, 0)
     return int(evtype), int(detail)
-
-
-def now() -> float:
-    return time.monotonic()

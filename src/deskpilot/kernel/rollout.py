@@ -117,6 +117,7 @@ class RolloutController:
     def __init__(self, flags: Flags, window: int = WINDOW) -> None:
         self.flags = flags
         self._samples: dict[Metric, deque[float]] = {m: deque(maxlen=window) for m in Metric}
+        self._sums: dict[Metric, float] = dict.fromkeys(Metric, 0.0)  # O(1) rates per sample
         self._lock = threading.Lock()
         self.rollbacks: list[Rollback] = []
         for t in THRESHOLDS.values():
@@ -144,6 +145,8 @@ class RolloutController:
             data = list(self._samples[metric])
         if not data:
             return 0.0, 0
+        if metric != Metric.TAKEOVER_STOP_LATENCY:
+            return self._sums[metric] / len(data), len(data)
         if metric == Metric.TAKEOVER_STOP_LATENCY:
             ordered = sorted(data)
             idx = min(len(ordered) - 1, max(0, math.ceil(0.99 * len(ordered)) - 1))  # nearest rank
@@ -152,8 +155,14 @@ class RolloutController:
 
     def _add(self, metric: Metric, sample: float) -> None:
         with self._lock:
-            self._samples[metric].append(sample)
-        self._check(metric)
+            window = self._samples[metric]
+            if len(window) == window.maxlen:
+                self._sums[metric] -= window[0]
+            window.append(sample)
+            self._sums[metric] += sample
+            n = len(window)
+        if n >= THRESHOLDS[metric].min_samples:
+            self._check(metric)
 
     def _check(self, metric: Metric) -> None:
         t = THRESHOLDS[metric]

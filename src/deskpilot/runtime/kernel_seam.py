@@ -107,7 +107,10 @@ class DirectKernel:
             raise DeskpilotError(ErrorCode.INVALID_STATE_TRANSITION, "session has ended")
         self._states[session_id] = SessionState.PAUSED
         self.backend.clear_observations(session_id)
-        await self.backend.cancel_session(session_id)
+        # interrupt what is in flight without ending the session (cancel_session is final)
+        abort = getattr(self.backend, "abort_session", None)
+        if abort is not None:
+            await abort(session_id, "paused")
         return SessionState.PAUSED
 
     async def resume(self, session_id: str) -> SessionState:

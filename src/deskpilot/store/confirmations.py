@@ -141,8 +141,7 @@ class ConfirmationRepository(Repository):
         """Turn an approval into a used one; only one execution can do this."""
         with self._tx(conn) as c:
             cur = c.execute(
-                "UPDATE confirmations SET status = 'consumed' WHERE id = ? AND status = "
-                "'approved'",
+                "UPDATE confirmations SET status = 'consumed' WHERE id = ? AND status = 'approved'",
                 (confirmation_id,),
             )
             return cur.rowcount == 1

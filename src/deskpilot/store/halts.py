@@ -45,9 +45,7 @@ class HaltRepository(Repository):
             if r is not None:
                 return _row(r)
             now = time.time()
-            cur = c.execute(
-                "INSERT INTO halts(reason, engaged_at) VALUES (?, ?)", (reason, now)
-            )
+            cur = c.execute("INSERT INTO halts(reason, engaged_at) VALUES (?, ?)", (reason, now))
             return HaltRow(int(cur.lastrowid or 0), reason, now, None, None)
 
     def active(self) -> HaltRow | None:

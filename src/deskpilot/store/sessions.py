@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from deskpilot.protocol.session import TERMINAL_STATES, SessionState, TaskContract
@@ -36,6 +37,13 @@ class SessionRow:
         return self.state in TERMINAL_STATES
 
 
+@lru_cache(maxsize=256)
+def _contract(text: str) -> TaskContract:
+    """Parsed once per distinct contract: rows are read on every action. Shared between rows,
+    so treat ``SessionRow.contract`` as read-only."""
+    return TaskContract.model_validate_json(text)
+
+
 def _row(r: sqlite3.Row) -> SessionRow:
     target = loads(r["target_json"])
     return SessionRow(
@@ -43,7 +51,7 @@ def _row(r: sqlite3.Row) -> SessionRow:
         agent_session_id=r["agent_session_id"],
         mode=r["mode"],
         state=SessionState(r["state"]),
-        contract=TaskContract.model_validate_json(r["contract_json"]),
+        contract=_contract(r["contract_json"]),
         target=TargetSpec.model_validate(target) if target is not None else None,
         cancel_reason=r["cancel_reason"],
         taken_over_by=r["taken_over_by"],

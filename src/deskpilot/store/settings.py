@@ -21,7 +21,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
@@ -68,7 +68,9 @@ class SettingsModel(BaseModel):
     def _chord(cls, value: str) -> str:
         value = value.strip()
         if value and any(not part for part in value.split("+")):
-            raise ValueError("a chord is modifiers and one key joined by '+', e.g. ctrl+shift+Escape")
+            raise ValueError(
+                "a chord is modifiers and one key joined by '+', e.g. ctrl+shift+Escape"
+            )
         return value
 
 
@@ -83,8 +85,8 @@ for _name, _info in SettingsModel.model_fields.items():
 class Settings:
     """Load, update and watch settings. Class-level: there is one settings table per database."""
 
-    _listeners: list[SettingsListener] = []
-    _lock = threading.Lock()
+    _listeners: ClassVar[list[SettingsListener]] = []
+    _lock: ClassVar[threading.Lock] = threading.Lock()
 
     @staticmethod
     def defaults() -> SettingsModel:

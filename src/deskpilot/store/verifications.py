@@ -47,8 +47,7 @@ class VerificationRepository(Repository):
     ) -> None:
         with self._tx(conn) as c:
             c.execute(
-                "INSERT INTO verifications(id, session_id, spec_json, created_at) "
-                "VALUES (?,?,?,?)",
+                "INSERT INTO verifications(id, session_id, spec_json, created_at) VALUES (?,?,?,?)",
                 (verification_id, session_id, dumps(spec), time.time()),
             )
 

@@ -46,6 +46,7 @@ from deskpilot.host.atspi.model import (
 )
 from deskpilot.host.atspi.render import RenderOptions, clean_name, render
 from deskpilot.host.atspi.vocab import (
+    ALWAYS_SHOWN_ROLES,
     CLICK_ACTIONS,
     DOCUMENT_ROLES,
     FRAME_ROLES,
@@ -81,6 +82,7 @@ _UNSUPPORTED_ERRORS: Final = frozenset(
     }
 )
 _B_VISIBLE_ANY: Final = bit(State.VISIBLE) | bit(State.SHOWING)
+_B_FOCUSED: Final = bit(State.FOCUSED)
 
 
 class AtspiClient:
@@ -270,7 +272,9 @@ class AtspiClient:
                 bus_ = await asyncio.wait_for(MessageBus(bus_address=address).connect(), 2.0)
                 direct = Conn(bus_, direct=True)
                 # the app exiting ends this connection with EOFError: expected, not an error
-                self._watchers.add(asyncio.ensure_future(_quietly(bus_.wait_for_disconnect())))
+                self._watchers.add(
+                    asyncio.ensure_future(_quietly(bus_.wait_for_disconnect()))  # type: ignore[no-untyped-call]
+                )
         except AtspiCallError as exc:
             if exc.gone:
                 raise
@@ -356,10 +360,20 @@ class AtspiClient:
         t3 = time.perf_counter()
         # interfaces for shown elements the strategy did not provide, extents of secure ones
         shown = [ni for ni, _ in out.elements.values()]
-        unknown = [ni for ni in shown if nodes[ni].ifaces == collect.UNKNOWN]
+        # (only where an agent acts: other elements get theirs when perform needs them)
+        unknown = [
+            ni
+            for ni in shown
+            if nodes[ni].ifaces == collect.UNKNOWN
+            and (
+                nodes[ni].role in ALWAYS_SHOWN_ROLES
+                or nodes[ni].states & _B_FOCUSED
+                or nodes[ni].actions
+            )
+        ]
         secure = [out.elements[i][0] for i in out.secure_ids]
         await asyncio.gather(
-            collect.enrich(conn, nodes, unknown, blank_names) if unknown else _noop(),
+            collect.read_interfaces(conn, nodes, unknown) if unknown else _noop(),
             collect.read_extents(conn, nodes, secure) if secure else _noop(),
         )
         url = await self._document_url(conn, nodes, shown)
@@ -415,17 +429,30 @@ class AtspiClient:
     async def _read(
         self, conn: Conn, root: NodeRef, limit: int, max_children: int
     ) -> tuple[list[RawNode], str]:
+        """Cache when it covers the subtree; else Collection (atk-bridge); else a walk.
+
+        What a cache misses is read per subtree: GTK4 exports objects lazily (a walk of the
+        missing part exports them, so the next snapshot is served from the cache alone);
+        atk-bridge leaves MANAGES_DESCENDANTS children out of it and, in Chromium, most of
+        the web content: an app whose cache missed a subtree and that has Collection is read
+        with Collection from then on.
+        """
         bus = root.bus_name
-        if self._strategy.get(bus) != "nocache":
+        strategy = self._strategy.get(bus)
+        if strategy is None or strategy == "cache":
             items = await collect.read_cache(conn, bus)
             if items is None:
-                self._strategy[bus] = "nocache"
+                strategy = self._strategy[bus] = "nocache"
             else:
                 nodes, incomplete = collect.from_cache(items, root.path, limit)
                 if nodes and not incomplete:
+                    self._strategy[bus] = "cache"
                     return nodes, "cache"
-                if nodes and len(incomplete) <= 16:
-                    # lazily exported (GTK4) or uncached (MANAGES_DESCENDANTS) subtrees
+                if nodes and await collect.has_collection(conn, bus, root.path):
+                    # atk-bridge: the cache holds only part of the tree; Collection has it all
+                    strategy = self._strategy[bus] = "collection"
+                elif nodes and len(incomplete) <= 64:
+                    self._strategy[bus] = "cache"
                     subs = await asyncio.gather(
                         *(
                             collect.read_walk(conn, bus, nodes[i].path, limit, max_children)
@@ -433,7 +460,8 @@ class AtspiClient:
                         )
                     )
                     return collect.graft(nodes, dict(zip(incomplete, subs, strict=True))), "cache"
-        if await collect.has_collection(conn, bus, root.path):
+        if strategy == "collection" or await collect.has_collection(conn, bus, root.path):
+            self._strategy[bus] = "collection"
             try:
                 return await collect.read_collection(conn, bus, root.path, limit), "collection"
             except AtspiCallError as exc:

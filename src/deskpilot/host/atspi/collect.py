@@ -43,6 +43,7 @@ from deskpilot.host.atspi.bus import (
 )
 from deskpilot.host.atspi.vocab import (
     ALWAYS_SHOWN_ROLES,
+    ATSPI_ROLE_NAMES,
     NUMERIC_VALUE_ROLES,
     R_PASSWORD_TEXT,
     TEXT_VALUE_ROLES,
@@ -61,7 +62,7 @@ _IF_ACTION: Final = int(Iface.ACTION)
 _IF_TEXT: Final = int(Iface.TEXT)
 _IF_VALUE: Final = int(Iface.VALUE)
 _VISIBLE_MASK: Final = bit(State.VISIBLE) | bit(State.SHOWING)
-_MATCH_ALL_RULE: Final = ([0, 0], 1, {}, 1, [0, 0, 0, 0], 1, [], 1, False)
+_MATCH_ALL_RULE: Final[tuple[Any, ...]] = ([0, 0], 1, {}, 1, [0, 0, 0, 0], 1, [], 1, False)
 _RULE_SIG: Final = "(aiia{ss}iaiiasib)"
 _SORT_CANONICAL: Final = 1
 
@@ -181,7 +182,9 @@ def from_cache(items: list[Any], root_path: str, limit: int) -> tuple[list[RawNo
             nodes[parent].children.append(me)
         children = kids.get(path, [])
         # a child count of -1: MANAGES_DESCENDANTS (atk-bridge never caches those children)
-        if (len(children) < node.child_count or node.child_count < 0) and (me == 0 or _visible(node)):
+        if (len(children) < node.child_count or node.child_count < 0) and (
+            me == 0 or _visible(node)
+        ):
             incomplete.append(me)
             continue
         children.sort()
@@ -225,28 +228,63 @@ async def has_collection(conn: Conn, bus: str, path: str) -> bool:
     return I_COLLECTION in body[0]
 
 
+def _bitfield(numbers: Iterable[int], words: int) -> list[int]:
+    """AT-SPI match rules carry role and state sets as int32 bit fields."""
+    w = [0] * words
+    for n in numbers:
+        w[n // 32] |= 1 << (n % 32)
+    return [x - (1 << 32) if x >= 1 << 31 else x for x in w]
+
+
+# Bit k of a role number: the roles whose number has that bit set (8 bits cover 0..255).
+_ROLE_SLICES: Final = tuple(
+    _bitfield((r for r in range(len(ATSPI_ROLE_NAMES)) if r >> k & 1), 5) for k in range(8)
+)
+_MATCH_ANY: Final = 2
+
+
 async def read_collection(conn: Conn, bus: str, root_path: str, limit: int) -> list[RawNode]:
-    """Preorder refs from one GetMatches, then per-node name/structure, role and states."""
+    """Preorder refs from one GetMatches, then per node name/structure and states; roles in
+    bulk: eight more GetMatches, one per bit of the role number (each returns the nodes
+    whose role has that bit set), instead of one GetRole per node."""
+    count = max(0, limit - 1)
     body = await conn.call(
         bus,
         root_path,
         I_COLLECTION,
         "GetMatches",
         _RULE_SIG + "uib",
-        (list(_MATCH_ALL_RULE), _SORT_CANONICAL, max(0, limit - 1), True),
+        (list(_MATCH_ALL_RULE), _SORT_CANONICAL, count, True),
     )
     refs: list[tuple[str, str]] = [(bus, root_path)]
     refs.extend((b or bus, p) for b, p in body[0])
+    slice_calls: list[Call] = [(bus, root_path, I_ACCESSIBLE, "GetRole", "", ())]
+    for bits in _ROLE_SLICES:
+        rule: tuple[Any, ...] = ([0, 0], 1, {}, 1, bits, _MATCH_ANY, [], 1, False)
+        slice_calls.append(
+            (bus, root_path, I_COLLECTION, "GetMatches", _RULE_SIG + "uib",
+             (list(rule), _SORT_CANONICAL, count, True))
+        )  # fmt: skip
     calls: list[Call] = []
     for b, p in refs:
         calls.append((b, p, I_PROPERTIES, "GetAll", "s", (I_ACCESSIBLE,)))
-        calls.append((b, p, I_ACCESSIBLE, "GetRole", "", ()))
         calls.append((b, p, I_ACCESSIBLE, "GetState", "", ()))
+    slices_f = conn.batch(slice_calls)
     res = await conn.batch(calls)
+    slices = await slices_f
+    roles: dict[str, int] = {}
+    if not isinstance(slices[0], AtspiCallError):
+        roles[root_path] = int(slices[0][0])
+    for k, sl in enumerate(slices[1:]):
+        if isinstance(sl, AtspiCallError):
+            continue
+        bit_k = 1 << k
+        for _b, p in sl[0]:
+            roles[p] = roles.get(p, 0) | bit_k
     nodes: list[RawNode] = []
     index_of: dict[str, int] = {}
     for i, (b, p) in enumerate(refs):
-        props, role, st = res[3 * i], res[3 * i + 1], res[3 * i + 2]
+        props, st = res[2 * i], res[2 * i + 1]
         if isinstance(props, AtspiCallError):
             if i == 0:
                 raise props
@@ -259,7 +297,7 @@ async def read_collection(conn: Conn, bus: str, root_path: str, limit: int) -> l
             p,
             parent=parent,
             depth=nodes[parent].depth + 1 if parent >= 0 else 0,
-            role=int(role[0]) if not isinstance(role, AtspiCallError) else 0,
+            role=roles.get(p, 0),
             name=str(d["Name"].value) if "Name" in d else "",
             desc=str(d["Description"].value) if "Description" in d else "",
             states=state_mask(st[0]) if not isinstance(st, AtspiCallError) else 0,
@@ -369,13 +407,7 @@ async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_na
     """
     todo = list(todo)
     # 1. interfaces, where the strategy did not provide them
-    need_if = [i for i in todo if nodes[i].ifaces == UNKNOWN]
-    if need_if:
-        res = await conn.batch(
-            [(nodes[i].bus, nodes[i].path, I_ACCESSIBLE, "GetInterfaces", "", ()) for i in need_if]
-        )
-        for i, r in zip(need_if, res, strict=True):
-            nodes[i].ifaces = 0 if isinstance(r, AtspiCallError) else iface_mask(r[0])
+    await read_interfaces(conn, nodes, [i for i in todo if nodes[i].ifaces == UNKNOWN])
     # 2. actions and values
     calls: list[Call] = []
     slots: list[tuple[int, str]] = []
@@ -422,6 +454,18 @@ async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_na
         for (i, count), r in zip(text_slots, res2, strict=True):
             if not isinstance(r, AtspiCallError):
                 nodes[i].value = _bounded(str(r[0]), count)
+
+
+async def read_interfaces(conn: Conn, nodes: list[RawNode], which: list[int]) -> None:
+    """``Accessible.GetInterfaces`` — the list to trust (Chromium's introspection data
+    advertises interfaces its objects do not implement)."""
+    if not which:
+        return
+    res = await conn.batch(
+        [(nodes[i].bus, nodes[i].path, I_ACCESSIBLE, "GetInterfaces", "", ()) for i in which]
+    )
+    for i, r in zip(which, res, strict=True):
+        nodes[i].ifaces = 0 if isinstance(r, AtspiCallError) else iface_mask(r[0])
 
 
 async def read_extents(conn: Conn, nodes: list[RawNode], which: list[int]) -> None:

@@ -88,9 +88,8 @@ class EventWatcher:
                     return
 
     def _on_message(self, msg: Message) -> bool:
-        if msg.message_type == MessageType.SIGNAL and msg.interface in _EVENT_IFACES:
-            if msg.sender:
-                self._last[msg.sender] = time.monotonic()
+        if msg.message_type == MessageType.SIGNAL and msg.interface in _EVENT_IFACES and msg.sender:
+            self._last[msg.sender] = time.monotonic()
         return False  # never consume: other handlers may want it
 
     def last_event(self, sender: str) -> float:

@@ -57,15 +57,11 @@ def looks_like_call(value: Any, selected: Collection[str], known: Collection[str
     return has_args and any(n in known or n in selected for n in names)
 
 
-def final_violation(text: str, selected: Collection[str], known: Collection[str]) -> str | None:
-    """The error code that keeps ``text`` from being a final answer, or None."""
-    if has_markup(text):
-        return "raw_protocol_markup"
-    for match in _PSEUDO_CALL.finditer(text):
-        if match.group(1) in selected or match.group(1) in known:
-            return "tool_call_like_final"
+def count_calls(text: str, selected: Collection[str], known: Collection[str]) -> int:
+    """How many call-shaped JSON values the text holds (0 when it has no protocol hints)."""
     if not any(h in text for h in _HINTS):
-        return None
+        return 0
+    found = 0
     scanned = 0
     index = 0
     while scanned < _MAX_SCAN:
@@ -79,7 +75,24 @@ def final_violation(text: str, selected: Collection[str], known: Collection[str]
         except json.JSONDecodeError:
             index = start + 1
             continue
-        if looks_like_call(value, selected, known):
-            return "tool_call_like_final"
+        if isinstance(value, list):
+            found += sum(1 for v in value if looks_like_call(v, selected, known))
+        elif looks_like_call(value, selected, known):
+            found += 1
         index = end
+    return found
+
+
+def final_violation(text: str, selected: Collection[str], known: Collection[str]) -> str | None:
+    """The error code that keeps ``text`` from being a final answer, or None."""
+    if has_markup(text):
+        return "raw_protocol_markup"
+    calls = count_calls(text, selected, known)
+    if calls > 1:
+        return "multiple_tool_calls"
+    if calls:
+        return "tool_call_like_final"
+    for match in _PSEUDO_CALL.finditer(text):
+        if match.group(1) in selected or match.group(1) in known:
+            return "tool_call_like_final"
     return None

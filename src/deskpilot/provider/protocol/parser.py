@@ -20,7 +20,7 @@ from deskpilot.provider.protocol.action import (
     ParseOutcome,
     ToolCallCandidate,
 )
-from deskpilot.provider.protocol.boundary import final_violation, looks_like_call
+from deskpilot.provider.protocol.boundary import count_calls, final_violation, looks_like_call
 from deskpilot.provider.protocol.markers import CALL_ID_PREFIX, TOOL_CALL_TAG, strip_history
 
 _TAG = re.compile(
@@ -381,6 +381,8 @@ def _parse(raw: str, selected: Collection[str], known: Collection[str]) -> Parse
             if recovered is not None:
                 return _final(recovered, "recovered_final", selected, known, stripped)
             if _ACTION_HINT.search(body):
+                if count_calls(body, selected, known) > 1:
+                    return ParseFailure("multiple_tool_calls", "several calls in one reply", "json")
                 return ParseFailure("invalid_json", "the reply is not valid JSON", "json")
             return _final(text, "plain", selected, known, stripped)
         if isinstance(value, dict):

@@ -1,0 +1,126 @@
+"""The AT-SPI client against Chromium showing a page served on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from deskpilot.desktop import DesktopState
+from deskpilot.desktop import apps as dapps
+from deskpilot.host.atspi import AtspiClient, FrameInfo, SemanticOp, TreeSnapshot
+
+pytestmark = [
+    pytest.mark.desktop,
+    pytest.mark.chromium,
+    pytest.mark.skipif(
+        not (shutil.which("chromium") or shutil.which("chromium-browser")),
+        reason="chromium is not installed",
+    ),
+]
+
+PAGE = """<!doctype html><html><head><title>Deskpilot test page</title></head><body>
+<h1>Test page</h1>
+<button onclick="document.getElementById('status').textContent='Clicked ' + (++window.n)">
+Press me</button>
+<p id="status">Not clicked yet</p>
+<label>Query <input type="text" value="abc"></label>
+<label>Secret <input type="password" value="hunter2-value"></label>
+<ul>ITEMS</ul>
+<script>window.n = 0;</script>
+</body></html>
+"""
+
+
+@pytest.fixture(scope="module")
+def page_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root: Path = tmp_path_factory.mktemp("site")
+    items = "".join(f'<li><a href="#i{i}">Item {i}</a> detail {i}</li>' for i in range(40))
+    (root / "index.html").write_text(PAGE.replace("ITEMS", items))
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    handler = partial(Handler, directory=str(root))
+
+    class Quiet(http.server.ThreadingHTTPServer):
+        def handle_error(self, request: object, client_address: object) -> None:
+            pass
+
+    server = Quiet(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def chromium(desktop: DesktopState, page_url: str) -> Iterator[dapps.App]:
+    app = dapps.launch_chromium(page_url)
+    yield app
+    app.stop()
+
+
+async def page_frame(client: AtspiClient, pid: int, timeout: float = 45.0) -> FrameInfo:
+    deadline = time.monotonic() + timeout
+    while True:
+        for f in await client.frames():
+            if f.pid == pid and f.title.startswith("Deskpilot test page"):
+                return f
+        if time.monotonic() > deadline:
+            raise AssertionError("the Chromium window did not appear")
+        await asyncio.sleep(0.2)
+
+
+async def loaded_snapshot(client: AtspiClient, frame: FrameInfo) -> TreeSnapshot:
+    deadline = time.monotonic() + 30
+    while True:
+        snap = await client.snapshot(frame.ref)
+        if "Press me" in snap.text and "Item 39" in snap.text:
+            return snap
+        if time.monotonic() > deadline:
+            raise AssertionError(snap.text)
+        await asyncio.sleep(0.2)
+
+
+async def test_page_tree_url_and_button_invoke(chromium: dapps.App, page_url: str) -> None:
+    async with await AtspiClient.connect() as client:
+        frame = await page_frame(client, chromium.pid)
+        snap = await loaded_snapshot(client, frame)
+        assert snap.url == page_url
+        assert '- heading "Test page"' in snap.text
+        assert '- text "Not clicked yet"' in snap.text
+        assert snap.text.count('- link "Item ') == 40
+        button = next(
+            e for e in snap.elements.values() if e.role == "button" and e.name == "Press me"
+        )
+        result = await client.perform(button, SemanticOp.invoke())
+        assert result.detail in ("action 'press'", "action 'click'")
+        after = await client.snapshot(frame.ref)
+        assert '- text "Clicked 1"' in after.text
+        assert "Not clicked yet" not in after.text
+        assert after.tree_version != snap.tree_version
+
+
+async def test_password_blanked_and_version_stable(chromium: dapps.App) -> None:
+    async with await AtspiClient.connect() as client:
+        frame = await page_frame(client, chromium.pid)
+        await loaded_snapshot(client, frame)
+        a = await client.snapshot(frame.ref)
+        b = await client.snapshot(frame.ref)
+        assert a.tree_version == b.tree_version and a.text == b.text
+        assert "hunter2" not in a.text
+        secret = [e for e in a.elements.values() if e.secure]
+        assert len(secret) == 1 and secret[0].role == "passwordField"
+        assert len(a.sensitive_regions) == 1 and a.sensitive_regions[0].width > 0
+        field = next(e for e in a.elements.values() if e.role == "textField" and e.name == "Query")
+        assert a.text.splitlines()[field.id - 1].startswith('    - textField "Query" = "abc"')
