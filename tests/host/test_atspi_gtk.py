@@ -53,7 +53,7 @@ def line_of(snap: TreeSnapshot, element: ElementRef) -> str:
 @pytest.fixture(scope="module")
 def calculator(desktop: DesktopState) -> Iterator[dapps.App]:
     app = dapps.launch(["gnome-calculator"])
-    dapps.wait_accessible(pid=app.pid, timeout=30)
+    dapps.wait_accessible(pid=app.pid, timeout=60)
     yield app
     app.stop()
 
@@ -61,7 +61,7 @@ def calculator(desktop: DesktopState) -> Iterator[dapps.App]:
 async def _zenity(*args: str) -> dapps.App:
     app = dapps.launch(["zenity", *args], capture_stdout=True)
     # wait_accessible runs its own event loop: keep it off this one
-    await asyncio.to_thread(dapps.wait_accessible, pid=app.pid, timeout=30)
+    await asyncio.to_thread(dapps.wait_accessible, pid=app.pid, timeout=60)
     return app
 
 

@@ -61,6 +61,7 @@ async def _stdio(config: RuntimeConfig) -> None:
 
     runtime = build_runtime(config)
     server = build_server(runtime)
+    await runtime.start()
     try:
         await server.run_stdio_async()
     finally:
@@ -76,6 +77,7 @@ async def _http(config: RuntimeConfig, host: str, port: int) -> None:
 
     runtime = build_runtime(config)
     server = build_server(runtime)
+    await runtime.start()
     token = BearerToken()
     app = BearerGate(server.streamable_http_app(host=host), token)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

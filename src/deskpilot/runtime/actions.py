@@ -224,7 +224,11 @@ async def _run_step(
             call.dispatched = True
             with call.watch.stage("rpc"):
                 gate = await core.kernel.execute(
-                    call.session_id, frame.frame_id, frame.tree_version, action
+                    call.session_id,
+                    frame.frame_id,
+                    frame.tree_version,
+                    action,
+                    expected_app=record.app_identity.executable or record.app_identity.name,
                 )
             call.watch.add("approval", gate.approval_ms / 1000.0)
             call.diag.steps.append(
@@ -273,7 +277,7 @@ async def act(core: RuntimeCore, call: Call, args: ta.ToolArgs) -> ToolOutcome:
     tool = call.tool
     turn = call.turn
     call.diag.action_outcome = ActionOutcome.NOT_DISPATCHED
-    core.kernel.check_halt()
+    core.kernel.check_halt(call.agent_session)
     if turn.stopped:
         raise refusal(
             ErrorCode.SESSION_CANCELED,

@@ -87,6 +87,7 @@ class Runtime:
         )
         self.core = RuntimeCore(backend, kernel, sessions, states, self.turns, snapshots)
         self._last_end: dict[str, float] = {}
+        self._known_sessions: set[str] = set()
         self._last_diag: dict[str, dict[str, Any]] = {}
         self.calls = 0
 
@@ -112,8 +113,19 @@ class Runtime:
         self.config.budget_mode = mode
         self.turns.set_mode(mode)
 
+    async def start(self) -> None:
+        """Arm the kill switch when the kernel has one (entry points call this once)."""
+        start = getattr(self.core.kernel, "start_kill_switch", None)
+        if start is None:
+            return
+        try:
+            await start()
+        except Exception:
+            log.warning("the kill switch could not be started", exc_info=True)
+
     async def close(self) -> None:
         await self.core.sessions.close_all(CancelReason.SHUTDOWN)
+        await self.core.kernel.close()
         if self.core.snapshots is not None:
             await self.core.snapshots.close()
         close = getattr(self.backend, "close", None)
@@ -138,6 +150,10 @@ class Runtime:
             timings.between_calls_ms = (t0 - last) * 1000.0
         diag = Diagnostic(tool=tool, timings=timings)
         spec = TOOLS.get(tool)
+        if agent_session not in self._known_sessions:
+            # a kill-switch halt binds agent sessions that began before it, not later ones
+            self._known_sessions.add(agent_session)
+            self.core.kernel.client_session_began(agent_session)
         turn = self.turns.current(agent_session, turn_id)
         call = Call(tool, agent_session, turn, diag, Stopwatch(timings))
         if spec is not None and spec.kind == "act":
@@ -237,7 +253,7 @@ class Runtime:
     def status(self, agent_session: str = "default") -> dict[str, Any]:
         turn = self.turns.peek(agent_session)
         sess = self.core.sessions.get(agent_session)
-        halt = self.core.kernel.halt_state()
+        halt = self.core.kernel.halt_state(agent_session)
         state = self.core.kernel.session_state(sess.session_id) if sess is not None else None
         budget = turn.budget if turn is not None else self._new_budget(self.turns.mode)
         return {

@@ -1,20 +1,22 @@
 """The single seam between the runtime and the execution kernel.
 
-Every action the runtime sends goes through ``KernelPort.execute``; sessions are opened,
-paused, resumed, stopped and re-bound only here. ``kernel_port()`` returns the adapter over
-``deskpilot.kernel`` when it is installed, and otherwise ``DirectKernel``: a minimal
-session state machine that refuses actions while paused or stopped and calls the backend
-directly. The direct path has no policy or ledger; ``status`` says which one is in use.
+Every observation and action the runtime makes goes through a ``KernelPort``; sessions are
+opened, paused, resumed, stopped and re-bound only here. ``kernel_port()`` returns
+``deskpilot.kernel.service.Kernel`` (broker: freshness, policy, ledger, confirmations,
+coordinator, halt) when it is installed, and otherwise ``DirectKernel``: a minimal session
+state machine that refuses actions while paused or stopped and calls the backend directly,
+without policy or ledger. ``status`` and ``diagnose_native_host`` say which one is in use.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Protocol
 
-from deskpilot.hostclient.api import DesktopBackend
+from deskpilot.hostclient.api import DesktopBackend, ObservedState
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.session import (
     EXECUTABLE_STATES,
@@ -25,15 +27,37 @@ from deskpilot.protocol.session import (
 )
 from deskpilot.protocol.wire import Action, ActionResult, TargetSpec
 
+log = logging.getLogger(__name__)
 
-@dataclass
+
+class GateOutcome(Protocol):
+    @property
+    def result(self) -> ActionResult: ...
+
+    @property
+    def approval_ms(self) -> float:
+        """Time spent waiting for a person's approval inside the kernel (a subset)."""
+        ...
+
+
+class HaltView(Protocol):
+    @property
+    def halted(self) -> bool: ...
+
+    @property
+    def cause(self) -> str | None: ...
+
+    @property
+    def since_epoch_ms(self) -> int | None: ...
+
+
+@dataclass(frozen=True)
 class GateResult:
     result: ActionResult
-    #: time spent waiting for a person's approval inside the kernel (a subset of the call)
     approval_ms: float = 0.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class HaltState:
     halted: bool
     cause: str | None = None
@@ -45,9 +69,20 @@ class KernelPort(Protocol):
 
     async def open_session(self, agent_session: str, contract: TaskContract) -> str: ...
 
+    async def observe(
+        self, session_id: str, target: TargetSpec | None = None, *, include_screenshot: bool = True
+    ) -> ObservedState: ...
+
     async def execute(
-        self, session_id: str, frame_id: str, tree_version: str, action: Action
-    ) -> GateResult: ...
+        self,
+        session_id: str,
+        frame_id: str,
+        tree_version: str,
+        action: Action,
+        *,
+        action_id: str | None = None,
+        expected_app: str | None = None,
+    ) -> GateOutcome: ...
 
     async def pause(self, session_id: str, *, takeover: bool = False) -> SessionState: ...
 
@@ -59,9 +94,13 @@ class KernelPort(Protocol):
 
     def session_state(self, session_id: str) -> SessionState | None: ...
 
-    def halt_state(self) -> HaltState: ...
+    def client_session_began(self, agent_session_id: str) -> None: ...
 
-    def check_halt(self) -> None: ...
+    def halt_state(self, agent_session_id: str | None = None) -> HaltView: ...
+
+    def check_halt(self, agent_session_id: str | None = None) -> None: ...
+
+    async def close(self) -> None: ...
 
 
 class DirectKernel:
@@ -86,10 +125,23 @@ class DirectKernel:
             raise DeskpilotError(ErrorCode.SESSION_NOT_FOUND, "no such session")
         return state
 
+    async def observe(
+        self, session_id: str, target: TargetSpec | None = None, *, include_screenshot: bool = True
+    ) -> ObservedState:
+        return await self.backend.observe(
+            session_id, target, include_screenshot=include_screenshot
+        )
+
     async def execute(
-        self, session_id: str, frame_id: str, tree_version: str, action: Action
-    ) -> GateResult:
-        self.check_halt()
+        self,
+        session_id: str,
+        frame_id: str,
+        tree_version: str,
+        action: Action,
+        *,
+        action_id: str | None = None,
+        expected_app: str | None = None,
+    ) -> GateOutcome:
         state = self._require(session_id)
         if state not in EXECUTABLE_STATES:
             raise DeskpilotError(ErrorCode.SESSION_NOT_EXECUTABLE, f"session is {state.value}")
@@ -141,13 +193,26 @@ class DirectKernel:
     def session_state(self, session_id: str) -> SessionState | None:
         return self._states.get(session_id)
 
-    def halt_state(self) -> HaltState:
+    def client_session_began(self, agent_session_id: str) -> None:
+        return None
+
+    def halt_state(self, agent_session_id: str | None = None) -> HaltView:
         return HaltState(halted=False)
 
-    def check_halt(self) -> None:
+    def check_halt(self, agent_session_id: str | None = None) -> None:
+        return None
+
+    async def close(self) -> None:
         return None
 
 
-def kernel_port(backend: DesktopBackend) -> KernelPort:
-    """The kernel adapter when ``deskpilot.kernel`` provides one, else the direct stand-in."""
+def kernel_port(backend: DesktopBackend, *, direct: bool = False) -> KernelPort:
+    """The kernel (broker, policy, ledger, halt) when installed, else the direct stand-in."""
+    if not direct:
+        try:
+            from deskpilot.kernel.service import Kernel
+        except ImportError:
+            log.warning("deskpilot.kernel is not installed: actions go to the backend directly")
+        else:
+            return Kernel(backend)
     return DirectKernel(backend)

@@ -108,7 +108,7 @@ def _spawn(argv: list[str]) -> subprocess.Popen[bytes]:
 async def open_app(core: RuntimeCore, call: Call, args: OpenAppArgs) -> ToolOutcome:
     turn = call.turn
     call.diag.action_outcome = ActionOutcome.NOT_DISPATCHED
-    core.kernel.check_halt()
+    core.kernel.check_halt(call.agent_session)
     if turn.stopped:
         raise refusal(ErrorCode.SESSION_CANCELED, "The user stopped this task.")
     if turn.recovery is not None:
@@ -176,7 +176,7 @@ async def _wait_window(
                 continue
             with contextlib.suppress(DeskpilotError):
                 with call.watch.stage("rpc"):
-                    await core.backend.observe(
+                    await core.kernel.observe(
                         call.session_id, TargetSpec(window_id=w.window_id), include_screenshot=False
                     )
                 return w

@@ -1,0 +1,54 @@
+"""``deskpilot observe``: one observation through the supervised host, printed.
+
+A person's way to see what an agent would see (the tree as the host renders it), and the
+second half of ``scripts/run``'s demo. The screenshot is written only when asked for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import typer
+
+from deskpilot.hostclient.backend import HostBackend
+from deskpilot.protocol.errors import DeskpilotError
+from deskpilot.protocol.wire import TargetSpec
+
+
+async def _observe(target: TargetSpec, want_png: bool) -> tuple[dict[str, object], bytes | None]:
+    backend = HostBackend(heartbeat=False)
+    try:
+        state = await backend.observe("cli-observe", target, include_screenshot=want_png)
+        return state.observation.wire(), state.png
+    finally:
+        await backend.close()
+
+
+def observe(
+    app: str | None = typer.Option(None, help="App name, executable, WM_CLASS or desktop id."),
+    pid: int | None = typer.Option(None, help="Process id of the app."),
+    window: str | None = typer.Option(None, help="X window id, e.g. 0x1c00003."),
+    as_json: bool = typer.Option(False, "--json", help="Print the observation as JSON."),
+    screenshot: Path | None = typer.Option(None, help="Write the PNG screenshot here."),
+) -> None:
+    """Observe a window (the focused one by default) and print its element tree."""
+    target = TargetSpec(app=app, pid=pid, window_id=window)
+    try:
+        obs, png = asyncio.run(_observe(target, screenshot is not None))
+    except DeskpilotError as exc:
+        typer.echo(f"error: {exc.code.value}: {exc.message}", err=True)
+        raise typer.Exit(1) from None
+    if screenshot is not None and png is not None:
+        screenshot.write_bytes(png)
+    if as_json:
+        typer.echo(json.dumps(obs))
+        return
+    app_info = obs.get("app") or {}
+    win = obs.get("window") or {}
+    assert isinstance(app_info, dict) and isinstance(win, dict)
+    typer.echo(f"App={app_info.get('name')} (pid {app_info.get('pid')})")
+    typer.echo(f"Window={win.get('title')!r} ({win.get('windowId')})")
+    typer.echo(f"frameId={obs.get('frameId')} treeVersion={obs.get('treeVersion')}")
+    typer.echo(str(obs.get("tree", "")))
