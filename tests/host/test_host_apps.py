@@ -180,6 +180,35 @@ def test_zenity_entry_filled_and_ok_pressed_through_the_tree(host: HostProcess) 
         zen.stop()
 
 
+def test_password_fields_are_blanked_and_reported_as_sensitive_regions(
+    host: HostProcess,
+) -> None:
+    zen = launch_accessible(["zenity", "--password", "--title=Secret test"], capture_stdout=True)
+    try:
+        target = {"pid": zen.pid}
+        obs = observe_until(host, target, r"passwordField|textField", "pw")
+        field = line_id(obs["tree"], r"passwordField|textField")
+        secret = "hunter2-Zoë"
+        result = act(host, obs, {"kind": "type_text", "elementId": field, "text": secret}, "pw")
+        assert result["dispatched"] is True, result
+        obs, _ = observe(host, target, session="pw")
+        assert secret not in obs["tree"]
+        regions = obs["sensitiveRegions"]
+        assert regions, obs["tree"]
+        width, height = obs["image"]["width"], obs["image"]["height"]
+        for r in regions:  # window-relative, inside the captured image
+            assert 0 <= r["x"] < width and 0 <= r["y"] < height
+            assert r["x"] + r["width"] <= width and r["y"] + r["height"] <= height
+            assert r["width"] > 20 and r["height"] > 10
+        obs, _ = observe(host, target, session="pw")
+        act(host, obs, {"kind": "press_key", "keys": ["Return"]}, "pw")
+        assert zen.proc.wait(timeout=10) == 0
+        assert zen.proc.stdout is not None
+        assert zen.proc.stdout.read().decode() == secret + "\n"
+    finally:
+        zen.stop()
+
+
 # ------------------------------------------------------------------------------ chromium
 
 PAGE = """<!doctype html>
@@ -202,6 +231,9 @@ PAGE = """<!doctype html>
   oncontextmenu="event.preventDefault();
     document.getElementById('ctx').textContent = 'Context menu asked'">Pad</div>
 <p id="drag">No drag</p><p id="wheel">No wheel</p><p id="ctx">No context menu</p>
+<textarea aria-label="Big" rows="2" oninput="document.getElementById('big').textContent =
+  'Chars ' + this.value.length + ' ending ' + this.value.slice(-6)"></textarea>
+<p id="big">Chars 0</p>
 </body></html>
 """
 
@@ -293,3 +325,21 @@ def test_chromium_drag_scroll_and_secondary_action_by_synthetic_input(
     obs = observe_until(host, target, r"Dragged \d+ by 0", "pad", timeout=10)
     moved = int(re.search(r"Dragged (\d+) by 0", obs["tree"]).group(1))  # type: ignore[union-attr]
     assert abs(moved - round(0.4 * (width - 1))) <= 2
+
+
+@pytest.mark.chromium
+def test_chromium_large_paste_arrives_whole_through_the_clipboard(
+    host: HostProcess, chromium: apps.App
+) -> None:
+    target = {"pid": chromium.pid}
+    obs = observe_until(host, target, r'"Big"', "big", timeout=45)
+    area = line_id(obs["tree"], r'"Big"')
+    # 420 KB of UTF-8: more than one X request carries, so the ICCCM INCR transfer is used
+    text = "pasté ✓ " + "𝄞日" * 60_000 + " THE-END"
+    assert len(text.encode()) > 400_000
+    result = act(host, obs, {"kind": "paste_text", "elementId": area, "text": text}, "big", 30)
+    assert result["type"] == "action_result", result
+    assert result["detail"] == "clipboard + ctrl+v"
+    # JavaScript counts UTF-16 units: 𝄞 is a surrogate pair
+    units = len(text.encode("utf-16-le")) // 2
+    observe_until(host, target, rf"Chars {units} ending HE-END", "big", timeout=30)

@@ -212,3 +212,31 @@ def test_the_hang_switch_hangs_inside_the_named_request(desktop: object) -> None
             hang.read_response(timeout=1.0)
         hang.close_stdin()
         assert hang.wait(timeout=5) == 0
+
+
+def test_paste_text_goes_through_the_clipboard(host: HostProcess) -> None:
+    zen = start_zenity("Paste test")
+    try:
+        window = wait_window(host, zen.pid)
+        target = {"windowId": window["windowId"]}
+        obs, _ = observe(host, target, session="paste")
+        act(host, obs, {"kind": "click", "point": {"x": 0.5, "y": 0.45}}, "paste")
+        # a GtkEntry keeps at most 64 KiB; the > 200 KB (INCR) case is in test_host_apps
+        text = "pasté ✓ " + "𝄞日" * 5_000 + " end"
+        obs, _ = observe(host, target, session="paste")
+        result = act(host, obs, {"kind": "paste_text", "text": text}, "paste", timeout=30)
+        assert result["detail"] == "clipboard + ctrl+v", result
+        assert text not in repr(result)
+        obs, _ = observe(host, target, session="paste")
+        act(host, obs, {"kind": "press_key", "keys": ["Return"]}, "paste")
+        assert zen.proc.wait(timeout=10) == 0
+        assert zen.proc.stdout is not None
+        assert zen.proc.stdout.read().decode() == text + "\n"
+        # the host gave the selection up: nothing of the text is left on the clipboard
+        d = display.Display()
+        try:
+            assert d.get_selection_owner(d.intern_atom("CLIPBOARD")) == 0
+        finally:
+            d.close()
+    finally:
+        zen.stop()

@@ -208,3 +208,29 @@ def test_header_layout_is_big_endian_length_then_kind(host: HostProcess) -> None
     host.write_raw(struct.pack(">I", len(payload)) + bytes([1]) + payload)
     response, _ = host.read_response()
     assert response["id"] == 77
+
+
+def test_wayland_without_an_x_server_is_unsupported_with_a_reason(desktop: object) -> None:
+    env = {"DISPLAY": "", "WAYLAND_DISPLAY": "wayland-0", "XDG_SESSION_TYPE": "wayland"}
+    with HostProcess(env) as host:
+        caps = host.call({"type": "get_capabilities"})
+        RESPONSE_ADAPTER.validate_python(caps)
+        assert caps["available"] is False
+        assert caps["sessionType"] == "wayland"
+        assert caps["permissions"]["screen"] == "unsupported"
+        assert caps["permissions"]["input"] == "unsupported"
+        assert caps["backends"]["screen"] == "none"
+        assert "Wayland" in caps["unavailableReason"]
+        # the host keeps serving; desktop requests fail with a typed error
+        assert host.call({"type": "list_windows"})["code"] == "environment_unavailable"
+        assert host.call({"type": "ping"})["type"] == "pong"
+
+
+def test_an_unreachable_x_server_is_reported_not_a_crash(desktop: object) -> None:
+    with HostProcess({"DISPLAY": ":999"}) as host:
+        caps = host.call({"type": "get_capabilities"})
+        assert caps["available"] is False
+        assert caps["permissions"]["screen"] == "not_determined"
+        assert ":999" in caps["unavailableReason"]
+        response = host.call({"type": "observe"})
+        assert response["code"] == "environment_unavailable"

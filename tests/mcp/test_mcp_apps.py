@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
 from mcp_helpers import (
     astart_app,
     await_accessible,
@@ -21,14 +20,21 @@ from mcp_helpers import (
 )
 
 from deskpilot.desktop.apps import launch_chromium
+from mcp import Client
 
 pytestmark = pytest.mark.desktop
 
 
 async def test_zenity_form_over_stdio(dp_desktop: Any) -> None:
     app = await astart_app(
-        ["zenity", "--forms", "--title=Signup", "--text=Details",
-         "--add-entry=Name", "--add-entry=City"],
+        [
+            "zenity",
+            "--forms",
+            "--title=Signup",
+            "--text=Details",
+            "--add-entry=Name",
+            "--add-entry=City",
+        ],
         capture_stdout=True,
     )
     try:
@@ -124,3 +130,25 @@ async def test_chromium_click_over_stdio(dp_desktop: Any) -> None:
                 assert 'button "Done"' in text_of(again)
     finally:
         app.stop()
+
+
+async def test_open_app_by_desktop_id_then_observe(dp_desktop: Any) -> None:
+    import json
+    import os
+    import signal
+
+    async with memory_client() as client:
+        r = await client.call_tool("open_app", {"app": "org.gnome.Calculator"})
+        assert not r.is_error, text_of(r)
+        data = json.loads(text_of(r).split("\nOpened")[0])
+        pid = data["pid"]
+        try:
+            assert data["launched"] is True and data["window"]["windowId"].startswith("0x")
+            d = diag_of(r)
+            assert d["actionOutcome"] == "call_returned"
+            state = await client.call_tool("get_app_state", {"app": data["app"]["pid"]})
+            assert not state.is_error and 'window "Calculator"' in text_of(state)
+            missing = await client.call_tool("open_app", {"app": "no-such-app-xyz"})
+            assert missing.is_error and diag_of(missing)["code"] == "target_not_found"
+        finally:
+            os.killpg(pid, signal.SIGTERM)

@@ -10,8 +10,6 @@ import re
 from typing import Any
 
 import pytest
-
-from deskpilot.desktop.apps import App
 from mcp_helpers import (
     diag_of,
     element_id,
@@ -20,6 +18,8 @@ from mcp_helpers import (
     state_id_of,
     text_of,
 )
+
+from deskpilot.desktop.apps import App
 
 pytestmark = pytest.mark.desktop
 
@@ -57,8 +57,14 @@ async def test_get_app_state_has_header_tree_and_image(calculator: App) -> None:
         assert d["actionOutcome"] == "not_applicable"
         assert d["observationOutcome"] == "available" and d["stateIdIssued"] is True
         assert set(d["timings"]) == {
-            "initializeMs", "discoveryMs", "rpcMs", "approvalMs", "bridgeTotalMs",
-            "formatMs", "toolElapsedMs", "betweenCallsMs",
+            "initializeMs",
+            "discoveryMs",
+            "rpcMs",
+            "approvalMs",
+            "bridgeTotalMs",
+            "formatMs",
+            "toolElapsedMs",
+            "betweenCallsMs",
         }
         # the same app by pid, desktop id and WM_CLASS
         for ref in (calculator.pid, "org.gnome.Calculator", "GNOME-CALCULATOR.gnome-calculator"):
@@ -104,3 +110,22 @@ async def test_state_id_is_single_use(calculator: App) -> None:
         assert d["details"]["reason"] == "already_used"
         assert d["actionOutcome"] == "not_dispatched"
         assert text_of(again).startswith("deskpilot diagnostic: {")
+
+
+async def test_stale_state_heals_once_by_reobserving(calculator: App) -> None:
+    """A valid but outdated stateId (the window changed since) is re-observed, its element
+    found again by signature, and the action retried once."""
+    async with memory_client() as client:
+        old = await client.call_tool("get_app_state", {"app": "gnome-calculator"})
+        fresh = await client.call_tool("get_app_state", {"app": "gnome-calculator"})
+        one = await client.call_tool(
+            "click", {"state_id": state_id_of(fresh), "element_id": element_id(fresh, '"1 1"')}
+        )
+        assert _display(one) == "1"
+        r = await client.call_tool(
+            "click", {"state_id": state_id_of(old), "element_id": element_id(old, '"2 2"')}
+        )
+        assert not r.is_error, text_of(r)
+        d = diag_of(r)
+        assert d["healed"] == 1 and d["steps"][0]["healed"] is True
+        assert _display(r) == "12"

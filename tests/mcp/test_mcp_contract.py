@@ -7,7 +7,6 @@ import json
 import time
 from typing import Any
 
-import pytest
 from mcp_helpers import (
     diag_of,
     element_id,
@@ -19,16 +18,34 @@ from mcp_helpers import (
 
 from deskpilot.desktop.apps import App
 from deskpilot.mcp.instructions import INSTRUCTIONS
-from deskpilot.runtime.budget import BudgetMode
 from deskpilot.runtime.bridge import RuntimeConfig
+from deskpilot.runtime.budget import BudgetMode
 from deskpilot.runtime.diagnostics import ActionOutcome
 from deskpilot.runtime.recovery import Recovery
 from deskpilot.runtime.state_ids import AppKey
 
-OBSERVATION = {"get_capabilities", "diagnose_native_host", "list_apps", "list_windows",
-               "get_screen_state", "get_app_state", "capture_app_snapshot", "screenshot"}
-ACTIONS = {"click", "type_text", "paste", "set_value", "invoke_element", "press_key", "scroll",
-           "drag", "select_text", "perform_secondary_action"}
+OBSERVATION = {
+    "get_capabilities",
+    "diagnose_native_host",
+    "list_apps",
+    "list_windows",
+    "get_screen_state",
+    "get_app_state",
+    "capture_app_snapshot",
+    "screenshot",
+}
+ACTIONS = {
+    "click",
+    "type_text",
+    "paste",
+    "set_value",
+    "invoke_element",
+    "press_key",
+    "scroll",
+    "drag",
+    "select_text",
+    "perform_secondary_action",
+}
 DELEGATED = {"start_task", "get_status", "wait_for_completion", "open_app", "bind_target"}
 CONTROL = {"pause", "resume", "stop", "takeover"}
 
@@ -43,7 +60,12 @@ async def test_tools_and_instructions() -> None:
             assert t.input_schema["additionalProperties"] is False
         click = next(t for t in tools if t.name == "click")
         assert set(click.input_schema["properties"]) == {
-            "state_id", "element_id", "x", "y", "button", "count"
+            "state_id",
+            "element_id",
+            "x",
+            "y",
+            "button",
+            "count",
         }
     lowered = INSTRUCTIONS.lower()
     assert lowered.index("semantic element") < lowered.index("click with element_id")
@@ -91,7 +113,9 @@ async def test_state_id_expires(calculator: App) -> None:
 
 async def test_state_id_is_bound_to_the_turn(calculator: App) -> None:
     async with memory_client() as client:
-        state = await client.call_tool("get_app_state", {"app": calculator.pid}, meta={"turn_id": "t1"})
+        state = await client.call_tool(
+            "get_app_state", {"app": calculator.pid}, meta={"turn_id": "t1"}
+        )
         args = {"state_id": state_id_of(state), "element_id": element_id(state, '"1 1"')}
         r = await client.call_tool("click", args, meta={"turn_id": "t2"})
         assert r.is_error and diag_of(r)["code"] == "state_id_invalid"
@@ -147,7 +171,9 @@ async def test_unbounded_status_reports_null_limits_and_counts(calculator: App) 
         status = json.loads(text_of(await client.call_tool("status", {})).split("\n\n")[0])
         b = status["budget"]
         assert b["mode"] == "unbounded"
-        assert b["durationMs"] is b["maxActions"] is b["remainingMs"] is b["remainingActions"] is None
+        assert (
+            b["durationMs"] is b["maxActions"] is b["remainingMs"] is b["remainingActions"] is None
+        )
         assert status["actions"] == 1 and status["elapsedMs"] > 0
         assert status["halt"]["halted"] is False and status["recovery"] is None
         assert status["session"]["state"] == "observing"
@@ -241,8 +267,9 @@ async def test_idle_release_and_other_observation_tools(calculator: App) -> None
         shot = await client.call_tool("screenshot", {"app": calculator.pid})
         assert not shot.is_error and has_image(shot) and "state_id=" not in text_of(shot)
         snap = await client.call_tool("capture_app_snapshot", {"app": calculator.pid})
-        if runtime.core.snapshots is None:
-            assert snap.is_error and diag_of(snap)["code"] == "not_available_yet"
+        assert runtime.core.snapshots is not None  # the vault opens in the test data dir
+        assert not snap.is_error, text_of(snap)
+        assert json.loads(text_of(snap).split("\n\n")[0])["snapshotId"]
         s = await client.call_tool("get_app_state", {"app": calculator.pid})
         assert runtime.core.sessions.get("default") is not None
         await asyncio.sleep(0.6)
@@ -254,3 +281,29 @@ async def test_idle_release_and_other_observation_tools(calculator: App) -> None
         assert r.is_error and diag_of(r)["code"] == "state_id_invalid"
         again = await client.call_tool("get_app_state", {"app": calculator.pid})
         assert not again.is_error  # rebuilt transparently
+
+
+async def test_snapshot_preview_is_revoked_when_the_turn_ends(calculator: App) -> None:
+    import httpx
+
+    from deskpilot.web.preview import PreviewServer
+
+    async with memory_client() as client:
+        port = client.runtime.core.snapshots  # type: ignore[attr-defined]
+        previews = PreviewServer(port.service)
+        await previews.start_async()
+        try:
+            snap = await client.call_tool(
+                "capture_app_snapshot", {"app": calculator.pid}, meta={"turn_id": "a"}
+            )
+            data = json.loads(text_of(snap).split("\n\n")[0])
+            url = data["previewUrl"]
+            assert url.startswith("http://127.0.0.1:")
+            async with httpx.AsyncClient() as http:
+                ok = await http.get(url)
+                assert ok.status_code == 200 and ok.content[:8] == b"\x89PNG\r\n\x1a\n"
+                await client.call_tool("status", {}, meta={"turn_id": "b"})  # a new turn
+                gone = await http.get(url)
+                assert gone.status_code in (401, 403, 404, 410)
+        finally:
+            await previews.stop_async()

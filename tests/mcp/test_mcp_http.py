@@ -11,12 +11,12 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_helpers import DESKPILOT, diag_of, text_of
 
 from deskpilot.mcp.http import TOKEN_TTL_S, BearerToken, new_token
+from mcp import Client
 
 
 class Clock:
@@ -98,5 +98,7 @@ async def test_http_refuses_missing_or_wrong_token(http_server: tuple[str, str])
         r = await c.call_tool("get_capabilities", {})
         assert not r.is_error, text_of(r)
         assert diag_of(r)["tool"] == "get_capabilities"
-        bad = await c.call_tool("scroll", {"state_id": "s", "direction": "sideways", "x": 1, "y": 1})
+        bad = await c.call_tool(
+            "scroll", {"state_id": "s", "direction": "sideways", "x": 1, "y": 1}
+        )
         assert bad.is_error and diag_of(bad)["code"] == "invalid_request"

@@ -29,8 +29,14 @@ def _win(wid: str, pid: int, **app: str) -> WindowInfo:
 
 
 WINDOWS = [
-    _win("0x1", 10, name="Calculator", executable="gnome-calculator",
-         wm_class="gnome-calculator.Gnome-calculator", desktop_id="org.gnome.Calculator.desktop"),
+    _win(
+        "0x1",
+        10,
+        name="Calculator",
+        executable="gnome-calculator",
+        wm_class="gnome-calculator.Gnome-calculator",
+        desktop_id="org.gnome.Calculator.desktop",
+    ),
     _win("0x2", 20, name="Mousepad", executable="mousepad", desktop_id="org.xfce.mousepad"),
     _win("0x3", 30, name="Mousepad", executable="mousepad"),
     _win("0x4", 10, name="Calculator", executable="gnome-calculator"),
@@ -39,8 +45,16 @@ WINDOWS = [
 
 @pytest.mark.parametrize(
     "query",
-    ["calculator", "GNOME-CALCULATOR", "org.gnome.calculator", "org.gnome.Calculator.desktop",
-     "gnome-calculator.gnome-calculator", 10, "10", "pid:10"],
+    [
+        "calculator",
+        "GNOME-CALCULATOR",
+        "org.gnome.calculator",
+        "org.gnome.Calculator.desktop",
+        "gnome-calculator.gnome-calculator",
+        10,
+        "10",
+        "pid:10",
+    ],
 )
 def test_resolve_by_any_identity(query: str | int) -> None:
     entry = resolve_app(query, WINDOWS)
@@ -118,9 +132,7 @@ def test_reuse_conditions() -> None:
     assert "no_window_root" in reuse_refusals(
         prev, _obs(tree='- menu "File" [1]', element_count=1), b"png"
     )
-    assert "incomplete_window_header" in reuse_refusals(
-        prev, _obs(window=_win("", 10)), b"png"
-    )
+    assert "incomplete_window_header" in reuse_refusals(prev, _obs(window=_win("", 10)), b"png")
     popup = _win("0x9", 10)
     assert "popup_or_menu_open" in reuse_refusals(prev, _obs(foreground_window=popup), b"png")
     assert reuse_refusals(prev, None, None) == ["no_observation"]

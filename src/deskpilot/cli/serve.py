@@ -6,22 +6,27 @@ import asyncio
 import logging
 import socket
 import sys
-from enum import Enum
+from enum import StrEnum
+from typing import TYPE_CHECKING
 
 import typer
 
-from deskpilot.runtime.budget import BOUNDED_DURATION_MS, BOUNDED_MAX_ACTIONS, BudgetMode
 from deskpilot.runtime.bridge import RuntimeConfig
+from deskpilot.runtime.budget import BOUNDED_DURATION_MS, BOUNDED_MAX_ACTIONS, BudgetMode
+
+if TYPE_CHECKING:
+    from deskpilot.runtime.bridge import Runtime
+    from deskpilot.web.preview import PreviewServer
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
-class Transport(str, Enum):
+class Transport(StrEnum):
     stdio = "stdio"
     http = "http"
 
 
-class Budget(str, Enum):
+class Budget(StrEnum):
     unbounded = "unbounded"
     bounded = "bounded"
 
@@ -55,6 +60,25 @@ def serve(
         asyncio.run(_stdio(config))
 
 
+async def _previews(runtime: Runtime) -> PreviewServer | None:
+    """Serve snapshot previews on loopback when the vault is open (the runtime cannot start a
+    web server itself: web sits above it)."""
+    from deskpilot.runtime.snapshots import VaultSnapshots
+    from deskpilot.web.preview import PreviewServer
+
+    port = runtime.core.snapshots
+    if not isinstance(port, VaultSnapshots):
+        return None
+    server = PreviewServer(port.service)
+    try:
+        await server.start_async()
+    except Exception:
+        logging.getLogger(__name__).warning("snapshot preview server did not start")
+        return None
+    port.service.start_maintenance()
+    return server
+
+
 async def _stdio(config: RuntimeConfig) -> None:
     from deskpilot.mcp.server import build_server
     from deskpilot.runtime.wiring import build_runtime
@@ -62,9 +86,12 @@ async def _stdio(config: RuntimeConfig) -> None:
     runtime = build_runtime(config)
     server = build_server(runtime)
     await runtime.start()
+    previews = await _previews(runtime)
     try:
         await server.run_stdio_async()
     finally:
+        if previews is not None:
+            await previews.stop_async()
         await runtime.close()
 
 
@@ -78,6 +105,7 @@ async def _http(config: RuntimeConfig, host: str, port: int) -> None:
     runtime = build_runtime(config)
     server = build_server(runtime)
     await runtime.start()
+    previews = await _previews(runtime)
     token = BearerToken()
     app = BearerGate(server.streamable_http_app(host=host), token)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -92,4 +120,6 @@ async def _http(config: RuntimeConfig, host: str, port: int) -> None:
     try:
         await uv.serve(sockets=[sock])
     finally:
+        if previews is not None:
+            await previews.stop_async()
         await runtime.close()

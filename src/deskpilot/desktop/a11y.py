@@ -78,47 +78,60 @@ async def _connect(session_address: str | None) -> MessageBus:
     return await MessageBus(bus_type=BusType.SESSION).connect()
 
 
-async def list_accessible_apps(session_address: str | None = None) -> list[tuple[str, int]]:
+async def list_accessible_apps(
+    session_address: str | None = None, call_timeout: float = 2.0
+) -> list[tuple[str, int]]:
     """(name, pid) of every application registered with the AT-SPI registry."""
     a11y = await MessageBus(bus_address=await get_a11y_address(session_address)).connect()
     try:
-        reply = await _call(
-            a11y,
-            Message(
-                destination="org.a11y.atspi.Registry",
-                path="/org/a11y/atspi/accessible/root",
-                interface="org.a11y.atspi.Accessible",
-                member="GetChildren",
+        reply = await asyncio.wait_for(
+            _call(
+                a11y,
+                Message(
+                    destination="org.a11y.atspi.Registry",
+                    path="/org/a11y/atspi/accessible/root",
+                    interface="org.a11y.atspi.Accessible",
+                    member="GetChildren",
+                ),
             ),
+            timeout=call_timeout,
         )
-        out = []
-        for bus_name, path in reply.body[0]:
+
+        async def describe(bus_name: str, path: str) -> tuple[str, int] | None:
             try:
-                name_reply = await _call(
-                    a11y,
-                    Message(
-                        destination=bus_name,
-                        path=path,
-                        interface="org.freedesktop.DBus.Properties",
-                        member="Get",
-                        signature="ss",
-                        body=["org.a11y.atspi.Accessible", "Name"],
+                name_reply, pid_reply = await asyncio.wait_for(
+                    asyncio.gather(
+                        _call(
+                            a11y,
+                            Message(
+                                destination=bus_name,
+                                path=path,
+                                interface="org.freedesktop.DBus.Properties",
+                                member="Get",
+                                signature="ss",
+                                body=["org.a11y.atspi.Accessible", "Name"],
+                            ),
+                        ),
+                        _call(
+                            a11y,
+                            Message(
+                                destination="org.freedesktop.DBus",
+                                path="/org/freedesktop/DBus",
+                                interface="org.freedesktop.DBus",
+                                member="GetConnectionUnixProcessID",
+                                signature="s",
+                                body=[bus_name],
+                            ),
+                        ),
                     ),
+                    timeout=call_timeout,
                 )
-                pid_reply = await _call(
-                    a11y,
-                    Message(
-                        destination="org.freedesktop.DBus",
-                        path="/org/freedesktop/DBus",
-                        interface="org.freedesktop.DBus",
-                        member="GetConnectionUnixProcessID",
-                        signature="s",
-                        body=[bus_name],
-                    ),
-                )
-                out.append((str(name_reply.body[0].value), int(pid_reply.body[0])))
-            except Exception:  # app went away mid-listing
-                continue
+            except Exception:  # a busy, hung or departed app must not stall the listing
+                return None
+            return str(name_reply.body[0].value), int(pid_reply.body[0])
+
+        found = await asyncio.gather(*(describe(b, p) for b, p in reply.body[0]))
+        out = [f for f in found if f is not None]
         return out
     finally:
         a11y.disconnect()

@@ -100,20 +100,39 @@ def launch_chromium(url: str, env: dict[str, str] | None = None) -> App:
     return app
 
 
-def wait_accessible(
+async def wait_accessible_async(
     pid: int | None = None,
     name: str | None = None,
-    timeout: float = 20.0,
+    timeout: float = 30.0,
     session_address: str | None = None,
 ) -> tuple[str, int]:
-    """Block until an app (by pid or accessibility name) is registered with AT-SPI."""
+    """Wait until an app (by pid or accessibility name) is registered with AT-SPI."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with contextlib.suppress(Exception):
-            for app_name, app_pid in asyncio.run(list_accessible_apps(session_address)):
+            for app_name, app_pid in await list_accessible_apps(session_address):
                 if (pid is None or app_pid == pid) and (
                     name is None or app_name.lower() == name.lower()
                 ):
                     return app_name, app_pid
-        time.sleep(0.1)
+        await asyncio.sleep(0.1)
     raise TimeoutError(f"app pid={pid} name={name!r} did not appear on the AT-SPI bus")
+
+
+def wait_accessible(
+    pid: int | None = None,
+    name: str | None = None,
+    timeout: float = 30.0,
+    session_address: str | None = None,
+) -> tuple[str, int]:
+    """Blocking form of :func:`wait_accessible_async`; usable inside a running event loop too
+    (it then waits on a private loop in a worker thread)."""
+    coro_args = (pid, name, timeout, session_address)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wait_accessible_async(*coro_args))
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(wait_accessible_async(*coro_args))).result()

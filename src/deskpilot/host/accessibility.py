@@ -24,7 +24,7 @@ from deskpilot.host.atspi.model import (
     SemanticResult,
     TreeSnapshot,
 )
-from deskpilot.host.x11.windows import XWindow
+from deskpilot.host.x11.windows import XWindow, executable_of
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import Rect, Truncation
 
@@ -88,6 +88,27 @@ class Accessibility:
             log.info("listing AT-SPI applications failed: %s", type(exc).__name__)
             return {}
         return {int(a.pid): str(a.name) for a in apps}
+
+    async def fill_missing_pids(self, windows: list[XWindow]) -> None:
+        """Give windows whose X client did not say its pid the pid of their AT-SPI frame.
+
+        Neither XRes nor ``_NET_WM_PID`` answers for some clients (remote ones, old
+        toolkits); the frame with the same title and the closest extents names the process.
+        """
+        missing = [w for w in windows if w.pid is None]
+        if not missing:
+            return
+        try:
+            frames = await asyncio.wait_for(self.client.frames(), FRAME_LOOKUP_TIMEOUT_S)
+        except Exception:
+            return
+        for window in missing:
+            titled = [f for f in frames if f.title == window.title and window.title]
+            if titled:
+                best = min(titled, key=lambda f: frame_score(f, window))
+                window.pid = best.pid
+                window.executable = executable_of(best.pid)
+                window.app_name = best.app_name or None
 
     async def frame_for(self, window: XWindow) -> FrameInfo | None:
         if window.pid is None:

@@ -19,9 +19,11 @@ pixel, (1, 1) its bottom-right one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -60,6 +62,7 @@ SETTLE_STABLE_S = 0.12  # unchanged this long after a change: the UI has settled
 SETTLE_QUIET_S = 0.3  # no change at all this long after dispatch: nothing is coming
 MAX_SELECT_KEYS = 5000
 HANG_ENV = "DESKPILOT_HOST_TEST_HANG"
+PASTE_FETCH_TIMEOUT_S = 2.0
 
 
 def test_hang_target() -> str | None:
@@ -92,6 +95,7 @@ class ActionDispatcher:
         self.current_session: str | None = None
         self.running = False
         self._settle_ms = DEFAULT_SETTLE_MS
+        self._after_settle: list[Callable[[], None]] = []
 
     # ---------------------------------------------------------------- checks
 
@@ -189,6 +193,10 @@ class ActionDispatcher:
                 ErrorCode.SESSION_CANCELED, "the session was canceled during the action"
             ) from None
         finally:
+            for cleanup in self._after_settle:
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(cleanup)
+            self._after_settle.clear()
             self.running = False
             self.current_session = None
             if xinput is not None:
@@ -410,6 +418,7 @@ class ActionDispatcher:
     async def _paste(
         self, action: PasteTextAction, window: XWindow, rect: Rect, element: ElementRef | None
     ) -> Outcome:
+        """EditableText insert when the element has it, else CLIPBOARD + ctrl+v."""
         if element is not None and "EditableText" in element.interfaces:
             done = await self._semantic(element, SemanticOp(OpKind.INSERT_TEXT, text=action.text))
             if done is not None:
@@ -418,8 +427,15 @@ class ActionDispatcher:
             await self._focus_element(element, window, rect)
         else:
             await self._ensure_focus(window)
-        typed = await asyncio.to_thread(self._input().type_text, action.text)
-        return Outcome("synthetic", f"xtest typed {typed} characters (no clipboard)")
+        clipboard = await asyncio.to_thread(self.desktop.clipboard)
+        if not await asyncio.to_thread(clipboard.offer, action.text):
+            raise DeskpilotError(ErrorCode.ACTION_FAILED, "could not take the clipboard")
+        # the selection is given up once the action settled (or failed): see execute()
+        self._after_settle.append(clipboard.withdraw)
+        await asyncio.to_thread(self._input().press_chord, parse_chord("ctrl+v"))
+        served = await asyncio.to_thread(clipboard.wait_served, PASTE_FETCH_TIMEOUT_S)
+        detail = "clipboard + ctrl+v" if served else "clipboard + ctrl+v (the app did not fetch)"
+        return Outcome("synthetic", detail, dispatched=True)
 
     async def _set_value(
         self, action: SetValueAction, window: XWindow, rect: Rect, element: ElementRef

@@ -247,6 +247,7 @@ class RequestHandler:
     async def _windows(self, request_id: Any) -> dict[str, Any]:
         windows, ewmh = self.desktop.windows()
         if self.accessibility is not None:
+            await self.accessibility.fill_missing_pids(windows)
             try:
                 names = await asyncio.wait_for(self.accessibility.app_names(), APP_NAME_TIMEOUT_S)
             except TimeoutError:

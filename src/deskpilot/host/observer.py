@@ -99,6 +99,8 @@ class Observer:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         window, windows = self.desktop.resolve(request.target)
+        if window.pid is None and self.accessibility is not None:
+            await self.accessibility.fill_missing_pids([window])
         foreground = next((w for w in windows if w.focused), None)
         timings["windows"] = _ms(t0)
 

@@ -149,9 +149,7 @@ class RuntimeCore:
     ) -> ObservedState:
         assert call.session_id is not None
         with call.watch.stage("rpc"):
-            return await self.kernel.observe(
-                call.session_id, target, include_screenshot=screenshot
-            )
+            return await self.kernel.observe(call.session_id, target, include_screenshot=screenshot)
 
     # ------------------------------------------------------------------ states
 

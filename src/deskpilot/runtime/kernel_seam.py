@@ -128,9 +128,7 @@ class DirectKernel:
     async def observe(
         self, session_id: str, target: TargetSpec | None = None, *, include_screenshot: bool = True
     ) -> ObservedState:
-        return await self.backend.observe(
-            session_id, target, include_screenshot=include_screenshot
-        )
+        return await self.backend.observe(session_id, target, include_screenshot=include_screenshot)
 
     async def execute(
         self,

@@ -4,8 +4,9 @@
 executable on PATH, or an absolute path. The app is started in its own process group with
 accessibility switched on (Chromium also gets ``--force-renderer-accessibility``), then the
 call waits, polling the host's window list, until a window of that process shows and answers
-an observation. A single-instance app that hands the request to a running instance and exits
-is found by its executable name among the new windows. Launching counts as an action attempt.
+an observation with a non-empty tree. A single-instance app that hands the request to a
+running instance and exits is found by its executable name among the new windows. Launching
+counts as an action attempt.
 """
 
 from __future__ import annotations
@@ -176,8 +177,9 @@ async def _wait_window(
                 continue
             with contextlib.suppress(DeskpilotError):
                 with call.watch.stage("rpc"):
-                    await core.kernel.observe(
+                    seen = await core.kernel.observe(
                         call.session_id, TargetSpec(window_id=w.window_id), include_screenshot=False
                     )
-                return w
+                if seen.observation.element_count > 0:  # its tree is there, not just a frame
+                    return w
         await asyncio.sleep(POLL_S)

@@ -139,8 +139,9 @@ async def capture_app_snapshot(core: RuntimeCore, call: Call, args: AppArgs) -> 
     if core.snapshots is None:
         raise refusal(
             ErrorCode.NOT_AVAILABLE_YET,
-            "capture_app_snapshot is not available yet: the snapshot vault is not installed in "
-            "this build. Use screenshot or get_app_state.",
+            "capture_app_snapshot is not available here: the snapshot vault could not be "
+            "opened in this process (see deskpilot vault stats). Use screenshot or "
+            "get_app_state.",
         )
     await core.preflight(call, acting=False)
     target, pid = await _target(core, call, args.app)

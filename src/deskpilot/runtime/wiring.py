@@ -19,6 +19,4 @@ def build_runtime(
     config: RuntimeConfig | None = None, backend: DesktopBackend | None = None
 ) -> Runtime:
     backend = backend or default_backend()
-    return Runtime(
-        backend, kernel=kernel_port(backend), snapshots=snapshot_port(), config=config
-    )
+    return Runtime(backend, kernel=kernel_port(backend), snapshots=snapshot_port(), config=config)

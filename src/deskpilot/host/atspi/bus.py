@@ -24,6 +24,8 @@ from typing import Any, Final
 from dbus_fast import BusType, Message, MessageType, Variant
 from dbus_fast.aio import MessageBus
 
+from deskpilot.host.atspi.wire import method_call
+
 MAX_IN_FLIGHT: Final = 64
 
 # (destination, path, interface, member, signature, body)
@@ -143,6 +145,11 @@ class Conn:
         state = [0, 0, 0]  # next index, in flight, completed
 
         def on_reply(i: int, reply: Message | None, err: Exception | None) -> None:
+            if complete(i, reply, err):
+                pump()
+
+        def complete(i: int, reply: Message | None, err: Exception | None) -> bool:
+            """Record one result; True while more calls remain to be sent or answered."""
             if err is not None:
                 results[i] = AtspiCallError("org.freedesktop.DBus.Error.Disconnected", str(err))
             elif reply is None:
@@ -157,28 +164,57 @@ class Conn:
             if state[2] == n:
                 if not done.done():
                     done.set_result(results)
-            else:
-                pump()
+                return False
+            return True
+
+        writer = getattr(bus, "_writer", None)
+        handlers = getattr(bus, "_method_return_handlers", None)
+        fast = writer is not None and handlers is not None and hasattr(writer, "messages")
+
+        outbuf: list[bytes] = []
+        flush_pending = [False]
+
+        def flush() -> None:
+            # one buffer (one send) for everything queued since the last loop iteration
+            flush_pending[0] = False
+            if outbuf and bus.connected:
+                writer.messages.append((b"".join(outbuf), None, None))  # type: ignore[union-attr]
+                outbuf.clear()
+                writer.schedule_write()  # type: ignore[union-attr]
 
         def pump() -> None:
+            queued = False
             while state[1] < MAX_IN_FLIGHT and state[0] < n:
                 i = state[0]
                 state[0] += 1
                 state[1] += 1
                 dest, path, iface, member, sig, body = calls[i]
-                msg = Message(
-                    destination=None if direct else dest,
-                    path=path,
-                    interface=iface,
-                    member=member,
-                    signature=sig,
-                    body=list(body),
-                    validate=False,
-                )
+                target = None if direct else dest
                 try:
+                    if fast and bus.connected:
+                        serial = bus.next_serial()
+                        raw = method_call(serial, target, path, iface, member, sig, body)
+                        if raw is not None:
+                            # the reply comes back through the bus's own reply table
+                            handlers[serial] = partial(on_reply, i)  # type: ignore[index]
+                            outbuf.append(raw)
+                            queued = True
+                            continue
+                    msg = Message(
+                        destination=target,
+                        path=path,
+                        interface=iface,
+                        member=member,
+                        signature=sig,
+                        body=list(body),
+                        validate=False,
+                    )
                     bus._call(msg, partial(on_reply, i))
-                except Exception as exc:  # connection already closed
-                    on_reply(i, None, exc)
+                except Exception as exc:  # connection already closed: no recursion here
+                    complete(i, None, exc)
+            if queued and not flush_pending[0]:
+                flush_pending[0] = True
+                loop.call_soon(flush)
 
         pump()
         return done

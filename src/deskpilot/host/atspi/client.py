@@ -44,7 +44,7 @@ from deskpilot.host.atspi.model import (
     SemanticResult,
     TreeSnapshot,
 )
-from deskpilot.host.atspi.render import RenderOptions, clean_name, render
+from deskpilot.host.atspi.render import RenderOptions, clean_name, is_hidden, render
 from deskpilot.host.atspi.vocab import (
     ALWAYS_SHOWN_ROLES,
     CLICK_ACTIONS,
@@ -439,6 +439,9 @@ class AtspiClient:
         """
         bus = root.bus_name
         strategy = self._strategy.get(bus)
+        info = self._apps.get(bus)
+        if strategy is None and info and (info.toolkit or "").lower().startswith("chrom"):
+            strategy = "collection"  # its cache never holds the web content
         if strategy is None or strategy == "cache":
             items = await collect.read_cache(conn, bus)
             if items is None:
@@ -727,7 +730,7 @@ def _detail_candidates(nodes: list[RawNode], cap: int) -> list[int]:
     out: list[int] = []
     for i, n in enumerate(nodes):
         p = n.parent
-        if p >= 0 and (hidden[p] or not n.states & _B_VISIBLE_ANY):
+        if p >= 0 and (hidden[p] or is_hidden(n, nodes[p])):
             hidden[i] = True
             continue
         if collect.needs_detail(n, i == 0):

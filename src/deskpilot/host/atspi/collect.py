@@ -6,15 +6,17 @@ walker does), costs ~8 round trips per node. What we do instead:
 
 ``cache``      ``org.a11y.atspi.Cache.GetItems`` returns path, parent, index, child count,
                interfaces, name, role, description and states of every object the app has
-               exported, in one call. GTK4 implements it (atk-bridge answers UnknownMethod).
-               GTK4 only exports an object once a client has seen it, so a cache that does
-               not cover the subtree (a child count larger than the cached children) falls
-               back to a walk first, which exports everything, and re-reads the cache.
+               exported, in one call. GTK4 implements it; atk-bridge (GTK3, Chromium) only
+               once some client registered for events (the client does, at connect). GTK4
+               exports objects lazily, atk-bridge leaves out MANAGES_DESCENDANTS children:
+               subtrees the cache misses are walked and grafted in (the walk exports them,
+               so the next snapshot is served from the cache alone).
 ``collection`` ``Collection.GetMatches`` with a match-everything rule returns the whole subtree
                in preorder in one call (atk-bridge: GTK3, Chromium, Java). Then name/parent/
                child count (one ``Properties.GetAll``), role and states per node, issued all
-               at once over the app's peer-to-peer socket. ``Collection.GetTree`` would be
-               one call, but it crashed Chromium 156 here: never used.
+               at once over the app's peer-to-peer socket, marshalled by :mod:`.wire`.
+               ``Collection.GetTree`` would be one call, but it crashed Chromium 156 here:
+               never used.
 ``walk``       breadth-first, one level at a time, everything per node concurrently. The
                fallback for apps with neither.
 
@@ -43,7 +45,6 @@ from deskpilot.host.atspi.bus import (
 )
 from deskpilot.host.atspi.vocab import (
     ALWAYS_SHOWN_ROLES,
-    ATSPI_ROLE_NAMES,
     NUMERIC_VALUE_ROLES,
     R_PASSWORD_TEXT,
     TEXT_VALUE_ROLES,
@@ -228,63 +229,31 @@ async def has_collection(conn: Conn, bus: str, path: str) -> bool:
     return I_COLLECTION in body[0]
 
 
-def _bitfield(numbers: Iterable[int], words: int) -> list[int]:
-    """AT-SPI match rules carry role and state sets as int32 bit fields."""
-    w = [0] * words
-    for n in numbers:
-        w[n // 32] |= 1 << (n % 32)
-    return [x - (1 << 32) if x >= 1 << 31 else x for x in w]
-
-
-# Bit k of a role number: the roles whose number has that bit set (8 bits cover 0..255).
-_ROLE_SLICES: Final = tuple(
-    _bitfield((r for r in range(len(ATSPI_ROLE_NAMES)) if r >> k & 1), 5) for k in range(8)
-)
-_MATCH_ANY: Final = 2
-
-
 async def read_collection(conn: Conn, bus: str, root_path: str, limit: int) -> list[RawNode]:
-    """Preorder refs from one GetMatches, then per node name/structure and states; roles in
-    bulk: eight more GetMatches, one per bit of the role number (each returns the nodes
-    whose role has that bit set), instead of one GetRole per node."""
-    count = max(0, limit - 1)
+    """Preorder refs from one GetMatches, then name/parent/child count, states and role of
+    every node, all issued at once. (Roles by eight bit-slice GetMatches — the nodes whose
+    role number has bit k set — were tried: no faster than GetRole per node once calls are
+    cheap on our side, since Chromium walks its whole tree for each GetMatches.)"""
     body = await conn.call(
         bus,
         root_path,
         I_COLLECTION,
         "GetMatches",
         _RULE_SIG + "uib",
-        (list(_MATCH_ALL_RULE), _SORT_CANONICAL, count, True),
+        (list(_MATCH_ALL_RULE), _SORT_CANONICAL, max(0, limit - 1), True),
     )
     refs: list[tuple[str, str]] = [(bus, root_path)]
     refs.extend((b or bus, p) for b, p in body[0])
-    slice_calls: list[Call] = [(bus, root_path, I_ACCESSIBLE, "GetRole", "", ())]
-    for bits in _ROLE_SLICES:
-        rule: tuple[Any, ...] = ([0, 0], 1, {}, 1, bits, _MATCH_ANY, [], 1, False)
-        slice_calls.append(
-            (bus, root_path, I_COLLECTION, "GetMatches", _RULE_SIG + "uib",
-             (list(rule), _SORT_CANONICAL, count, True))
-        )  # fmt: skip
     calls: list[Call] = []
     for b, p in refs:
         calls.append((b, p, I_PROPERTIES, "GetAll", "s", (I_ACCESSIBLE,)))
         calls.append((b, p, I_ACCESSIBLE, "GetState", "", ()))
-    slices_f = conn.batch(slice_calls)
+        calls.append((b, p, I_ACCESSIBLE, "GetRole", "", ()))
     res = await conn.batch(calls)
-    slices = await slices_f
-    roles: dict[str, int] = {}
-    if not isinstance(slices[0], AtspiCallError):
-        roles[root_path] = int(slices[0][0])
-    for k, sl in enumerate(slices[1:]):
-        if isinstance(sl, AtspiCallError):
-            continue
-        bit_k = 1 << k
-        for _b, p in sl[0]:
-            roles[p] = roles.get(p, 0) | bit_k
     nodes: list[RawNode] = []
     index_of: dict[str, int] = {}
     for i, (b, p) in enumerate(refs):
-        props, st = res[2 * i], res[2 * i + 1]
+        props, st, role = res[3 * i], res[3 * i + 1], res[3 * i + 2]
         if isinstance(props, AtspiCallError):
             if i == 0:
                 raise props
@@ -297,7 +266,7 @@ async def read_collection(conn: Conn, bus: str, root_path: str, limit: int) -> l
             p,
             parent=parent,
             depth=nodes[parent].depth + 1 if parent >= 0 else 0,
-            role=roles.get(p, 0),
+            role=int(role[0]) if not isinstance(role, AtspiCallError) else 0,
             name=str(d["Name"].value) if "Name" in d else "",
             desc=str(d["Description"].value) if "Description" in d else "",
             states=state_mask(st[0]) if not isinstance(st, AtspiCallError) else 0,

@@ -29,6 +29,7 @@ from deskpilot.host.atspi.vocab import (
     GENERIC_CONTAINER_ROLES,
     INTERACTIVE_ROLES,
     R_PASSWORD_TEXT,
+    ROLE_NUMBER,
     ROLE_VOCAB,
     TEXT_LEAF_ROLES,
     State,
@@ -61,6 +62,8 @@ _B_MODAL = bit(State.MODAL)
 _B_BUSY = bit(State.BUSY)
 _B_ICONIFIED = bit(State.ICONIFIED)
 _B_VISIBLE_ANY = bit(State.VISIBLE) | bit(State.SHOWING)
+_B_SHOWING = bit(State.SHOWING)
+_R_MENU: Final = ROLE_NUMBER["menu"]
 _TEXT_FIELD_ROLES: Final = frozenset(
     i for i, r in enumerate(ROLE_VOCAB) if r in ("textField", "passwordField")
 )
@@ -88,6 +91,14 @@ class Rendered:
     noise: int = 0
     cap_hit: bool = False
     budget_hit: bool = False
+
+
+def is_hidden(node: RawNode, parent: RawNode) -> bool:
+    """Neither visible nor showing; or an item of a closed menu (GTK keeps those visible)."""
+    st = node.states
+    if not st & _B_VISIBLE_ANY:
+        return True
+    return parent.role == _R_MENU and not st & _B_SHOWING
 
 
 def utf16_len(s: str) -> int:
@@ -185,7 +196,7 @@ def classify(nodes: list[RawNode], opts: RenderOptions) -> tuple[list[int], list
     # forward: hidden-ness and names (a parent precedes its children in preorder)
     for i, node in enumerate(nodes):
         p = node.parent
-        if p >= 0 and (kind[p] == HIDDEN or not node.states & _B_VISIBLE_ANY):
+        if p >= 0 and (kind[p] == HIDDEN or is_hidden(node, nodes[p])):
             kind[i] = HIDDEN
             continue
         names[i] = clean_name(node, gtk4)

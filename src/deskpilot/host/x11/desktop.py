@@ -15,6 +15,7 @@ from Xlib import X, error
 from Xlib.protocol import event as xevent
 
 from deskpilot.host.x11.capture import Capturer
+from deskpilot.host.x11.clipboard import ClipboardOwner
 from deskpilot.host.x11.connection import XConnection, XUnavailable
 from deskpilot.host.x11.input import HeldInputs, XInput, release_all
 from deskpilot.host.x11.windows import WindowLister, XWindow, parse_xid, process_start_time
@@ -42,6 +43,14 @@ class X11Desktop:
         self.capturer = Capturer(self.conn.name) if self.conn else None
         if self.conn is not None and self.conn.extensions.xtest:
             self.input = XInput(self.conn, self.held)
+        self._clipboard: ClipboardOwner | None = None
+
+    def clipboard(self) -> ClipboardOwner:
+        """The CLIPBOARD owner (its own connection and thread), started on first use."""
+        conn, _, _ = self.require()
+        if self._clipboard is None:
+            self._clipboard = ClipboardOwner(conn.name)
+        return self._clipboard
 
     # ---------------------------------------------------------------- requirements
 
@@ -174,6 +183,8 @@ class X11Desktop:
         return process_start_time(pid) if pid else None
 
     def close(self) -> None:
+        if self._clipboard is not None:
+            self._clipboard.close()
         if self.capturer is not None:
             self.capturer.close()
         for c in (self.conn, self.guard):
