@@ -158,7 +158,7 @@ def main() -> None:
         async def go() -> None:
             r, w = pipe_pair()
             loop = asyncio.get_running_loop()
-            sreader = asyncio.StreamReader(limit=1 << 20, loop=loop)
+            sreader = asyncio.StreamReader(limit=1 << 25, loop=loop)
             protocol = asyncio.StreamReaderProtocol(sreader)
             pipe = os.fdopen(r, "rb", 0)
             transport, _ = await loop.connect_read_pipe(lambda: protocol, pipe)

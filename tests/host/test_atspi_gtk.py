@@ -22,7 +22,8 @@ from deskpilot.host.atspi import (
     collect,
     render,
 )
-from deskpilot.host.atspi.bus import AtspiCallError
+from deskpilot.host.atspi.bus import I_ACCESSIBLE, AtspiCallError
+from deskpilot.host.atspi.vocab import State, bit, state_mask
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 
 pytestmark = pytest.mark.desktop
@@ -150,13 +151,31 @@ async def test_zenity_entry_set_text_and_ok(desktop: DesktopState) -> None:
             assert frame.role == "dialog"
             entry = find(snap, "textField")
             assert "EditableText" in entry.interfaces
-            r = await client.perform(entry, SemanticOp(OpKind.SET_TEXT, text="Ada Lovelace"))
+            r = await client.perform(entry, SemanticOp(OpKind.SET_TEXT, text="Lovelace"))
             assert r.detail == "EditableText.SetTextContents"
+            # inserted text lands where typing would: the caret of a focused field, else the end
+            conn = await client._conn_for(entry.bus_name)
+            caret = await conn.get_property(
+                entry.bus_name, entry.path, "org.a11y.atspi.Text", "CaretOffset"
+            )
+            r = await client.perform(entry, SemanticOp(OpKind.INSERT_TEXT, text="Ada "))
+            assert r.detail == "EditableText.InsertText"
+            state = await conn.call(entry.bus_name, entry.path, I_ACCESSIBLE, "GetState")
+            focused = bool(state_mask(state[0]) & bit(State.FOCUSED))
+            # focus follows the pointer without a window manager: it may or may not be here
+            at = caret if focused else len("Lovelace")
+            expected = "Lovelace"[:at] + "Ada " + "Lovelace"[at:]
+            r = await client.perform(entry, SemanticOp(OpKind.SELECT_TEXT, start=0, end=3))
+            assert r.detail == "Text selection"
+            sel = await conn.call(
+                entry.bus_name, entry.path, "org.a11y.atspi.Text", "GetSelection", "i", (0,)
+            )
+            assert sel == [0, 3]
             again = await client.snapshot(frame.ref)
-            assert '= "Ada Lovelace"' in again.text
+            assert f'= "{expected}"' in again.text
             await client.perform(find(again, "button", "OK"), SemanticOp.invoke())
         out, _ = app.proc.communicate(timeout=10)
-        assert out.decode().strip() == "Ada Lovelace"
+        assert out.decode().rstrip("\n") == expected
     finally:
         app.stop()
 

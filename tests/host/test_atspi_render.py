@@ -229,3 +229,16 @@ def test_hundred_thousand_elements_render() -> None:
     capped = render(t.nodes)  # defaults: 2,000 elements, 48,000 units, 500 children shown
     assert capped.element_count <= 2000 and capped.elided == 500
     assert capped.element_count + capped.omitted == 100_001 - 500 * 100
+
+
+def test_items_of_a_closed_menu_are_hidden() -> None:
+    t = Tree()
+    w = t.add(-1, "frame", "Editor")
+    bar = t.add(w, "menu bar")
+    closed = t.add(bar, "menu", "File", actions=("click",))
+    t.add(closed, "menu item", "Quit", states=bit(State.VISIBLE) | bit(State.SENSITIVE))
+    opened = t.add(bar, "menu", "Edit", actions=("click",))
+    t.add(opened, "menu item", "Undo", actions=("click",))  # showing: the menu is open
+    text = render(t.nodes).text
+    assert '- menu "File"' in text and "Quit" not in text
+    assert '- menuItem "Undo"' in text

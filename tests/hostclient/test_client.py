@@ -16,7 +16,7 @@ from deskpilot.desktop.apps import App
 from deskpilot.hostclient.backend import HostBackend
 from deskpilot.hostclient.client import HostClient
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
-from deskpilot.protocol.wire import PressKeyAction, TargetSpec
+from deskpilot.protocol.wire import PasteTextAction, PressKeyAction, TargetSpec
 
 from .conftest import alive, cmdline, eventually, fast_config, proxy_config, wait_window
 
@@ -137,6 +137,35 @@ async def test_stopped_host_is_sigkilled_after_the_grace(desktop: vdesk.DesktopS
     assert client.returncode == -signal.SIGKILL
     assert 1.0 + 0.3 <= elapsed < 1.0 + 0.3 + 1.0
     assert not alive(pid)
+
+
+async def test_a_write_blocked_by_a_stopped_host_still_times_out(
+    desktop: vdesk.DesktopState,
+) -> None:
+    client = HostClient(fast_config())
+    await client.start()
+    pid = client.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)  # it stops reading: a 500 KB request cannot fit the pipe
+    t0 = time.monotonic()
+    call = asyncio.create_task(
+        client.execute_action(
+            session_id="big",
+            frame_id="f-x",
+            tree_version="t-x",
+            action=PasteTextAction(text="x" * 500_000, element_id=1),
+            timeout=1.0,
+        )
+    )
+    await asyncio.sleep(0.3)
+    host = client._host
+    assert host is not None and host.stdin is not None
+    assert host.stdin.get_write_buffer_size() > 64 * 1024  # the write is stuck in drain()
+    with pytest.raises(DeskpilotError) as info:
+        await call
+    assert info.value.code is ErrorCode.ACTION_TIMEOUT
+    assert time.monotonic() - t0 < 1.0 + 0.3 + 1.0
+    assert client.returncode == -signal.SIGKILL
 
 
 async def test_hung_key_press_is_killed_and_no_key_stays_pressed(

@@ -235,3 +235,17 @@ def test_tampered_install_is_untrusted_and_nothing_is_spawned(
     assert needle in report["error"]["message"]
     assert report["host"]["spawned"] is False
     assert not (data_dir / "logs" / "host.log").exists()  # no host process was started
+
+
+def test_an_old_version_is_untrusted(tmp_path: Path) -> None:
+    python = wheelkit.make_venv(
+        tmp_path / "venv", wheelkit.build_wheel(tmp_path / "dist", version="0.0.9")
+    )
+    proc = run(
+        [_bin(python, "deskpilot"), "doctor", "--verify-host", "--json"], strict_env(tmp_path)
+    )
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["error"]["code"] == "native_host_untrusted"
+    assert "older than the minimum 0.1.0" in report["error"]["message"]
+    assert report["host"]["spawned"] is False

@@ -366,19 +366,21 @@ class HostClient:
         self._pending[rid] = _Pending(future, rtype, session_id, time.perf_counter())
         self.sent[rtype] += 1
         try:
-            host.write(encode_json({"id": rid, **request}))
-            await host.drain()
-        except (ConnectionError, RuntimeError) as exc:
-            self._pending.pop(rid, None)
-            err = DeskpilotError(
-                ErrorCode.NATIVE_HOST_UNAVAILABLE,
-                f"writing to the host failed: {exc}",
-                retryable=False,
-            )
-            self._shutdown_soon(err)
-            raise err from None
-        try:
+            # the timeout covers the write too: a hung host stops reading, and a large
+            # request (a long text) then waits for pipe space that never comes
             async with asyncio.timeout(timeout):
+                try:
+                    host.write(encode_json({"id": rid, **request}))
+                    await host.drain()
+                except (ConnectionError, RuntimeError) as exc:
+                    self._pending.pop(rid, None)
+                    err = DeskpilotError(
+                        ErrorCode.NATIVE_HOST_UNAVAILABLE,
+                        f"writing to the host failed: {exc}",
+                        retryable=False,
+                    )
+                    self._shutdown_soon(err)
+                    raise err from None
                 reply = await future
         except TimeoutError:
             self._pending.pop(rid, None)

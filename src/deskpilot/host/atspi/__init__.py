@@ -22,13 +22,18 @@ operation semantically (fall back to XTEST), STALE_TREE when the object is gone,
 ACTION_FAILED / ACTION_TIMEOUT otherwise. ``snapshot`` raises TARGET_NOT_FOUND when the root
 is gone and ENVIRONMENT_UNAVAILABLE (retryable) when the app does not answer in time.
 
-Operations (``OpKind``): invoke (a named action, or the first of click/press/activate/jump/
-open/toggle), set_text (EditableText.SetTextContents), insert_text (at the caret or the end),
-set_value (Value.CurrentValue for numbers, EditableText for strings), select_text
-(Text.SetSelection/AddSelection), grab_focus (Component.GrabFocus), select_child (the nearest
-ancestor's Selection.SelectChild: a GTK tree view row is selected by its table, not by the
-cell's own action), secondary (an action named menu/showmenu/popup/showContextMenu, else
-unsupported so the caller right-clicks), scroll_to (Component.ScrollTo).
+Operations (``OpKind``): invoke (a named action, or the first of click/press/activate/
+jump/open/toggle), set_text (EditableText.SetTextContents), insert_text (at the caret of a
+focused field, else at the end), set_value (Value.CurrentValue for numbers, EditableText for
+strings), select_text (Text.SetSelection/AddSelection), grab_focus (Component.GrabFocus),
+select_child (the nearest ancestor's Table.AddRowSelection or Selection.SelectChild: a GTK
+tree view row is selected by its table, not by the cell's own action), secondary (an action
+named menu/showmenu/popup/showContextMenu, else unsupported so the caller right-clicks),
+scroll_to (Component.ScrollTo).
+
+``perform`` waits (``settle=True``) until the app's AT-SPI events go quiet: up to 600 ms for
+the first one (GTK buttons click 250 ms after the action), then 120 ms of silence, at most
+``settle_max_ms``. The element tree rules and the strategies are in docs/host-tree.md.
 
 Only the host process imports this package.
 """

@@ -709,9 +709,14 @@ class AtspiClient:
         raise _unsupported(op, el, "no ancestor with a Selection interface")
 
     async def _caret_or_end(self, conn: Conn, el: ElementRef) -> int:
+        """Where typing would land: the caret of a focused field, else the end of the text
+        (an unfocused field's caret is wherever it was last left)."""
         props = await conn.get_all(el.bus_name, el.path, I_TEXT)
+        end = int(props.get("CharacterCount", 0))
         caret = int(props.get("CaretOffset", -1))
-        return caret if caret >= 0 else int(props.get("CharacterCount", 0))
+        state = await conn.call(el.bus_name, el.path, I_ACCESSIBLE, "GetState")
+        focused = bool(state_mask(state[0]) & _B_FOCUSED)
+        return caret if focused and 0 <= caret <= end else end
 
 
 # ---------------------------------------------------------------------------- helpers
