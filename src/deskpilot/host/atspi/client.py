@@ -521,7 +521,7 @@ class AtspiClient:
         since: float | None = None,
         *,
         first_ms: float = 600.0,
-        quiet_ms: float = 120.0,
+        quiet_ms: float = 50.0,
         max_ms: float = 1500.0,
     ) -> bool:
         """Wait until the app's accessibility events went quiet (see :mod:`.events`).

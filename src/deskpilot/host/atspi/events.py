@@ -7,7 +7,7 @@ the app's events go quiet:
 
 * wait up to ``first_ms`` (600 ms) for the first event from the app after the action (covers the
   activate delay); none at all means nothing visible changed (or the app reports nothing);
-* once events flow, wait until none arrived for ``quiet_ms`` (120 ms);
+* once events flow, wait until none arrived for ``quiet_ms`` (50 ms);
 * never longer than ``max_ms``: the result then says "not settled" and the caller goes on.
 
 atk-bridge apps only emit events someone registered for, so the watcher registers the event
@@ -101,7 +101,7 @@ class EventWatcher:
         since: float,
         *,
         first_ms: float = 600.0,
-        quiet_ms: float = 120.0,
+        quiet_ms: float = 50.0,
         max_ms: float = 1500.0,
     ) -> bool:
         """True once ``sender`` went quiet after ``since`` (monotonic); False on ``max_ms``."""
