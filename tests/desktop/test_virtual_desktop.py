@@ -49,14 +49,18 @@ def test_up_env_down_ends_exactly_what_up_started() -> None:
     bystander = subprocess.Popen(["sleep", "60"])  # must survive `down`
     try:
         out = subprocess.run(
-            [*DESKPILOT, "desktop", "up", "--json"], env=env, capture_output=True, text=True,
-            timeout=60, check=True,
+            [*DESKPILOT, "desktop", "up", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
         )
         state = json.loads(out.stdout)
         pids = state["pids"]
         assert set(pids) >= {"xvfb", "dbus", "at_spi"}
         assert state["env"]["DISPLAY"].startswith(":")
-        assert all(_alive(p) for p in pids.values())
+        assert all(_alive(p) for p in pids.values()), {n: _alive(p) for n, p in pids.items()}
 
         # the display answers, and accessibility is switched on for Chromium/Qt
         d = xdisplay.Display(state["env"]["DISPLAY"])
@@ -66,20 +70,31 @@ def test_up_env_down_ends_exactly_what_up_started() -> None:
         assert asyncio.run(_is_enabled(state["env"]["DBUS_SESSION_BUS_ADDRESS"])) is True
 
         env_out = subprocess.run(
-            [*DESKPILOT, "desktop", "env", "--display", state["display"]], env=env,
-            capture_output=True, text=True, timeout=30, check=True,
+            [*DESKPILOT, "desktop", "env", "--display", state["display"]],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
         )
         assert f"export DISPLAY={state['display']}" in env_out.stdout
 
         subprocess.run(
-            [*DESKPILOT, "desktop", "down", "--display", state["display"]], env=env,
-            capture_output=True, text=True, timeout=60, check=True,
+            [*DESKPILOT, "desktop", "down", "--display", state["display"]],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
         )
         assert not any(_alive(p) for p in pids.values())
         assert bystander.poll() is None
         gone = subprocess.run(
-            [*DESKPILOT, "desktop", "down", "--display", state["display"]], env=env,
-            capture_output=True, text=True, timeout=30,
+            [*DESKPILOT, "desktop", "down", "--display", state["display"]],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
         assert gone.returncode == 1 and "no deskpilot desktop" in gone.stderr
     finally:

@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import IO, Any, Protocol
 
@@ -102,7 +103,7 @@ class Server:
         self.reader = FrameReader(stdin)
         self.output = output
         self._exit_process = exit_process
-        self._queue: asyncio.Queue[dict[str, Any]] | None = None
+        self._queue: asyncio.Queue[tuple[dict[str, Any], float]] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._exiting = threading.Event()
 
@@ -126,6 +127,7 @@ class Server:
         while not self._exiting.is_set():
             try:
                 frame = self.reader.read()
+                received = time.perf_counter()
             except StreamClosed:
                 log.info("stdin closed; releasing held input and exiting")
                 self.shutdown(EXIT_OK)
@@ -186,7 +188,7 @@ class Server:
                 self.output.send(*immediate)
                 continue
             assert self._loop is not None and self._queue is not None
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, request)
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, (request, received))
 
     # ---------------------------------------------------------------- worker
 
@@ -198,9 +200,10 @@ class Server:
         reader = threading.Thread(target=self._read_loop, name="stdin-reader", daemon=True)
         reader.start()
         while True:
-            request = await self._queue.get()
+            request, received = await self._queue.get()
             try:
                 response, binary = await self.handler.handle(request)
+                _stamp_host_time(response, received)
             except Exception:
                 log.exception("request handling failed")
                 response, binary = (
@@ -214,3 +217,12 @@ class Server:
 
     def run(self, ready: Callable[[], Awaitable[None]] | None = None) -> None:
         asyncio.run(self._serve(ready))
+
+
+def _stamp_host_time(response: dict[str, Any], received: float) -> None:
+    """Add ``timingsMs.host``: frame received → response built, the host's whole share of a
+    request (hand-off to the worker, validation, the work, the response model), so a client
+    can tell its own overhead from the host's. Only responses that carry timings get it."""
+    timings = response.get("timingsMs")
+    if isinstance(timings, dict):
+        timings["host"] = round((time.perf_counter() - received) * 1000, 3)

@@ -11,6 +11,7 @@ import json
 import time
 from typing import Any
 
+from deskpilot.hostclient.api import ObservedState
 from deskpilot.protocol.errors import ErrorCode
 from deskpilot.protocol.wire import ObservationBody, TargetSpec
 from deskpilot.runtime.apps import group_apps
@@ -118,7 +119,7 @@ async def screenshot(core: RuntimeCore, call: Call, args: AppArgs) -> ToolOutcom
     async with core.sessions.using(call.agent_session) as sess:
         call.session_id = sess.session_id
         with call.watch.stage("rpc"):
-            observed = await core.backend.capture(sess.session_id, target)
+            observed = await _capture_with_regions(core, sess.session_id, target)
     obs = observed.observation
     if observed.png is None:
         raise refusal(ErrorCode.CAPTURE_FAILED, "The capture returned no image.")
@@ -135,6 +136,19 @@ async def screenshot(core: RuntimeCore, call: Call, args: AppArgs) -> ToolOutcom
     return ToolOutcome(text=text, diagnostic=call.diag, image=frame)
 
 
+async def _capture_with_regions(
+    core: RuntimeCore, session_id: str, target: TargetSpec | None
+) -> ObservedState:
+    """A screenshot whose secure regions are known, so they are painted out before the image is
+    stored or shown to the model. A bare ``capture_window`` carries no tree and so no regions;
+    an observation does. It is taken under a side session id so it never replaces the frame
+    the agent's current state_id points at (a screenshot must not make that state stale)."""
+    if target is None:
+        binding = getattr(core.backend, "binding", None)
+        target = binding(session_id) if callable(binding) else None
+    return await core.backend.observe(f"{session_id}:capture", target, include_screenshot=True)
+
+
 async def capture_app_snapshot(core: RuntimeCore, call: Call, args: AppArgs) -> ToolOutcome:
     if core.snapshots is None:
         raise refusal(
@@ -149,7 +163,7 @@ async def capture_app_snapshot(core: RuntimeCore, call: Call, args: AppArgs) -> 
     async with core.sessions.using(call.agent_session) as sess:
         call.session_id = sess.session_id
         with call.watch.stage("rpc"):
-            observed = await core.backend.capture(sess.session_id, target)
+            observed = await _capture_with_regions(core, sess.session_id, target)
         with call.watch.stage("format"):
             stored = await core.snapshots.capture(
                 observed, session_id=sess.session_id, turn=call.turn.key

@@ -51,8 +51,8 @@ class VaultSnapshots:
             observed.png,
             app=obs.app,
             window=obs.window,
-            # a capture has no tree: say "regions not known" rather than "nothing to hide"
-            sensitive_regions=obs.sensitive_regions if obs.tree else None,
+            # taken through an observation, so the secure regions are known (see reads.py)
+            sensitive_regions=obs.sensitive_regions,
             session_id=session_id,
             turn_id=turn,
         )
