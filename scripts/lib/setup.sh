@@ -32,7 +32,7 @@ dp_install_apt() {
   if ! _dp_sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null; then
     _dp_log "cannot install packages (need root or passwordless sudo): ${missing[*]}"; return 0
   fi
-  _dp_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+  _dp_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
     "${missing[@]}" >/dev/null
 }
 
