@@ -14,7 +14,6 @@ import signal
 import sys
 from types import FrameType
 
-
 F_SETPIPE_SZ = 1031
 PIPE_BYTES = 1 << 20
 
