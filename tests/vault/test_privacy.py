@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
-from deskpilot.protocol.wire import AppIdentity
-from deskpilot.vault.privacy import (
+from deskpilot.protocol.privacy import (
     CREDENTIAL_APPS,
     assert_capture_allowed,
     blocked_identity,
     is_capture_allowed,
 )
+from deskpilot.protocol.wire import AppIdentity
 
 
 @pytest.mark.parametrize(

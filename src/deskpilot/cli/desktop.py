@@ -12,6 +12,19 @@ from deskpilot import desktop as vdesk
 app = typer.Typer(help="A private virtual desktop (Xvfb + D-Bus session + AT-SPI bus).")
 
 
+def _print_state(state: vdesk.DesktopState, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(state.to_json()))
+    else:
+        for k, v in state.env.items():
+            typer.echo(f"export {k}={shlex.quote(v)}")
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    typer.echo(f"error: {exc}", err=True)
+    return typer.Exit(1)
+
+
 @app.command()
 def up(
     width: int = typer.Option(1280, help="Screen width in pixels."),
@@ -25,13 +38,8 @@ def up(
     try:
         state = vdesk.up(width, height, wm=wm)
     except vdesk.DesktopError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-    if as_json:
-        typer.echo(json.dumps(state.to_json()))
-    else:
-        for k, v in state.env.items():
-            typer.echo(f"export {k}={shlex.quote(v)}")
+        raise _fail(exc) from None
+    _print_state(state, as_json)
 
 
 @app.command()
@@ -40,8 +48,7 @@ def down(display: str | None = typer.Option(None, help="Display to end, e.g. :99
     try:
         state = vdesk.load(display)
     except vdesk.DesktopError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        raise _fail(exc) from None
     ended = vdesk.down(state)
     typer.echo(f"ended {', '.join(ended)} on {state.display}")
 
@@ -55,10 +62,5 @@ def env(
     try:
         state = vdesk.load(display)
     except vdesk.DesktopError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-    if as_json:
-        typer.echo(json.dumps(state.to_json()))
-    else:
-        for k, v in state.env.items():
-            typer.echo(f"export {k}={shlex.quote(v)}")
+        raise _fail(exc) from None
+    _print_state(state, as_json)

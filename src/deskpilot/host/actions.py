@@ -57,6 +57,7 @@ from deskpilot.protocol.wire import (
 log = logging.getLogger("deskpilot.host.actions")
 
 DEFAULT_SETTLE_MS = 1500
+FOCUS_ACTION_NAMES = frozenset({"focus", "grab_focus", "grabfocus"})
 SETTLE_POLL_S = 0.03
 SETTLE_STABLE_S = 0.12  # unchanged this long after a change: the UI has settled
 SETTLE_QUIET_S = 0.3  # no change at all this long after dispatch: nothing is coming
@@ -367,7 +368,7 @@ class ActionDispatcher:
         if isinstance(action, SetValueAction):
             return await self._set_value(action, window, rect, _need(element))
         if isinstance(action, InvokeElementAction):
-            return await self._invoke(action, rect, _need(element))
+            return await self._invoke(action, window, rect, _need(element))
         if isinstance(action, PressKeyAction):
             return await self._press(action, window, request.session_id)
         if isinstance(action, ScrollAction):
@@ -458,9 +459,15 @@ class ActionDispatcher:
     async def _invoke(
         self,
         action: InvokeElementAction,
+        window: XWindow,
         rect: Rect,
         element: ElementRef,
     ) -> Outcome:
+        if action.action is not None and action.action.lower() in FOCUS_ACTION_NAMES:
+            # "focus" is deskpilot's own verb (type_text/paste into an element send it first),
+            # not an AT-SPI action name: keyboard focus through GrabFocus, else a click.
+            how, detail = await self._focus_element(element, window, rect)
+            return Outcome("semantic" if how == "semantic" else "synthetic", detail)
         done = await self._semantic(element, SemanticOp.invoke(action.action))
         if done is not None:
             return done

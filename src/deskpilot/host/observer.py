@@ -21,6 +21,7 @@ from deskpilot.host.accessibility import Accessibility, TreeResult
 from deskpilot.host.x11.capture import encode_png
 from deskpilot.host.x11.desktop import X11Desktop
 from deskpilot.host.x11.windows import XWindow
+from deskpilot.protocol.privacy import assert_capture_allowed
 from deskpilot.protocol.wire import (
     ImageDescriptor,
     ObservationBody,
@@ -103,6 +104,8 @@ class Observer:
             await self.accessibility.fill_missing_pids([window])
         foreground = next((w for w in windows if w.focused), None)
         timings["windows"] = _ms(t0)
+        # credential apps: neither their tree nor their pixels are read
+        assert_capture_allowed(window.privacy_identity())
 
         tree: TreeResult | None = None
         tree_task = None
@@ -187,6 +190,7 @@ class Observer:
 
     async def capture(self, target: TargetSpec) -> tuple[XWindow, Rect, bytes, float]:
         window, _ = self.desktop.resolve(target)
+        assert_capture_allowed(window.privacy_identity())
         _, _, capturer = self.desktop.require()
         frame = capturer.grab(window.bounds)
         png = await asyncio.to_thread(encode_png, frame.image())

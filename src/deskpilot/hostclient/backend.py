@@ -25,6 +25,7 @@ from deskpilot.hostclient.api import ObservedState
 from deskpilot.hostclient.config import HostConfig
 from deskpilot.hostclient.supervisor import HostSupervisor
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.privacy import assert_capture_allowed
 from deskpilot.protocol.wire import (
     Action,
     ActionResult,
@@ -33,7 +34,6 @@ from deskpilot.protocol.wire import (
     TargetSpec,
     WindowInfo,
 )
-from deskpilot.vault.privacy import assert_capture_allowed
 
 log = logging.getLogger(__name__)
 

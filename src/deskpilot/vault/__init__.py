@@ -1,8 +1,9 @@
-"""The encrypted snapshot vault, privacy rules and preview capabilities.
+"""The encrypted snapshot vault, redaction and preview capabilities.
+
+(The credential-app blocklist is :mod:`deskpilot.protocol.privacy`: the host enforces it too.)
 
 Modules, by what they hold:
 
-* :mod:`~deskpilot.vault.privacy` — the credential-app blocklist (``assert_capture_allowed``);
 * :mod:`~deskpilot.vault.images` — PNG limits, redaction, preview / evidence / model frames;
 * :mod:`~deskpilot.vault.crypto`, :mod:`~deskpilot.vault.keys`,
   :mod:`~deskpilot.vault.store` — the AES-256-GCM file format, the installation key, files;
@@ -11,6 +12,5 @@ Modules, by what they hold:
   the preview endpoint's rules (served by :mod:`deskpilot.web.preview`);
 * :mod:`~deskpilot.vault.service` — ``SnapshotService``, the API the runtime and MCP call.
 
-Nothing is imported here so that ``deskpilot.vault.privacy`` stays a cheap import for the
-host client's observe path.
+Nothing is imported here, so importing one module does not pull in the others.
 """

@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.privacy import assert_capture_allowed
 from deskpilot.protocol.wire import AppIdentity, Rect, WindowInfo
 from deskpilot.store.db import Database
 from deskpilot.store.snapshots import BlobKind, BlobRow, SnapshotRepository, SnapshotRow
 from deskpilot.vault import images
 from deskpilot.vault.capabilities import CapabilityRegistry, preview_url, validate_ttl
-from deskpilot.vault.privacy import assert_capture_allowed
 from deskpilot.vault.retention import (
     EVIDENCE_TTL_S,
     MAINTENANCE_INTERVAL_S,

@@ -55,6 +55,13 @@ class XWindow:
             desktop_id=self.desktop_id,
         )
 
+    def privacy_identity(self) -> AppIdentity:
+        """The identity with WM_CLASS parts NUL-separated, so each part is matched whole."""
+        ident = self.identity()
+        if self.wm_class_parts:
+            ident.wm_class = "\0".join(self.wm_class_parts)
+        return ident
+
     def info(self) -> WindowInfo:
         return WindowInfo(
             window_id=self.window_id,

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from deskpilot.kernel.policy import signals as sig
 from deskpilot.kernel.policy.tree import ElementTree, TreeElement, parse_tree
+from deskpilot.protocol.privacy import blocked_identity
 from deskpilot.protocol.session import DataClass, EffectClass, TargetKind
 from deskpilot.protocol.wire import (
     Action,
@@ -43,7 +44,6 @@ from deskpilot.protocol.wire import (
     SetValueAction,
     TypeTextAction,
 )
-from deskpilot.vault.privacy import blocked_identity
 
 BROWSER_EXECUTABLES = frozenset(
     {

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from deskpilot.kernel.policy import signals as sig
 from deskpilot.kernel.policy.context import PolicyContext
+from deskpilot.protocol.privacy import identity_candidates
 from deskpilot.protocol.session import TaskContract
 from deskpilot.protocol.wire import Action, PressKeyAction
-from deskpilot.vault.privacy import identity_candidates
 
 
 def app_allowed(ctx: PolicyContext, allowed: list[str]) -> bool:

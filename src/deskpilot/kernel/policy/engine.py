@@ -23,10 +23,10 @@ from deskpilot.kernel.policy import signals as sig
 from deskpilot.kernel.policy.context import PolicyContext, policy_context_for
 from deskpilot.kernel.policy.contract import contract_reason
 from deskpilot.kernel.policy.risk import rate
+from deskpilot.protocol.privacy import identity_candidates
 from deskpilot.protocol.session import Decision, RiskLevel, TaskContract, UserPresence
 from deskpilot.protocol.wire import Action, Observation, PressKeyAction, TargetSpec
 from deskpilot.store.settings import SettingsModel
-from deskpilot.vault.privacy import identity_candidates
 
 
 class Reason(enum.StrEnum):

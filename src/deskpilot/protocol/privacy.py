@@ -1,5 +1,9 @@
 """Which applications are never captured.
 
+This rule lives in ``protocol`` because both sides enforce it: the host refuses to read the
+tree or the pixels of such a window at all, and the main process checks every observation and
+capture again before anything is returned, cached or stored.
+
 Credential and authentication apps (keyrings, password managers, polkit agents, pinentry,
 askpass helpers, lock screens and greeters) show secrets by design, so no capture path —
 ``capture_app_snapshot``, observe, evidence frames — may take a picture of them. The check
@@ -136,6 +140,19 @@ def _basename(value: str) -> str:
     return value.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
 
 
+def _dotted_halves(wm_class: str) -> set[str]:
+    """The instance of an ``"instance.Class"`` pair, as the host spells WM_CLASS on the wire.
+
+    Only a split whose halves agree ignoring case counts (``"keepassxc.KeePassXC"`` →
+    ``"keepassxc"``): instance names may contain dots themselves, so splitting anywhere else
+    would invent identities."""
+    out = set()
+    for i, ch in enumerate(wm_class):
+        if ch == "." and wm_class[:i] == wm_class[i + 1 :]:
+            out.add(wm_class[:i])
+    return out
+
+
 def identity_candidates(app: AppIdentity) -> set[str]:
     """Every lower-cased identity the app is known by; each compared whole, never in part."""
     out: set[str] = set()
@@ -151,6 +168,7 @@ def identity_candidates(app: AppIdentity) -> set[str]:
             part = part.strip().lower()
             if part:
                 out.add(part)
+                out.update(_dotted_halves(part))
     if app.name:
         out.add(app.name.strip().lower())
     out.discard("")
