@@ -34,15 +34,21 @@ def line_id(tree: str, pattern: str) -> int:
 def observe_until(
     host: HostProcess, target: dict[str, Any], pattern: str, session: str, timeout: float = 20
 ) -> dict[str, Any]:
+    seen: list[str] = []
+
     def look() -> dict[str, Any] | None:
         response = host.call(
             {"type": "observe", "target": target, "sessionId": session, "includeScreenshot": False}
         )
         if response["type"] == "observation" and re.search(pattern, response["tree"], re.M):
             return response
+        seen[:] = [str(response.get("tree") or response)]
         return None
 
-    found: dict[str, Any] = wait_for(look, timeout=timeout, interval=0.2)
+    try:
+        found: dict[str, Any] = wait_for(look, timeout=timeout, interval=0.2)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; {pattern!r} not in the last observation:\n{seen}") from None
     return found
 
 

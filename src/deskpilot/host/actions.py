@@ -57,6 +57,7 @@ from deskpilot.protocol.wire import (
 log = logging.getLogger("deskpilot.host.actions")
 
 DEFAULT_SETTLE_MS = 1500
+PASTE_IDLE_S = 0.25
 FOCUS_ACTION_NAMES = frozenset({"focus", "grab_focus", "grabfocus"})
 SETTLE_POLL_S = 0.03
 SETTLE_STABLE_S = 0.12  # unchanged this long after a change: the UI has settled
@@ -435,6 +436,8 @@ class ActionDispatcher:
         self._after_settle.append(clipboard.withdraw)
         await asyncio.to_thread(self._input().press_chord, parse_chord("ctrl+v"))
         served = await asyncio.to_thread(clipboard.wait_served, PASTE_FETCH_TIMEOUT_S)
+        if served:  # keep the selection while the app still asks for it (see wait_idle)
+            await asyncio.to_thread(clipboard.wait_idle, PASTE_IDLE_S, PASTE_FETCH_TIMEOUT_S)
         detail = "clipboard + ctrl+v" if served else "clipboard + ctrl+v (the app did not fetch)"
         return Outcome("synthetic", detail, dispatched=True)
 

@@ -15,6 +15,7 @@ import logging
 import os
 import select
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +54,7 @@ class ClipboardOwner:
         self.text = self.conn.atom("TEXT")
         self._data: bytes | None = None
         self._served = threading.Event()
+        self._last_activity = 0.0
         self._lock = threading.Lock()
         self._incr: dict[tuple[int, int], _Incr] = {}
         self._commands: list[tuple[str, bytes | None]] = []
@@ -74,6 +76,21 @@ class ClipboardOwner:
     def wait_served(self, timeout: float) -> bool:
         """True once an app fetched the text (its last chunk, for INCR transfers)."""
         return self._served.wait(timeout)
+
+    def wait_idle(self, idle_s: float, timeout: float) -> bool:
+        """True once no transfer is in flight and no request came for ``idle_s``.
+
+        An app may fetch the text more than once (another target, a second look after the
+        first transfer): giving the selection up right after the first fetch can leave the
+        paste empty, so the owner stays until the requests have stopped."""
+        deadline = time.monotonic() + timeout
+        while True:
+            now = time.monotonic()
+            if not self._incr and now - self._last_activity >= idle_s:
+                return True
+            if now >= deadline:
+                return False
+            time.sleep(0.02)
 
     def withdraw(self, timeout: float = 1.0) -> None:
         """Give the selection up and forget the text."""
@@ -138,6 +155,7 @@ class ClipboardOwner:
             self._on_incr_progress(ev)
 
     def _on_request(self, ev: Any) -> None:
+        self._last_activity = time.monotonic()
         prop = ev.property or ev.target  # obsolete clients pass None: use the target
         requestor = ev.requestor
         ok = False
@@ -178,6 +196,7 @@ class ClipboardOwner:
         transfer = self._incr.get((int(ev.window.id), ev.atom))
         if transfer is None:
             return
+        self._last_activity = time.monotonic()
         chunk = transfer.data[transfer.offset : transfer.offset + CHUNK_BYTES]
         transfer.offset += len(chunk)
         transfer.requestor.change_property(transfer.prop, transfer.type_atom, 8, chunk)
