@@ -87,6 +87,7 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from deskpilot.protocol.frames import (
         AsyncFrameReader,
+        AsyncPipeFrameReader,
         FrameKind,
         FrameReader,
         FrameWriter,
@@ -174,12 +175,30 @@ def main() -> None:
         asyncio.run(go())
         return total_payload
 
+    def via_pipe_async_fd() -> int:
+        async def go() -> None:
+            r, w = pipe_pair()
+            t = threading.Thread(target=write_side, args=(w,))
+            t.start()
+            reader = AsyncPipeFrameReader(r)
+            for _ in range(frames):
+                await reader.read()
+                assert len((await reader.read()).payload) == PAYLOAD
+            os.close(r)
+            t.join()
+
+        asyncio.run(go())
+        return total_payload
+
     rounds = args.rounds
     results = {
         "write, in memory (FrameWriter.write_pair, zero-copy)": median_rate(write_mem, rounds),
         "read, in memory (FrameReader)": median_rate(read_mem, rounds),
         "write + read through an OS pipe (sync reader)": median_rate(via_pipe, rounds),
         "write + read through an OS pipe (AsyncFrameReader)": median_rate(via_pipe_async, rounds),
+        "write + read through an OS pipe (AsyncPipeFrameReader)": median_rate(
+            via_pipe_async_fd, rounds
+        ),
     }
     baseline = {
         "naive write (concatenate header + payload)": median_rate(naive_write, rounds),

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import io
 import json
 import os
+import threading
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +18,7 @@ from deskpilot.protocol.frames import (
     MAX_PAYLOAD_BYTES,
     AsyncFrameReader,
     AsyncFrameWriter,
+    AsyncPipeFrameReader,
     Frame,
     FrameError,
     FrameKind,
@@ -250,5 +253,70 @@ def test_fuzz_async_reader_ends_in_frames_or_a_frame_error(data: bytes) -> None:
             except FrameError:
                 return
         raise AssertionError("the reader did not terminate")
+
+    asyncio.run(run())
+
+
+def _pipe_with(data: bytes) -> int:
+    """A pipe holding ``data`` and then EOF; returns the read end."""
+    r, w = os.pipe()
+    fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ: room for the test's bytes
+    os.write(w, data)
+    os.close(w)
+    return r
+
+
+async def test_pipe_reader_round_trips_pairs_across_partial_writes() -> None:
+    payload = bytes(range(256)) * 40_000  # 10 MB: larger than the pipe, arrives in pieces
+    r, w = os.pipe()
+
+    def write() -> None:
+        with open(w, "wb") as out:
+            FrameWriter(out).write_pair({"id": 1, "type": "capture_result"}, payload)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    reader = AsyncPipeFrameReader(r)
+    head = await asyncio.wait_for(reader.read(), 10)
+    body = await asyncio.wait_for(reader.read(), 10)
+    writer.join()
+    assert head.json() == {"id": 1, "type": "capture_result"}
+    assert body.kind is FrameKind.BINARY and bytes(body.payload) == payload
+    with pytest.raises(StreamClosed):
+        await reader.read()
+    os.close(r)
+
+
+async def test_pipe_reader_truncation_and_bad_headers_are_typed() -> None:
+    cases = [
+        (encode_json({"a": 1})[:3], "truncated"),
+        (encode_json({"a": 1})[:-1], "truncated"),
+        (b"\x00\x00\x00\x00\x01", "empty_payload"),
+        (b"\x00\x00\x00\x01\x07x", "unknown_kind"),
+        (b"\xff\xff\xff\xff\x02", "oversize"),
+    ]
+    for data, reason in cases:
+        r = _pipe_with(data)
+        with pytest.raises(FrameError) as info:
+            await asyncio.wait_for(AsyncPipeFrameReader(r).read(), 5)
+        assert info.value.reason == reason
+        os.close(r)
+
+
+@_FUZZ
+@given(st.one_of(st.binary(max_size=512), _valid_frames().flatmap(_mutated)))
+def test_fuzz_pipe_reader_ends_in_frames_or_a_frame_error(data: bytes) -> None:
+    async def run() -> None:
+        r = _pipe_with(data)
+        reader = AsyncPipeFrameReader(r)
+        try:
+            for _ in range(len(data) + 1):
+                try:
+                    await asyncio.wait_for(reader.read(), 5)
+                except FrameError:
+                    return
+            raise AssertionError("the reader did not terminate")
+        finally:
+            os.close(r)
 
     asyncio.run(run())

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import json
+import os
 import struct
 from dataclasses import dataclass
 from typing import IO, Any
@@ -151,6 +152,9 @@ class FrameWriter:
 
 
 class AsyncFrameReader:
+    """Frames from any ``asyncio.StreamReader`` (sockets, subprocess streams). For a pipe
+    carrying large binary frames, :class:`AsyncPipeFrameReader` is several times faster."""
+
     def __init__(self, reader: asyncio.StreamReader) -> None:
         self._reader = reader
 
@@ -168,6 +172,56 @@ class AsyncFrameReader:
             raise FrameError(
                 "truncated", f"stream ended after {len(exc.partial)} of {length} bytes"
             ) from None
+        return Frame(kind, payload)
+
+
+class AsyncPipeFrameReader:
+    """Reads frames straight from a pipe descriptor into one buffer per frame.
+
+    ``asyncio.StreamReader`` moves a large payload through its own buffer in 256 KiB pieces
+    and copies it again on ``readexactly`` (≈ 0.5 GB/s for 8 MiB frames here); this reader
+    waits for readability with ``loop.add_reader`` and ``readv``s into the frame's final
+    buffer, so each byte is copied once, by the kernel. The descriptor is made non-blocking.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        os.set_blocking(fd, False)
+
+    async def _wait_readable(self) -> None:
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+
+        def wake() -> None:
+            if not ready.done():
+                ready.set_result(None)
+
+        loop.add_reader(self._fd, wake)
+        try:
+            await ready
+        finally:
+            loop.remove_reader(self._fd)
+
+    async def _fill(self, view: memoryview, *, at_boundary: bool) -> None:
+        got, n = 0, len(view)
+        while got < n:
+            try:
+                k = os.readv(self._fd, [view[got:]])
+            except BlockingIOError:
+                await self._wait_readable()
+                continue
+            if k == 0:
+                if got == 0 and at_boundary:
+                    raise StreamClosed()
+                raise FrameError("truncated", f"stream ended after {got} of {n} bytes")
+            got += k
+
+    async def read(self) -> Frame:
+        header = bytearray(HEADER_SIZE)
+        await self._fill(memoryview(header), at_boundary=True)
+        length, kind = parse_header(header)
+        payload = bytearray(length)
+        await self._fill(memoryview(payload), at_boundary=False)
         return Frame(kind, payload)
 
 
