@@ -120,8 +120,8 @@ class Runtime:
             return
         try:
             await start()
-        except Exception:
-            log.warning("the kill switch could not be started", exc_info=True)
+        except Exception as exc:  # no display, a grab refused: say so once, plainly
+            log.warning("the kill switch could not be armed: %s", exc)
 
     async def close(self) -> None:
         await self.core.sessions.close_all(CancelReason.SHUTDOWN)
