@@ -42,6 +42,11 @@ def test_doctor_json_reports_readiness_and_latencies(
     assert sup["state"] == "ready"
     assert sup["restartBudgetPerSession"] == 1
     assert sup["budgetExhaustedSessions"] == []
+    # where the vault key lives is said plainly (a file here: no keyring backend headless)
+    vault = report["vault"]
+    assert vault["keyStorage"] in {"file", "keyring"} and vault["detail"]
+    if vault["keyStorage"] == "file":
+        assert "0600" in vault["detail"] and vault["location"].startswith(str(tmp_path))
     # no screenshot, no tree, no window text in the report
     assert "deskpilot doctor" not in json.dumps({k: v for k, v in report.items() if k != "mode"})
     assert "iVBOR" not in proc.stdout and "tree" not in report["sample"]

@@ -55,6 +55,9 @@ def _render(report: dict[str, Any], console: Console) -> None:
             f"{sup.get('restartBudgetPerSession')} per session; "
             f"exhausted: {', '.join(sup.get('budgetExhaustedSessions') or []) or 'none'}",
         )
+    vault = report.get("vault") or {}
+    if vault:
+        table.add_row("vault key", f"{vault.get('keyStorage')}: {vault.get('detail')}")
     for name, value in (report.get("latenciesMs") or {}).items():
         table.add_row(f"latency {name}", "-" if value is None else f"{value:.1f} ms")
     sample = report.get("sample") or {}

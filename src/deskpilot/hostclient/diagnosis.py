@@ -38,6 +38,7 @@ from deskpilot.protocol.wire import (
     TargetSpec,
     WindowInfo,
 )
+from deskpilot.vault.keys import key_storage
 
 SAMPLE_TITLE = "deskpilot doctor"
 SAMPLE_WAIT_S = 15.0
@@ -63,6 +64,7 @@ class Diagnosis:
     sample: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     diagnostic_code: str | None = None
+    vault: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -77,6 +79,7 @@ class Diagnosis:
             "latenciesMs": self.latencies_ms,
             "sample": self.sample,
             "error": self.error,
+            "vault": self.vault,
             "generatedAt": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         }
 
@@ -112,6 +115,7 @@ async def diagnose(
 ) -> Diagnosis:
     config = config or HostConfig()
     report = Diagnosis(mode="verify_host" if verify_only else "full")
+    report.vault = _vault_key()
     try:
         artifact = verify_host_artifact(config.env)
     except DeskpilotError as exc:
@@ -153,6 +157,16 @@ async def diagnose(
     finally:
         await backend.close()
     return report
+
+
+def _vault_key() -> dict[str, Any]:
+    """Where the snapshot vault's key is (or would be) kept, said plainly: on a headless
+    machine without a usable keyring it is a 0600 file beside the vault. Read-only."""
+    try:
+        info = key_storage()
+    except Exception as exc:  # a broken keyring must not break the doctor
+        return {"keyStorage": "unknown", "detail": f"could not tell: {type(exc).__name__}"}
+    return {"keyStorage": info.storage.value, "location": info.location, "detail": info.detail}
 
 
 def _parse_app(app: str) -> TargetSpec:
