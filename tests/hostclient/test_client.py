@@ -96,7 +96,8 @@ async def test_request_capacity_and_hung_host_killed_at_the_timeout(
     pid = client.pid
     assert pid is not None
     calls = [asyncio.create_task(client.list_windows()) for _ in range(130)]
-    await asyncio.sleep(0.2)
+    # the 130 tasks need a few loop turns (and the writes to the host) to be in place
+    await eventually(lambda: client.pending_count == 64 and client.lane.queued == 64, 2.0)
     assert client.pending_count == 64 and client.lane.queued == 64
     # a request outside the lane meets the request capacity
     with pytest.raises(DeskpilotError) as info:

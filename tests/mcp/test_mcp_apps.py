@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,11 @@ async def test_mousepad_type_and_save(dp_desktop: Any, tmp_path: Path) -> None:
             )
             assert not saved.is_error, text_of(saved)
             assert diag_of(saved)["actionOutcome"] == "call_returned"
+        # mousepad writes the file asynchronously after ctrl+s: wait for the write to land
+        for _ in range(300):  # 15 s at most
+            if doc.read_text():
+                break
+            await asyncio.sleep(0.05)
         assert doc.read_text().rstrip("\n") == "hello deskpilot"
     finally:
         app.stop()

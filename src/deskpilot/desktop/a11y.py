@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from dbus_fast import BusType, Message, MessageType, Variant
+from dbus_fast import BusType, Message, MessageFlag, MessageType, Variant
 from dbus_fast.aio import MessageBus
 
 A11Y_BUS_NAME = "org.a11y.Bus"
@@ -25,7 +25,10 @@ async def _call(bus: MessageBus, msg: Message) -> Message:
     return reply
 
 
-async def get_a11y_address(session_address: str | None = None) -> str:
+async def get_a11y_address(session_address: str | None = None, *, auto_start: bool = True) -> str:
+    """The accessibility bus address. ``auto_start=False`` asks only an already running
+    launcher: a desktop that starts its own launcher must not have the session bus activate a
+    second one (``org.a11y.Bus.service``), which can win the bus name and make ours exit."""
     bus = await _connect(session_address)
     try:
         reply = await _call(
@@ -35,6 +38,7 @@ async def get_a11y_address(session_address: str | None = None) -> str:
                 path=A11Y_BUS_PATH,
                 interface="org.a11y.Bus",
                 member="GetAddress",
+                flags=MessageFlag.NONE if auto_start else MessageFlag.NO_AUTOSTART,
             ),
         )
         return str(reply.body[0])
@@ -60,12 +64,14 @@ async def enable_accessibility(session_address: str | None = None) -> None:
         bus.disconnect()
 
 
-async def wait_for_a11y_bus(session_address: str | None, timeout: float) -> str:
+async def wait_for_a11y_bus(
+    session_address: str | None, timeout: float, *, auto_start: bool = True
+) -> str:
     deadline = time.monotonic() + timeout
     last: Exception | None = None
     while time.monotonic() < deadline:
         try:
-            return await get_a11y_address(session_address)
+            return await get_a11y_address(session_address, auto_start=auto_start)
         except Exception as exc:  # not up yet
             last = exc
             await asyncio.sleep(0.05)

@@ -167,7 +167,8 @@ def up(
 
 
 async def _prepare_a11y(dbus_address: str, timeout: float) -> None:
-    await wait_for_a11y_bus(dbus_address, timeout)
+    # no auto-start: the launcher recorded in ``pids`` must be the one that owns org.a11y.Bus
+    await wait_for_a11y_bus(dbus_address, timeout, auto_start=False)
     await enable_accessibility(dbus_address)
 
 

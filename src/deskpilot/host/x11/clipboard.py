@@ -118,6 +118,12 @@ class ClipboardOwner:
                     self._last_ok = self._run(name, payload)
                     self._done.set()
                 d.flush()
+                # python-xlib reads what the server sent while it flushes (a big chunk's write
+                # would deadlock otherwise): those events now wait in its queue, where select()
+                # on the socket cannot see them. Blocking here stalled INCR transfers for the
+                # full second, past the app's per-step timeout, and the paste was dropped.
+                if d.pending_events():
+                    continue
                 readable, _, _ = select.select([fd, self._wake_r], [], [], 1.0)
                 if self._wake_r in readable:
                     os.read(self._wake_r, 64)
