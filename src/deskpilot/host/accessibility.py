@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from deskpilot.host.atspi.client import AtspiClient
 from deskpilot.host.atspi.model import (
@@ -26,7 +26,7 @@ from deskpilot.host.atspi.model import (
 )
 from deskpilot.host.x11.windows import XWindow, executable_of
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
-from deskpilot.protocol.wire import Rect, Truncation
+from deskpilot.protocol.wire import Rect
 
 log = logging.getLogger("deskpilot.host.accessibility")
 
@@ -38,18 +38,15 @@ SNAPSHOT_TIMEOUT_S = 15.0
 
 @dataclass(slots=True)
 class TreeResult:
-    text: str
-    tree_version: str
-    element_count: int
-    elements: dict[int, ElementRef]
-    truncation: Truncation
-    sensitive_regions: list[Rect]
-    url: str | None
-    focused_id: int | None
+    """A tree snapshot, the AT-SPI frame it was taken of, and how long finding both took."""
+
+    snapshot: TreeSnapshot
     frame: FrameInfo
-    app_name: str | None
     elapsed_ms: float
-    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def app_name(self) -> str | None:
+        return self.frame.app_name or None
 
 
 def frame_score(frame: FrameInfo, window: XWindow) -> float:
@@ -148,20 +145,7 @@ class Accessibility:
             await asyncio.sleep(COLD_START_DELAY_S)
         if snapshot is None:
             return None
-        return TreeResult(
-            text=snapshot.text,
-            tree_version=snapshot.tree_version,
-            element_count=snapshot.element_count,
-            elements=snapshot.elements,
-            truncation=snapshot.truncation,
-            sensitive_regions=list(snapshot.sensitive_regions),
-            url=snapshot.url,
-            focused_id=snapshot.focused_id,
-            frame=frame,
-            app_name=frame.app_name or None,
-            elapsed_ms=(time.perf_counter() - start) * 1000,
-            timings_ms=dict(snapshot.timings_ms),
-        )
+        return TreeResult(snapshot, frame, (time.perf_counter() - start) * 1000)
 
     async def perform(
         self, element: ElementRef, op: SemanticOp, *, settle_max_ms: float

@@ -144,7 +144,7 @@ class ActionDispatcher:
         if element_id is None:
             return None
         tree = binding.tree
-        element = tree.elements.get(element_id) if tree is not None else None
+        element = tree.snapshot.elements.get(element_id) if tree is not None else None
         if element is None:
             raise DeskpilotError(
                 ErrorCode.STALE_TREE,

@@ -146,7 +146,7 @@ class Observer:
             foreground = window
 
         text, version, count = (
-            (tree.text, tree.tree_version, tree.element_count)
+            (tree.snapshot.text, tree.snapshot.tree_version, tree.snapshot.element_count)
             if tree
             else (
                 "",
@@ -156,7 +156,7 @@ class Observer:
         )
         sensitive: list[Rect] = []
         if tree is not None:
-            for region in tree.sensitive_regions:
+            for region in tree.snapshot.sensitive_regions:
                 rel = window_relative(region, window.bounds)
                 if rel is not None:
                     sensitive.append(rel)
@@ -169,9 +169,9 @@ class Observer:
             foreground_window=foreground.info() if foreground else None,
             tree=text,
             element_count=count,
-            truncation=tree.truncation if tree else Truncation(),
+            truncation=tree.snapshot.truncation if tree else Truncation(),
             sensitive_regions=sensitive,
-            url=tree.url if tree else None,
+            url=tree.snapshot.url if tree else None,
             image=image,
             timings_ms={k: round(v, 2) for k, v in {**timings, "total": _ms(t0)}.items()},
         )
