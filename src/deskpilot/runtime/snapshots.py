@@ -51,8 +51,10 @@ class VaultSnapshots:
             observed.png,
             app=obs.app,
             window=obs.window,
-            # taken through an observation, so the secure regions are known (see reads.py)
-            sensitive_regions=obs.sensitive_regions,
+            # taken through an observation, so the secure regions are known (see reads.py);
+            # a window without an accessibility tree has none reported: say "not known"
+            # rather than "nothing to hide"
+            sensitive_regions=obs.sensitive_regions if obs.tree else None,
             session_id=session_id,
             turn_id=turn,
         )
