@@ -349,3 +349,63 @@ def test_chromium_large_paste_arrives_whole_through_the_clipboard(
     # JavaScript counts UTF-16 units: 𝄞 is a surrogate pair
     units = len(text.encode("utf-16-le")) // 2
     observe_until(host, target, rf"Chars {units} ending HE-END", "big", timeout=30)
+
+
+# ------------------------------------------------------------------------------ observeAfter
+
+
+def act_observing(
+    host: HostProcess, observation: dict[str, Any], action: dict[str, Any], session: str
+) -> tuple[dict[str, Any], bytes | None]:
+    return host.request(
+        {
+            "type": "execute_action",
+            "sessionId": session,
+            "frameId": observation["frameId"],
+            "treeVersion": observation["treeVersion"],
+            "action": action,
+            "observeAfter": True,
+        }
+    )
+
+
+def test_observe_after_carries_the_settled_state_that_the_next_action_uses(
+    host: HostProcess, calculator: apps.App
+) -> None:
+    """12 × 7 = with one observe in all: each result's carried observation is the frame the
+    next press is checked against, and the last one already shows the answer."""
+    target = {"pid": calculator.pid}
+    obs = observe_until(host, target, r'button "7', "carry")
+    for key in ("Clear Display", "1", "2", "×", "7", "="):
+        button = line_id(obs["tree"], rf'- button "{re.escape(key)}( |")')
+        result, png = act_observing(host, obs, {"kind": "click", "elementId": button}, "carry")
+        assert result["type"] == "action_result", result
+        assert result["settled"] is True
+        carried = result["observation"]
+        assert carried is not None and carried["frameId"] != obs["frameId"]
+        assert carried["app"]["pid"] == calculator.pid
+        # the image frame followed the result, and the descriptor describes it
+        assert png is not None and png.startswith(b"\x89PNG")
+        assert carried["image"]["byteLength"] == len(png)
+        obs = carried
+    assert re.search(r'textField = "84"', obs["tree"]), obs["tree"]
+    # the carried frame is the session's binding: an action against the one before is stale
+    stale = act(host, {**obs, "frameId": "f-0000000000000000"}, {"kind": "focus_window"}, "carry")
+    assert stale["type"] == "error" and stale["code"] == "stale_frame", stale
+
+
+def test_observe_after_of_an_action_that_closes_the_window_still_reports_the_action(
+    host: HostProcess,
+) -> None:
+    zen = launch_accessible(["zenity", "--question", "--title=Closing test"], capture_stdout=True)
+    try:
+        target = {"pid": zen.pid}
+        obs = observe_until(host, target, r'button "Yes"', "closing")
+        yes = line_id(obs["tree"], r'- button "Yes"')
+        result, png = act_observing(host, obs, {"kind": "click", "elementId": yes}, "closing")
+        assert result["type"] == "action_result", result
+        assert result["method"] == "semantic" and result["dispatched"] is True
+        assert result.get("observation") is None and png is None
+        assert zen.proc.wait(timeout=10) == 0  # "Yes"
+    finally:
+        zen.stop()

@@ -88,7 +88,13 @@ class RecordedBackend:
         return ObservedState(obs, b"\x89PNG" if include_screenshot else None)
 
     async def execute(
-        self, session_id: str, frame_id: str, tree_version: str, action: Action
+        self,
+        session_id: str,
+        frame_id: str,
+        tree_version: str,
+        action: Action,
+        *,
+        observe_after: bool = False,
     ) -> ActionResult:
         if session_id in self._forgotten:
             raise DeskpilotError(ErrorCode.SESSION_CANCELED, "session was cancelled")
@@ -108,7 +114,12 @@ class RecordedBackend:
         if self.fail_with is not None:
             raise DeskpilotError(self.fail_with, "recorded failure")
         self.executed.append((session_id, action.kind))
-        return ActionResult(id=0, dispatched=True, method="semantic", kind=action.kind)
+        post = None
+        if observe_after:  # the screen the session now shows, as the host would carry it
+            post = (await self.observe(session_id)).observation
+        return ActionResult(
+            id=0, dispatched=True, method="semantic", kind=action.kind, observation=post
+        )
 
     async def capture(self, session_id: str, target: TargetSpec | None = None) -> ObservedState:
         return await self.observe(session_id, target)
@@ -131,6 +142,10 @@ class RecordedBackend:
 
     def latest_observation(self, session_id: str) -> Observation | None:
         return self._latest.get(session_id)
+
+    def latest_state(self, session_id: str) -> ObservedState | None:
+        latest = self._latest.get(session_id)
+        return None if latest is None else ObservedState(latest, b"\x89PNG")
 
     def clear_observations(self, session_id: str | None = None) -> None:
         if session_id is None:

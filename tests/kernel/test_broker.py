@@ -68,6 +68,29 @@ async def test_action_is_checked_rated_recorded_and_told(
     assert kernel.session(sid).steps == 1  # type: ignore[union-attr]
 
 
+async def test_a_carried_post_action_observation_is_the_next_current_frame(
+    kernel: Kernel, backend: RecordedBackend
+) -> None:
+    sid = await kernel.open_session("agent-a")
+    obs = (await kernel.observe(sid)).observation
+    out = await kernel.execute(
+        sid, obs.frame_id, obs.tree_version, ScrollAction(direction="up"), observe_after=True
+    )
+    assert out.post is not None and out.post.png is not None
+    post = out.post.observation
+    assert post.frame_id != obs.frame_id
+    # recorded like an observe (identity only), and good for the next action without one
+    assert events(kernel, sid)[-1] == EventType.OBSERVATION_CREATED
+    again = await kernel.execute(
+        sid, post.frame_id, post.tree_version, ScrollAction(direction="down")
+    )
+    assert again.post is None  # not asked for: the frame is consumed
+    with pytest.raises(DeskpilotError) as e:
+        await kernel.execute(sid, post.frame_id, post.tree_version, ScrollAction(direction="up"))
+    assert e.value.code == ErrorCode.STALE_FRAME
+    assert backend.executed == [(sid, "scroll"), (sid, "scroll")]
+
+
 async def test_stale_frame_and_stale_tree(kernel: Kernel, backend: RecordedBackend) -> None:
     sid = await kernel.open_session("agent-a")
     first = (await kernel.observe(sid)).observation

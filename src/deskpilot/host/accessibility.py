@@ -4,8 +4,11 @@ The X side knows windows (id, pid, title, bounds); the AT-SPI side knows frames 
 extents). A window's tree is the frame of the same pid whose name equals the window title and
 whose extents match the window bounds best; with one frame for the pid it is that one.
 
-A GTK app asked for its tree just after it mapped may expose only its root; the observation
-retries a few times (bounded, ~0.4 s) while the frame has no rendered children.
+A GTK app asked for its tree just after it mapped may expose only its root. The AT-SPI snapshot
+already retries while the frame has no children at all; this layer retries only while the
+rendered tree is still empty, and only within one shared budget (``COLD_START_BUDGET_S``,
+counted from the start of the lookup), so a window that really is empty costs ≈ 0.6 s once,
+not the two retry loops one after the other.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from deskpilot.protocol.wire import Rect
 
 log = logging.getLogger("deskpilot.host.accessibility")
 
-COLD_START_RETRIES = 4
+COLD_START_BUDGET_S = 0.6
 COLD_START_DELAY_S = 0.1
 FRAME_LOOKUP_TIMEOUT_S = 3.0
 SNAPSHOT_TIMEOUT_S = 15.0
@@ -129,7 +132,7 @@ class Accessibility:
         if frame is None:
             return None
         snapshot: TreeSnapshot | None = None
-        for attempt in range(COLD_START_RETRIES + 1):
+        while True:
             try:
                 snapshot = await asyncio.wait_for(
                     self.client.snapshot(
@@ -140,7 +143,10 @@ class Accessibility:
             except Exception as exc:
                 log.info("AT-SPI snapshot failed: %s", type(exc).__name__)
                 return None
-            if snapshot is None or snapshot.element_count > 1 or attempt == COLD_START_RETRIES:
+            spent = time.perf_counter() - start
+            if snapshot is None or snapshot.element_count > 1:
+                break
+            if spent + COLD_START_DELAY_S >= COLD_START_BUDGET_S:
                 break
             await asyncio.sleep(COLD_START_DELAY_S)
         if snapshot is None:
@@ -160,12 +166,31 @@ class Accessibility:
                 return None
             raise
 
-    async def settle(self, bus_name: str, since: float, *, max_ms: float) -> bool:
+    async def settle(
+        self,
+        bus_name: str,
+        since: float,
+        *,
+        max_ms: float,
+        quiet_ms: float = 50.0,
+        first_ms: float = 600.0,
+    ) -> bool:
         """The app's accessibility events went quiet after ``since`` (bounded by max_ms)."""
         try:
-            return await self.client.settle(bus_name, since, max_ms=max_ms)
+            return await self.client.settle(
+                bus_name, since, max_ms=max_ms, quiet_ms=quiet_ms, first_ms=first_ms
+            )
         except Exception:
             return False
+
+    async def events_ready(self) -> None:
+        """Wait until the event watcher is registered (so no event of the next op is missed)."""
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.client.events_ready(), 5.0)
+
+    def last_event(self, bus_name: str) -> float:
+        """When (monotonic) the app's last accessibility event arrived; 0.0 if never."""
+        return self.client.last_event(bus_name)
 
     async def still_valid(self, element: ElementRef) -> bool:
         try:

@@ -10,7 +10,9 @@ Order of business for every action:
    must resolve in that tree to a node that still exists in the same process (``stale_tree``);
 4. dispatch: AT-SPI first (Action, EditableText, Value, Text selection, Component focus),
    XTEST when the element cannot do it or the action is positional;
-5. wait for the UI to settle (bounded), and report how it went.
+5. wait for the UI to settle (bounded, :mod:`deskpilot.host.settle`), and report how it went;
+6. with ``observeAfter``, carry the settled window's observation in the result (it becomes
+   the session's binding, as an ``observe`` would).
 
 Coordinates are normalised to the observed window's captured area: (0, 0) is its top-left
 pixel, (1, 1) its bottom-right one.
@@ -31,6 +33,7 @@ from deskpilot.host.accessibility import Accessibility
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
 from deskpilot.host.observer import Binding, Observer
 from deskpilot.host.sessions import SessionRegistry
+from deskpilot.host.settle import Settler
 from deskpilot.host.x11.desktop import X11Desktop
 from deskpilot.host.x11.input import Canceled, XInput
 from deskpilot.host.x11.keymap import parse_chord
@@ -43,6 +46,8 @@ from deskpilot.protocol.wire import (
     ExecuteAction,
     FocusWindowAction,
     InvokeElementAction,
+    ObservationBody,
+    Observe,
     PasteTextAction,
     Point,
     PressKeyAction,
@@ -51,6 +56,7 @@ from deskpilot.protocol.wire import (
     SecondaryAction,
     SelectTextAction,
     SetValueAction,
+    TargetSpec,
     TypeTextAction,
 )
 
@@ -59,9 +65,6 @@ log = logging.getLogger("deskpilot.host.actions")
 DEFAULT_SETTLE_MS = 1500
 PASTE_IDLE_S = 0.25
 FOCUS_ACTION_NAMES = frozenset({"focus", "grab_focus", "grabfocus"})
-SETTLE_POLL_S = 0.03
-SETTLE_STABLE_S = 0.12  # unchanged this long after a change: the UI has settled
-SETTLE_QUIET_S = 0.3  # no change at all this long after dispatch: nothing is coming
 MAX_SELECT_KEYS = 5000
 HANG_ENV = "DESKPILOT_HOST_TEST_HANG"
 PASTE_FETCH_TIMEOUT_S = 2.0
@@ -79,7 +82,11 @@ class Outcome:
     method: Literal["semantic", "synthetic", "mixed", "none"]
     detail: str
     dispatched: bool = True
-    settled: bool | None = None  # known already (a semantic op waited for the app's events)
+    #: a semantic op that still has to settle on the app's events, counted from this moment
+    events_since: float | None = None
+
+
+Post = tuple[ObservationBody, bytes | None]
 
 
 class ActionDispatcher:
@@ -91,13 +98,22 @@ class ActionDispatcher:
         sessions: SessionRegistry,
     ) -> None:
         self.desktop = desktop
-        self.accessibility = accessibility
+        self.settler = Settler(desktop, accessibility)
         self.observer = observer
         self.sessions = sessions
         self.current_session: str | None = None
         self.running = False
         self._settle_ms = DEFAULT_SETTLE_MS
         self._after_settle: list[Callable[[], None]] = []
+
+    @property
+    def accessibility(self) -> Accessibility | None:
+        return self.settler.accessibility
+
+    @accessibility.setter
+    def accessibility(self, value: Accessibility | None) -> None:
+        # connected after construction (RequestHandler.start): the settler must see it too
+        self.settler.accessibility = value
 
     # ---------------------------------------------------------------- checks
 
@@ -167,7 +183,9 @@ class ActionDispatcher:
 
     # ---------------------------------------------------------------- entry
 
-    async def execute(self, request: ExecuteAction) -> ActionResult:
+    async def execute(self, request: ExecuteAction) -> tuple[ActionResult, bytes | None]:
+        """Run the action; with ``observeAfter``, the result carries the settled window's
+        observation (and the PNG is returned alongside, for the binary frame)."""
         started = time.perf_counter()
         self._check_canceled(request.session_id)
         binding = self._fresh_binding(request)
@@ -183,13 +201,20 @@ class ActionDispatcher:
         if xinput is not None:
             xinput.check = lambda: self._check_canceled(request.session_id)
         self._settle_ms = request.settle_ms if request.settle_ms is not None else DEFAULT_SETTLE_MS
+        post: Post | None = None
+        bus = binding.tree.frame.ref.bus_name if binding.tree is not None else None
         try:
-            baseline = self._fingerprint(rect)
+            baseline = self.settler.fingerprint(rect)
             since = time.monotonic()
             outcome = await self._dispatch(request, window, rect, element)
-            settled = outcome.settled
-            if settled is None:
-                settled = await self._settle(binding, rect, baseline, since)
+            if outcome.events_since is not None and element is not None:
+                settled, post = await self._settle_semantic(
+                    request, window, element.bus_name, outcome.events_since
+                )
+            else:
+                settled = await self.settler.after_input(
+                    bus, rect, baseline, since, self._settle_ms
+                )
         except Canceled:
             raise DeskpilotError(
                 ErrorCode.SESSION_CANCELED, "the session was canceled during the action"
@@ -203,7 +228,10 @@ class ActionDispatcher:
             self.current_session = None
             if xinput is not None:
                 xinput.check = lambda: None
-        return ActionResult(
+        if request.observe_after and post is None:
+            post = await self._observe_after(request, window, screenshot=True)
+        body, png = post if post is not None else (None, None)
+        result = ActionResult(
             id=request.id,
             dispatched=outcome.dispatched,
             method=outcome.method,
@@ -211,74 +239,53 @@ class ActionDispatcher:
             detail=outcome.detail,
             settled=settled,
             duration_ms=round((time.perf_counter() - started) * 1000, 2),
+            observation=body,
         )
+        return result, png
 
     # ---------------------------------------------------------------- settling
 
-    def _fingerprint(self, rect: Rect) -> int | None:
-        capturer = self.desktop.capturer
-        if capturer is None or rect.width <= 0 or rect.height <= 0:
-            return None
-        try:
-            return capturer.grab(rect).fingerprint()
-        except DeskpilotError:
-            return None
+    async def _settle_semantic(
+        self, request: ExecuteAction, window: XWindow, bus: str, since: float
+    ) -> tuple[bool, Post | None]:
+        """The event rule; with observeAfter, the tree is read during the final quiet and the
+        pixels added once it is confirmed."""
+        if not request.observe_after:
+            return await self.settler.after_semantic(bus, since, self._settle_ms), None
 
-    async def _settle(
-        self, binding: Binding, rect: Rect, baseline: int | None, since: float
-    ) -> bool:
-        """Wait (bounded by settleMs) until the app has finished reacting to the input.
+        async def read() -> Post | None:
+            return await self._observe_after(request, window, screenshot=False)
 
-        With an accessibility tree: until the app's AT-SPI events go quiet, then until two
-        captures in a row match. Without one: until the pixels changed and then held still
-        for 120 ms, or did not change at all for 300 ms. A gnome-calculator press fired before
-        the previous one was processed is lost; returning only once the UI settled avoids it.
-        """
-        budget_ms = self._settle_ms
-        if budget_ms <= 0:
-            return True
-        deadline = since + budget_ms / 1000
-        tree = binding.tree
-        if self.accessibility is not None and tree is not None:
-            quiet = await self.accessibility.settle(
-                tree.frame.ref.bus_name, since, max_ms=budget_ms
-            )
-            if not quiet:
-                return False
-            return await self._pixels_still(rect, deadline, stable_s=0.06, quiet_s=0.06)
-        if baseline is None:
-            return False
-        return await self._pixels_still(
-            rect, deadline, stable_s=SETTLE_STABLE_S, quiet_s=SETTLE_QUIET_S, last=baseline
+        settled, tree_only = await self.settler.after_semantic_reading(
+            bus, since, self._settle_ms, read
         )
+        if tree_only is None:
+            return settled, None
+        body, _ = tree_only
+        try:
+            return settled, await self.observer.add_screenshot(request.session_id, body)
+        except DeskpilotError as exc:
+            log.info("post-action screenshot failed: %s", exc.code.value)
+            return settled, None
 
-    async def _pixels_still(
-        self,
-        rect: Rect,
-        deadline: float,
-        *,
-        stable_s: float,
-        quiet_s: float,
-        last: int | None = None,
-    ) -> bool:
-        start = time.monotonic()
-        if last is None:
-            last = self._fingerprint(rect)
-        last_change: float | None = None
-        while True:
-            await asyncio.sleep(SETTLE_POLL_S)
-            now = time.monotonic()
-            current = self._fingerprint(rect)
-            if current is None:
-                return False
-            if current != last:
-                last, last_change = current, now
-            elif (last_change is not None and now - last_change >= stable_s) or (
-                last_change is None and now - start >= quiet_s
-            ):
-                return True
-            if now >= deadline:
-                return False
+    async def _observe_after(
+        self, request: ExecuteAction, window: XWindow, *, screenshot: bool
+    ) -> Post | None:
+        """The window as the action left it (it becomes the session's binding); None when it
+        cannot be observed (closed, now a credential app...): the action still happened."""
+        self._check_canceled(request.session_id)
+        try:
+            return await self.observer.observe(
+                Observe(
+                    id=0,
+                    session_id=request.session_id,
+                    target=TargetSpec(window_id=window.window_id),
+                    include_screenshot=screenshot,
+                )
+            )
+        except DeskpilotError as exc:
+            log.info("post-action observation failed: %s", exc.code.value)
+            return None
 
     # ---------------------------------------------------------------- helpers
 
@@ -317,11 +324,14 @@ class ActionDispatcher:
         """The op done through AT-SPI (settled on the app's events), or None when it cannot."""
         if element is None or self.accessibility is None:
             return None
-        budget = self._settle_ms if settle else 0
-        result = await self.accessibility.perform(element, op, settle_max_ms=budget)
+        if settle:
+            await self.accessibility.events_ready()
+        since = time.monotonic()
+        result = await self.accessibility.perform(element, op, settle_max_ms=0)
         if result is None:
             return None
-        return Outcome("semantic", result.detail, settled=result.settled if settle else None)
+        # settling on the app's events is done by execute(), so it can overlap the next read
+        return Outcome("semantic", result.detail, events_since=since if settle else None)
 
     async def _ensure_focus(self, window: XWindow) -> str | None:
         if self.desktop.has_focus(window):

@@ -200,8 +200,10 @@ class RequestHandler:
             response = Observation(id=request.id, **body.model_dump())
             return response.wire(), png
         if isinstance(request, ExecuteAction):
-            result = await self.actions.execute(request)
-            return result.wire(), None
+            result, post_png = await self.actions.execute(request)
+            if post_png is not None:
+                self._check_size(post_png)
+            return result.wire(), post_png
         if isinstance(request, CancelSession):  # normally answered by cancel_now
             self.sessions.cancel(request.session_id)
             self.observer.drop(request.session_id)

@@ -21,6 +21,7 @@ from deskpilot.host.accessibility import Accessibility, TreeResult
 from deskpilot.host.x11.capture import encode_png
 from deskpilot.host.x11.desktop import X11Desktop
 from deskpilot.host.x11.windows import XWindow
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.privacy import assert_capture_allowed
 from deskpilot.protocol.wire import (
     ImageDescriptor,
@@ -187,6 +188,34 @@ class Observer:
             )
         )
         return body, png
+
+    async def add_screenshot(
+        self, session_id: str | None, body: ObservationBody
+    ) -> tuple[ObservationBody, bytes]:
+        """Give a tree-only observation (still the session's binding) its screenshot now.
+
+        After an action the tree is read while the host is still confirming that the app went
+        quiet; the pixels are taken only once it has, so they show the settled UI.
+        """
+        binding = self.binding(session_id)
+        if binding is None or binding.frame_id != body.frame_id:
+            raise DeskpilotError(ErrorCode.STALE_FRAME, "the observation is no longer current")
+        _, _, capturer = self.desktop.require()
+        t1 = time.perf_counter()
+        frame = capturer.grab(binding.window.bounds)
+        capture_ms = _ms(t1)
+        t2 = time.perf_counter()
+        png = await asyncio.to_thread(encode_png, frame.image())
+        timings = {
+            **body.timings_ms,
+            "capture": round(capture_ms, 2),
+            "encode": round(_ms(t2), 2),
+        }
+        binding.capture_rect = frame.rect
+        image = ImageDescriptor(
+            width=frame.rect.width, height=frame.rect.height, byte_length=len(png)
+        )
+        return body.model_copy(update={"image": image, "timings_ms": timings}), png
 
     async def capture(self, target: TargetSpec) -> tuple[XWindow, Rect, bytes, float]:
         window, _ = self.desktop.resolve(target)

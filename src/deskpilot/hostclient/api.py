@@ -43,10 +43,18 @@ class DesktopBackend(Protocol):
         ...
 
     async def execute(
-        self, session_id: str, frame_id: str, tree_version: str, action: Action
+        self,
+        session_id: str,
+        frame_id: str,
+        tree_version: str,
+        action: Action,
+        *,
+        observe_after: bool = False,
     ) -> ActionResult:
         """Run one action; raises DeskpilotError(stale_frame) before reaching the host when
-        ``frame_id`` is not the session's latest observation."""
+        ``frame_id`` is not the session's latest observation. With ``observe_after`` the
+        result may carry the settled post-action observation, which becomes the latest
+        (see :meth:`latest_state`)."""
         ...
 
     async def capture(self, session_id: str, target: TargetSpec | None = None) -> ObservedState:
@@ -58,5 +66,10 @@ class DesktopBackend(Protocol):
     async def bind_target(self, session_id: str, target: TargetSpec) -> None: ...
 
     def latest_observation(self, session_id: str) -> Observation | None: ...
+
+    def latest_state(self, session_id: str) -> ObservedState | None:
+        """The latest observation with its screenshot (an observe's, or an action's carried
+        post-action state)."""
+        ...
 
     def clear_observations(self, session_id: str | None = None) -> None: ...

@@ -74,6 +74,10 @@ class HostBackend:
         cached = self._cache.get(session_id)
         return cached.state.observation if cached else None
 
+    def latest_state(self, session_id: str) -> ObservedState | None:
+        cached = self._cache.get(session_id)
+        return cached.state if cached else None
+
     def latest_screenshot(self, session_id: str) -> bytes | None:
         cached = self._cache.get(session_id)
         return cached.state.png if cached else None
@@ -156,7 +160,13 @@ class HostBackend:
     # ------------------------------------------------------------------ actions
 
     async def execute(
-        self, session_id: str, frame_id: str, tree_version: str, action: Action
+        self,
+        session_id: str,
+        frame_id: str,
+        tree_version: str,
+        action: Action,
+        *,
+        observe_after: bool = False,
     ) -> ActionResult:
         if session_id in self._cancelled:
             raise DeskpilotError(
@@ -183,6 +193,7 @@ class HostBackend:
             frame_id=frame_id,
             tree_version=tree_version,
             action=action,
+            observe_after=observe_after,
         )
         body = result.observation
         if body is not None:

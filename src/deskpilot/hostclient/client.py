@@ -552,6 +552,7 @@ class HostClient:
         action: Action,
         settle_ms: int | None = None,
         timeout: float | None = None,
+        observe_after: bool = False,
     ) -> tuple[ActionResult, bytes | None]:
         request = ExecuteAction(
             id=0,
@@ -560,6 +561,7 @@ class HostClient:
             tree_version=tree_version,
             action=action,
             settle_ms=settle_ms,
+            observe_after=observe_after,
         ).wire()
         seconds = timeout if timeout is not None else self.config.action_timeout(action, settle_ms)
         reply = await self.call(_strip_id(request), timeout=seconds, session_id=session_id)

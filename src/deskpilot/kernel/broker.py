@@ -57,7 +57,7 @@ from deskpilot.protocol.session import (
     RiskLevel,
     SessionState,
 )
-from deskpilot.protocol.wire import Action, ActionResult, TargetSpec
+from deskpilot.protocol.wire import Action, ActionResult, ObservationBody, TargetSpec
 from deskpilot.store.actions import ActionRepository, ActionRow, ActionStatus
 from deskpilot.store.confirmations import ConfirmationRepository
 from deskpilot.store.db import Database
@@ -98,6 +98,8 @@ class BrokerResult:
     approval_ms: float = 0.0
     replayed: bool = False
     signals: tuple[str, ...] = ()
+    #: the settled window after the action, when it was asked for and the host could see it
+    post: ObservedState | None = None
 
 
 ResumeHook = Callable[[SessionRow], Awaitable[None]]
@@ -194,17 +196,8 @@ class Broker:
             self._host_sample(exc)
             raise
         self._host_sample(None)
-        obs = state.observation
         self.sessions.record(
-            session_id,
-            EventType.OBSERVATION_CREATED,
-            payload={
-                "frameId": obs.frame_id,
-                "treeVersion": obs.tree_version,
-                "app": obs.app.executable or obs.app.name,
-                "windowId": obs.window.window_id,
-                "elementCount": obs.element_count,
-            },
+            session_id, EventType.OBSERVATION_CREATED, payload=_observed(state.observation)
         )
         return state
 
@@ -218,6 +211,7 @@ class Broker:
         *,
         action_id: str | None = None,
         expected_app: str | None = None,
+        observe_after: bool = False,
     ) -> BrokerResult:
         row = self.sessions.require(session_id)
         self.halt.check(row.agent_session_id)
@@ -286,7 +280,9 @@ class Broker:
         if decision.decision == Decision.ALLOW:
             # the row and its action_requested event are written together with the move to
             # acting, under the desktop lane, still before anything reaches the desktop
-            return await self._dispatch(row, ledger, requested, action, decision, None, 0.0)
+            return await self._dispatch(
+                row, ledger, requested, action, decision, None, 0.0, observe_after=observe_after
+            )
         with self.db.transaction() as conn:
             self.actions.insert(ledger, conn=conn)
             self.sessions.timeline.append(
@@ -353,7 +349,16 @@ class Broker:
                 )
             row = self.sessions.require_executable(session_id)
 
-        return await self._dispatch(row, ledger, None, action, decision, approval_id, approval_ms)
+        return await self._dispatch(
+            row,
+            ledger,
+            None,
+            action,
+            decision,
+            approval_id,
+            approval_ms,
+            observe_after=observe_after,
+        )
 
     async def _dispatch(
         self,
@@ -364,6 +369,8 @@ class Broker:
         decision: PolicyDecision,
         approval_id: str | None,
         approval_ms: float,
+        *,
+        observe_after: bool = False,
     ) -> BrokerResult:
         """Run an allowed action. ``requested`` is the action_requested payload when the ledger
         row is not written yet (allowed at once); None when it was (after a confirmation)."""
@@ -402,7 +409,9 @@ class Broker:
                     raise
             item = self.inflight.add(session_id, aid, action)
             try:
-                result = await self._run(item, session_id, frame_id, tree_version, action)
+                result = await self._run(
+                    item, session_id, frame_id, tree_version, action, observe_after
+                )
             except DeskpilotError as exc:
                 self._finish_failed(session_id, aid, exc)
                 raise
@@ -410,6 +419,7 @@ class Broker:
                 self.inflight.remove(item)
         outcome = _outcome(result)
         noop = not result.dispatched
+        post = self.backend.latest_state(session_id) if result.observation is not None else None
         with self.db.transaction() as conn:
             self.actions.finish(aid, "executed" if not noop else "noop", outcome=outcome, conn=conn)
             self.sessions.timeline.append(
@@ -423,6 +433,10 @@ class Broker:
             self.sessions.rows.set_state(
                 session_id, SessionState.OBSERVING, expect=SessionState.ACTING, conn=conn
             )
+        if post is not None:
+            self.sessions.record(
+                session_id, EventType.OBSERVATION_CREATED, payload=_observed(post.observation)
+            )
         self.rollout.record_action(False)
         return BrokerResult(
             result,
@@ -432,13 +446,22 @@ class Broker:
             decision.reason,
             approval_ms,
             signals=decision.context.signals,
+            post=post,
         )
 
     async def _run(
-        self, item: InFlight, session_id: str, frame_id: str, tree_version: str, action: Action
+        self,
+        item: InFlight,
+        session_id: str,
+        frame_id: str,
+        tree_version: str,
+        action: Action,
+        observe_after: bool,
     ) -> ActionResult:
         task: asyncio.Task[ActionResult] = asyncio.ensure_future(
-            self.backend.execute(session_id, frame_id, tree_version, action)
+            self.backend.execute(
+                session_id, frame_id, tree_version, action, observe_after=observe_after
+            )
         )
         item.task = task
         interrupted = asyncio.ensure_future(item.interrupted.wait())
@@ -739,3 +762,14 @@ def _summary(kind: str, decision: PolicyDecision) -> str:
     site = f" at {ctx.host}" if ctx.host else ""
     why = ", ".join(ctx.signals) or ctx.effect.value
     return f"{kind}{where} in {app}{site} — {decision.risk.label} ({why})"
+
+
+def _observed(obs: ObservationBody) -> dict[str, Any]:
+    """The timeline payload of an observation: identity and size, never its text or pixels."""
+    return {
+        "frameId": obs.frame_id,
+        "treeVersion": obs.tree_version,
+        "app": obs.app.executable or obs.app.name,
+        "windowId": obs.window.window_id,
+        "elementCount": obs.element_count,
+    }

@@ -89,7 +89,11 @@ class Kernel:
         *,
         action_id: str | None = None,
         expected_app: str | None = None,
+        observe_after: bool = False,
     ) -> BrokerResult:
+        """Run one action through the broker; with ``observe_after`` the result's ``post`` is
+        the settled window afterwards (when the host could see it), already the session's
+        current observation."""
         return await self.broker.execute(
             session_id,
             frame_id,
@@ -97,6 +101,7 @@ class Kernel:
             action,
             action_id=action_id,
             expected_app=expected_app,
+            observe_after=observe_after,
         )
 
     async def pause(

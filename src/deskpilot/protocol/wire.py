@@ -273,6 +273,10 @@ class ExecuteAction(_Request):
     tree_version: str
     action: Action
     settle_ms: int | None = Field(default=None, ge=0, le=5_000)
+    #: answer with the settled post-action observation (tree + screenshot) in the result,
+    #: which then binds like an ``observe`` would: saves a round trip, and lets the host read
+    #: the tree while it is still confirming that the app went quiet
+    observe_after: bool = False
 
 
 class CancelSession(_Request):

@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from deskpilot.hostclient.api import ObservedState
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import (
     Action,
-    ActionResult,
     ClickAction,
     DragAction,
     InvokeElementAction,
@@ -45,6 +45,7 @@ from deskpilot.runtime.coords import to_window_point
 from deskpilot.runtime.core import Call, RuntimeCore, ToolOutcome, app_label, digest
 from deskpilot.runtime.diagnostics import ActionOutcome, ObservationOutcome, StepRecord
 from deskpilot.runtime.errors import PRE_DISPATCH_CODES, SELF_HEALING_CODES, refusal, safe_error
+from deskpilot.runtime.kernel_seam import GateOutcome
 from deskpilot.runtime.recovery import Recovery
 from deskpilot.runtime.reuse import reuse_refusals
 from deskpilot.runtime.state_ids import StateRecord
@@ -208,7 +209,7 @@ def _outcome_of(exc: BaseException) -> ActionOutcome:
 
 async def _run_step(
     core: RuntimeCore, call: Call, record: StateRecord, step: Step, frame: Frame, target: TargetSpec
-) -> tuple[ActionResult, Frame]:
+) -> tuple[GateOutcome, Frame]:
     assert call.session_id is not None
     healed = False
     used_fallback = False
@@ -229,6 +230,7 @@ async def _run_step(
                     frame.tree_version,
                     action,
                     expected_app=record.app_identity.executable or record.app_identity.name,
+                    observe_after=True,
                 )
             call.watch.add("approval", gate.approval_ms / 1000.0)
             call.diag.steps.append(
@@ -236,7 +238,7 @@ async def _run_step(
                     kind, ActionOutcome.CALL_RETURNED, method=gate.result.method, healed=healed
                 )
             )
-            return gate.result, frame
+            return gate, frame
         except DeskpilotError as exc:
             if exc.code in SELF_HEALING_CODES and not healed:
                 healed = True
@@ -296,17 +298,17 @@ async def act(core: RuntimeCore, call: Call, args: ta.ToolArgs) -> ToolOutcome:
             call.session_id = sess.session_id
             sess.check_contract()
             frame = Frame(record.frame_id, record.tree_version, record.tree)
+            post: ObservedState | None = None
             for i, step in enumerate(plan.steps):
-                result, frame = await _run_step(core, call, record, step, frame, target)
+                gate, frame = await _run_step(core, call, record, step, frame, target)
                 sess.steps += 1
+                post = gate.post
                 if i < len(plan.steps) - 1:
-                    if result.observation is not None:
-                        frame = Frame.of(result.observation)
-                    else:
-                        observed = await core.observe(call, target, screenshot=False)
-                        frame = Frame.of(observed.observation)
+                    if post is None:
+                        post = await core.observe(call, target, screenshot=False)
+                    frame = Frame.of(post.observation)
             call.diag.action_outcome = _overall(call)
-            return await _after(core, call, record, target, sess)
+            return await _after(core, call, record, target, sess, post)
     except DeskpilotError as exc:
         call.diag.action_outcome = _overall(call) if call.diag.steps else _outcome_of(exc)
         if exc.code is ErrorCode.STATE_CHANGED:
@@ -330,12 +332,18 @@ def _enter_recovery(core: RuntimeCore, call: Call, record: StateRecord) -> None:
 
 
 async def _after(
-    core: RuntimeCore, call: Call, record: StateRecord, target: TargetSpec, sess: object
+    core: RuntimeCore,
+    call: Call,
+    record: StateRecord,
+    target: TargetSpec,
+    sess: object,
+    post: ObservedState | None,
 ) -> ToolOutcome:
-    """Observe once after the action; issue the next stateId only if it is safe to reuse."""
+    """The state after the action (carried in its result, else observed once); issue the next
+    stateId only if it is safe to reuse."""
     summary = _summary(call)
     try:
-        observed = await core.observe(call, target, screenshot=True)
+        observed = post if post is not None else await core.observe(call, target, screenshot=True)
     except DeskpilotError as exc:
         code, _, _, _ = safe_error(exc)
         call.diag.observation_outcome = ObservationOutcome.UNAVAILABLE

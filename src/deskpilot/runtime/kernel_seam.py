@@ -9,7 +9,6 @@ coordinator, halt); the protocol keeps the runtime's view of it in one place.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Protocol
 
 from deskpilot.hostclient.api import DesktopBackend, ObservedState
@@ -33,6 +32,11 @@ class GateOutcome(Protocol):
         """Time spent waiting for a person's approval inside the kernel (a subset)."""
         ...
 
+    @property
+    def post(self) -> ObservedState | None:
+        """The settled window after the action, when asked for and observable."""
+        ...
+
 
 class HaltView(Protocol):
     @property
@@ -43,19 +47,6 @@ class HaltView(Protocol):
 
     @property
     def since_epoch_ms(self) -> int | None: ...
-
-
-@dataclass(frozen=True)
-class GateResult:
-    result: ActionResult
-    approval_ms: float = 0.0
-
-
-@dataclass(frozen=True)
-class HaltState:
-    halted: bool
-    cause: str | None = None
-    since_epoch_ms: int | None = None
 
 
 class KernelPort(Protocol):
@@ -76,6 +67,7 @@ class KernelPort(Protocol):
         *,
         action_id: str | None = None,
         expected_app: str | None = None,
+        observe_after: bool = False,
     ) -> GateOutcome: ...
 
     async def pause(self, session_id: str, *, takeover: bool = False) -> SessionState: ...

@@ -539,6 +539,15 @@ class AtspiClient:
             max_ms=max_ms,
         )
 
+    async def events_ready(self) -> None:
+        if self._events_ready is not None:
+            with contextlib.suppress(Exception):
+                await self._events_ready
+
+    def last_event(self, bus_name: str) -> float:
+        """When (monotonic) ``bus_name``'s last accessibility event arrived; 0.0 if never."""
+        return self._events.last_event(bus_name)
+
     async def perform(
         self,
         element: ElementRef,
