@@ -82,6 +82,19 @@ def test_typing_into_a_password_field_is_restricted_l4_and_denied_by_default_con
     assert ok.decision == Decision.ALLOW and ok.risk == RiskLevel.L4
 
 
+def test_keys_pressed_into_a_focused_password_field_are_a_credential_write() -> None:
+    obs = screen(trees.PASSWORD_DIALOG, app="zenity")  # the password field has the focus
+    for keys in (["h", "u", "n"], ["shift+H"], ["ctrl+v"], ["shift+Insert"], ["space"]):
+        d = evaluate(PressKeyAction(keys=keys), obs, C, S)
+        assert d.context.effect == EffectClass.RESTRICTED and d.risk == RiskLevel.L4, keys
+        assert (d.decision, d.reason) == (Decision.DENY, "data_class_not_allowed"), keys
+        assert "credential_field" in d.context.signals
+    # moving on, confirming or erasing puts no secret anywhere
+    for keys in (["Tab"], ["BackSpace"], ["ctrl+a"], ["Left", "End"], ["Escape"]):
+        d = evaluate(PressKeyAction(keys=keys), obs, C, S)
+        assert d.decision == Decision.ALLOW and d.risk <= RiskLevel.L2, keys
+
+
 def test_secret_looking_text_is_l4_anywhere() -> None:
     token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
     d = evaluate(TypeTextAction(text=f"export TOKEN={token}"), screen(trees.EDITOR), C, S)

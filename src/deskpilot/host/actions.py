@@ -208,13 +208,14 @@ class ActionDispatcher:
             since = time.monotonic()
             outcome = await self._dispatch(request, window, rect, element)
             if outcome.events_since is not None and element is not None:
-                settled, post = await self._settle_semantic(
-                    request, window, element.bus_name, outcome.events_since
+                # a semantic op: the app's events decide, counted from the op itself
+                settled, post = await self._settle(
+                    request, window, element.bus_name, outcome.events_since, None
                 )
+            elif bus is not None and self.accessibility is not None:
+                settled, post = await self._settle(request, window, bus, since, rect)
             else:
-                settled = await self.settler.after_input(
-                    bus, rect, baseline, since, self._settle_ms
-                )
+                settled = await self.settler.pixels_only(rect, baseline, since, self._settle_ms)
         except Canceled:
             raise DeskpilotError(
                 ErrorCode.SESSION_CANCELED, "the session was canceled during the action"
@@ -245,19 +246,25 @@ class ActionDispatcher:
 
     # ---------------------------------------------------------------- settling
 
-    async def _settle_semantic(
-        self, request: ExecuteAction, window: XWindow, bus: str, since: float
+    async def _settle(
+        self,
+        request: ExecuteAction,
+        window: XWindow,
+        bus: str,
+        since: float,
+        pixels: Rect | None,
     ) -> tuple[bool, Post | None]:
-        """The event rule; with observeAfter, the tree is read during the final quiet and the
-        pixels added once it is confirmed."""
+        """Wait for the UI to settle; with observeAfter, the tree is read during the wait and
+        the pixels added once it ended (see :mod:`deskpilot.host.settle`)."""
         if not request.observe_after:
-            return await self.settler.after_semantic(bus, since, self._settle_ms), None
+            settled, _ = await self.settler.settle(bus, since, self._settle_ms, pixels=pixels)
+            return settled, None
 
         async def read() -> Post | None:
             return await self._observe_after(request, window, screenshot=False)
 
-        settled, tree_only = await self.settler.after_semantic_reading(
-            bus, since, self._settle_ms, read
+        settled, tree_only = await self.settler.settle(
+            bus, since, self._settle_ms, pixels=pixels, read=read
         )
         if tree_only is None:
             return settled, None
@@ -306,7 +313,7 @@ class ActionDispatcher:
             raise DeskpilotError(
                 ErrorCode.UNSUPPORTED_ACTION,
                 "the element has no on-screen extents to aim synthetic input at",
-                details={"elementId": element.id},
+                details={"elementId": element.id, "reason": "no_extents"},
             )
         x = extents.x + extents.width // 2
         y = extents.y + extents.height // 2
@@ -314,7 +321,7 @@ class ActionDispatcher:
             raise DeskpilotError(
                 ErrorCode.UNSUPPORTED_ACTION,
                 "the element is outside the window's visible area; scroll it into view",
-                details={"elementId": element.id},
+                details={"elementId": element.id, "reason": "offscreen"},
             )
         return x, y
 
@@ -457,11 +464,14 @@ class ActionDispatcher:
         done = await self._semantic(element, SemanticOp(OpKind.SET_VALUE, value=action.value))
         if done is not None:
             return done
-        if not isinstance(action.value, str) and "Text" not in element.interfaces:
+        if "editable" not in element.states or "Text" not in element.interfaces:
+            # select-all and typing into a button, checkbox, calendar or slider would send
+            # shortcuts to whatever it is, and "succeed" without setting anything
             raise DeskpilotError(
                 ErrorCode.UNSUPPORTED_ACTION,
-                "the element takes no value",
-                details={"elementId": element.id},
+                "the element takes no value: set_value works on editable text fields and on "
+                "elements with a value (sliders, spin buttons); click, select or type instead",
+                details={"elementId": element.id, "reason": "no_value_interface"},
             )
         await self._focus_element(element, window, rect)
         xinput = self._input()
@@ -551,6 +561,7 @@ class ActionDispatcher:
                 ErrorCode.UNSUPPORTED_ACTION,
                 "the element has no text selection interface and the range is too long to "
                 "select with keys",
+                details={"elementId": element.id, "reason": "range_too_long"},
             )
         await self._focus_element(element, window, rect)
         xinput = self._input()

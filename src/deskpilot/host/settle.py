@@ -1,44 +1,71 @@
 """Knowing when the UI has finished reacting to an action, instead of sleeping.
 
-Three rules, all bounded by the request's ``settleMs`` (1.5 s by default):
+All rules are bounded by the request's ``settleMs`` (1.5 s by default):
 
-* after a semantic op (AT-SPI), the app's own accessibility events decide: wait up to 600 ms
-  for the first one (GTK buttons answer ``DoAction`` at once but emit ``clicked`` only after a
-  250 ms "activate" animation), then until none arrived for 50 ms;
-* after synthetic input to a window with a tree: the same event rule, then two equal pixel
-  fingerprints 60 ms apart;
-* without a tree: until the pixels changed and then held still for 120 ms, or did not change
-  at all for 300 ms.
+* the app's accessibility events (when the window has a tree): wait up to 600 ms for the first
+  one (GTK buttons answer ``DoAction`` — and Enter or Space — at once but emit ``clicked``
+  only after a 250 ms "activate" animation), then until none arrived for 50 ms;
+* after synthetic input to a window with a tree, *also* the pixels: the window must have
+  looked the same for the last 60 ms. Both conditions are watched at the same time, so the
+  longer of the two decides, not their sum;
+* after synthetic input to a window without a tree: until the pixels changed and then held
+  still for 120 ms, or did not change at all for 300 ms.
 
-When the action's result is to carry the post-action observation, the event rule overlaps
-with reading the tree: once the events pause for ``SPECULATE_QUIET_MS`` the tree is read,
-and it is kept only if no event arrived from the moment the read began until the full 50 ms
-of quiet had passed (D-Bus keeps one sender's messages in order, so an event the app sent
-before answering a read is seen before that answer). Otherwise it is read again. The pixels
-are captured only after the quiet is confirmed, so the screenshot shows the settled UI.
+When the action's result is to carry the post-action observation, the wait overlaps with
+reading the tree: once the events pause for ``SPECULATE_QUIET_S`` the tree is read, and it
+is kept only if no event arrived from the moment the read began until the wait ended (D-Bus
+keeps one sender's messages in order, so an event the app sent before answering a read is
+seen before that answer); otherwise it is read again. The pixels are captured by the caller
+only after the wait, so the screenshot shows the settled UI.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from typing import Final, TypeVar
+from typing import Final, Generic, TypeVar
 
 from deskpilot.host.accessibility import Accessibility
 from deskpilot.host.x11.desktop import X11Desktop
 from deskpilot.protocol.errors import DeskpilotError
 from deskpilot.protocol.wire import Rect
 
-POLL_S: Final = 0.03
-STABLE_S: Final = 0.12  # unchanged this long after a change: the UI has settled
-QUIET_S: Final = 0.3  # no change at all this long after dispatch: nothing is coming
-EVENT_QUIET_MS: Final = 50.0
-FIRST_EVENT_MS: Final = 600.0
-SPECULATE_QUIET_MS: Final = 15.0
-MAX_SPECULATIONS: Final = 3
+POLL_S: Final = 0.01
+PIXEL_POLL_S: Final = 0.02
+EVENT_QUIET_S: Final = 0.05
+FIRST_EVENT_S: Final = 0.6
+PIXEL_STILL_S: Final = 0.06  # with a tree: unchanged this long
+SPECULATE_QUIET_S: Final = 0.015
+MAX_READS: Final = 4
+NO_TREE_STABLE_S: Final = 0.12  # without a tree: unchanged this long after a change
+NO_TREE_QUIET_S: Final = 0.3  # without a tree: no change at all this long: nothing is coming
 
 T = TypeVar("T")
+
+
+class _Speculation(Generic[T]):
+    """One read of the window started during the wait, and when it started."""
+
+    def __init__(self, read: Callable[[], Awaitable[T]]) -> None:
+        self.started = time.monotonic()
+        self.task: asyncio.Task[T] = asyncio.ensure_future(read())
+        #: the app changed after the read began; a read in flight is left to finish (its
+        #: D-Bus calls are not abandoned half-way) and then dropped
+        self.stale = False
+
+    def finished_stale(self) -> bool:
+        if not (self.stale and self.task.done()):
+            return False
+        if not self.task.cancelled():
+            self.task.exception()  # retrieved: a failed stale read is not worth a warning
+        return True
+
+    async def cancel(self) -> None:
+        self.task.cancel()
+        with contextlib.suppress(BaseException):
+            await self.task
 
 
 class Settler:
@@ -55,104 +82,89 @@ class Settler:
         except DeskpilotError:
             return None
 
-    async def after_input(
-        self,
-        bus_name: str | None,
-        rect: Rect,
-        baseline: int | None,
-        since: float,
-        budget_ms: float,
-    ) -> bool:
-        """Synthetic input: the event rule (when the window has a tree), then still pixels."""
-        if budget_ms <= 0:
-            return True
-        deadline = since + budget_ms / 1000
-        if self.accessibility is not None and bus_name is not None:
-            quiet = await self.accessibility.settle(bus_name, since, max_ms=budget_ms)
-            if not quiet:
-                return False
-            return await self.pixels_still(rect, deadline, stable_s=0.06, quiet_s=0.06)
-        if baseline is None:
-            return False
-        return await self.pixels_still(
-            rect, deadline, stable_s=STABLE_S, quiet_s=QUIET_S, last=baseline
-        )
-
-    async def after_semantic(self, bus_name: str, since: float, budget_ms: float) -> bool:
-        """A semantic op: the app's events went quiet (bounded)."""
-        if budget_ms <= 0 or self.accessibility is None:
-            return True
-        return await self.accessibility.settle(bus_name, since, max_ms=budget_ms)
-
-    async def after_semantic_reading(
+    async def settle(
         self,
         bus_name: str,
         since: float,
         budget_ms: float,
-        read: Callable[[], Awaitable[T]],
+        *,
+        pixels: Rect | None = None,
+        read: Callable[[], Awaitable[T]] | None = None,
     ) -> tuple[bool, T | None]:
-        """The event rule of :meth:`after_semantic`, with ``read`` done during the final quiet.
-
-        Returns (settled, what ``read`` returned while nothing changed, or None: the caller
-        reads again itself). ``read`` errors propagate.
-        """
+        """Wait for the app's events to go quiet (and, with ``pixels``, that area to hold
+        still). Returns (settled, what ``read`` returned while nothing changed, or None: the
+        caller reads again itself). ``read`` errors propagate."""
         acc = self.accessibility
         if acc is None or budget_ms <= 0:
             return True, None
         deadline = since + budget_ms / 1000
-        quiet = await acc.settle(
-            bus_name, since, max_ms=budget_ms, quiet_ms=SPECULATE_QUIET_MS, first_ms=FIRST_EVENT_MS
-        )
-        if not quiet:
-            return False, None
-        for _ in range(MAX_SPECULATIONS):
-            started = time.monotonic()
-            value = await read()
-            last = acc.last_event(bus_name)
-            if last < started:
-                if last <= since:  # the app reported nothing at all: nothing more is coming
-                    return True, value
-                wait = last + EVENT_QUIET_MS / 1000 - time.monotonic()
-                if wait > 0:
-                    await asyncio.sleep(wait)
-                if acc.last_event(bus_name) < started:
-                    return True, value
-            remaining_ms = (deadline - time.monotonic()) * 1000
-            if remaining_ms <= 0:
-                return False, None
-            quiet = await acc.settle(
-                bus_name, started, max_ms=remaining_ms, quiet_ms=SPECULATE_QUIET_MS, first_ms=0.0
-            )
-            if not quiet:
-                return False, None
-        remaining_ms = (deadline - time.monotonic()) * 1000
-        if remaining_ms <= 0:
-            return False, None
-        return await acc.settle(bus_name, time.monotonic(), max_ms=remaining_ms), None
+        last_print = self.fingerprint(pixels) if pixels is not None else None
+        last_change = time.monotonic()
+        next_print = last_change + PIXEL_POLL_S
+        spec: _Speculation[T] | None = None
+        reads = 0
+        try:
+            while True:
+                now = time.monotonic()
+                last_event = acc.last_event(bus_name)
+                heard = last_event > since
+                quiet_for = now - last_event if heard else 0.0
+                if pixels is not None and now >= next_print:
+                    current = self.fingerprint(pixels)
+                    if current != last_print:
+                        last_print, last_change = current, now
+                    next_print = now + PIXEL_POLL_S
+                if spec is not None and last_event >= spec.started:
+                    spec.stale = True  # the app changed while it was being read
+                if spec is not None and spec.finished_stale():
+                    spec = None
+                if (
+                    read is not None
+                    and spec is None
+                    and reads < MAX_READS
+                    and (quiet_for >= SPECULATE_QUIET_S if heard else now - since >= FIRST_EVENT_S)
+                ):
+                    spec = _Speculation(read)
+                    reads += 1
+                events_done = quiet_for >= EVENT_QUIET_S if heard else now - since >= FIRST_EVENT_S
+                pixels_done = pixels is None or now - last_change >= PIXEL_STILL_S
+                if events_done and pixels_done:
+                    if spec is None:
+                        return True, None
+                    value = await spec.task
+                    if not spec.stale and acc.last_event(bus_name) < spec.started:
+                        return True, value
+                    spec = None  # events arrived during the read: wait again
+                    continue
+                if now >= deadline:
+                    return False, None
+                await asyncio.sleep(POLL_S)
+        finally:
+            if spec is not None and not spec.task.done():
+                await spec.cancel()
 
-    async def pixels_still(
-        self,
-        rect: Rect,
-        deadline: float,
-        *,
-        stable_s: float,
-        quiet_s: float,
-        last: int | None = None,
+    async def pixels_only(
+        self, rect: Rect, baseline: int | None, since: float, budget_ms: float
     ) -> bool:
+        """No tree: the pixels changed and held still for 120 ms, or never changed in 300 ms."""
+        if budget_ms <= 0:
+            return True
+        if baseline is None:
+            return False
+        deadline = since + budget_ms / 1000
         start = time.monotonic()
-        if last is None:
-            last = self.fingerprint(rect)
+        last = baseline
         last_change: float | None = None
         while True:
-            await asyncio.sleep(POLL_S)
+            await asyncio.sleep(PIXEL_POLL_S)
             now = time.monotonic()
             current = self.fingerprint(rect)
             if current is None:
                 return False
             if current != last:
                 last, last_change = current, now
-            elif (last_change is not None and now - last_change >= stable_s) or (
-                last_change is None and now - start >= quiet_s
+            elif (last_change is not None and now - last_change >= NO_TREE_STABLE_S) or (
+                last_change is None and now - start >= NO_TREE_QUIET_S
             ):
                 return True
             if now >= deadline:

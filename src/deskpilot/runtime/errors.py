@@ -83,7 +83,9 @@ SAFE_MESSAGES: dict[ErrorCode, str] = {
     "again and use the new ids; do not repeat the same call.",
     ErrorCode.STALE_TREE: "The window changed since it was observed. Call get_app_state again "
     "and use the new element ids; do not repeat the same call.",
-    ErrorCode.FOCUS_MISMATCH: "The target window lost focus. Call get_app_state again.",
+    ErrorCode.FOCUS_MISMATCH: "The window that would receive this input is not the session's "
+    "target window. Call get_app_state again; if the session is bound to a window that is "
+    "gone (see status), pause, bind_target the window you mean, and resume.",
     ErrorCode.TARGET_NOT_FOUND: "The target was not found.",
     ErrorCode.TARGET_AMBIGUOUS: "The target is ambiguous.",
     ErrorCode.NO_WINDOWS_AVAILABLE: "No window is available for that target. This does not "
@@ -96,7 +98,9 @@ SAFE_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.ACTION_TIMEOUT: "The action timed out; its effect is unknown. Observe before "
     "deciding; it is not retried automatically.",
     ErrorCode.ACTION_NOOP: "The action was dispatched but nothing changed in the window.",
-    ErrorCode.ACTION_BLOCKED: "The action was blocked by policy.",
+    ErrorCode.ACTION_BLOCKED: "The action was blocked by policy (the reason code says why). "
+    "Do not retry it unchanged; if the task needs it (a password, a purchase, an app outside "
+    "the task), ask the user to do this step or to allow it.",
     ErrorCode.APPROVAL_REQUIRED: "The action needs the user's approval.",
     ErrorCode.APPROVAL_DENIED: "The user denied the action.",
     ErrorCode.APPROVAL_MISMATCH: "The approval does not match this action.",
@@ -106,7 +110,8 @@ SAFE_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.SESSION_NOT_FOUND: "There is no such computer session.",
     ErrorCode.SESSION_NOT_EXECUTABLE: "The computer session is not in a state that accepts "
     "actions (paused, taken over or stopped).",
-    ErrorCode.INVALID_STATE_TRANSITION: "That control is not valid in the current state.",
+    ErrorCode.INVALID_STATE_TRANSITION: "That control is not valid in the current state of the "
+    "session (see status: bind_target needs a paused session, resume a paused one).",
     ErrorCode.ACTUATOR_LEASE_CONFLICT: "Another task is driving the desktop.",
     ErrorCode.KILL_SWITCH_ENGAGED: "The kill switch is engaged: computer use is halted.",
     ErrorCode.TASK_STEP_LIMIT_EXCEEDED: "The session's step limit is reached.",
@@ -121,6 +126,23 @@ SAFE_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.VAULT_INTEGRITY_ERROR: "A stored snapshot failed its integrity check.",
     ErrorCode.VAULT_KEY_INVALID: "The vault key is not valid.",
     ErrorCode.INTERNAL_ERROR: "An internal error occurred.",
+}
+
+
+#: What to do next, by the reason code a lower layer attached (codes, never free text).
+REASON_ADVICE: dict[str, str] = {
+    "offscreen": "The element is outside the visible part of the window: scroll it into view, "
+    "read the state again, then act on it.",
+    "no_extents": "The element has no position on screen: try invoke_element, or click the "
+    "point on the image.",
+    "no_value_interface": "set_value works on editable text fields and on elements with a "
+    "value (sliders, spin buttons); click, select or type instead.",
+    "range_too_long": "The range is longer than the element's text can be selected with keys.",
+    "unknown_key": "Key names are X keysym names (Return, Tab, Escape, BackSpace, Delete, "
+    "Left, Home, Page_Down, F5 …) or single characters, with modifiers ctrl, shift, alt, super "
+    "joined by '+'.",
+    "no_matching_action": "Use a name from the element's [actions: …] list (a name cut short "
+    "with … matches by its prefix), or click the element instead.",
 }
 
 
@@ -142,13 +164,30 @@ def safe_error(exc: BaseException) -> tuple[ErrorCode, str, bool, dict[str, Any]
                 isinstance(value, str) and len(value) <= 64 and value.replace("_", "").isalnum()
             ) or isinstance(value, int | bool):
                 details[key] = value
-        return (
-            exc.code,
-            SAFE_MESSAGES.get(exc.code, "The operation failed."),
-            exc.retryable,
-            details,
-        )
+        # the agent's own key name, echoed so it sees which part of its chord was refused
+        for key in ("key", "chord") if exc.code is ErrorCode.INVALID_REQUEST else ():
+            value = exc.details.get(key)
+            if isinstance(value, str) and len(value) <= 40 and value.isprintable():
+                details[key] = value
+        reason = _reason_code(exc)
+        if reason is not None:
+            details.setdefault("reason", reason)
+        message = SAFE_MESSAGES.get(exc.code, "The operation failed.")
+        if reason in REASON_ADVICE:
+            message = f"{message} {REASON_ADVICE[reason]}"
+        return exc.code, message, exc.retryable, details
     return ErrorCode.INTERNAL_ERROR, SAFE_MESSAGES[ErrorCode.INTERNAL_ERROR], False, {}
+
+
+def _reason_code(exc: DeskpilotError) -> str | None:
+    """A reason code for the advice table, from structured details only."""
+    d = exc.details or {}
+    if exc.code is ErrorCode.INVALID_REQUEST and ("key" in d or "chord" in d):
+        return "unknown_key"
+    if exc.code is ErrorCode.UNSUPPORTED_ACTION and ("actions" in d or "available" in d):
+        return "no_matching_action"
+    reason = d.get("reason")
+    return reason if isinstance(reason, str) and reason in REASON_ADVICE else None
 
 
 def refusal(code: ErrorCode, message: str, **details: Any) -> RuntimeRefusal:

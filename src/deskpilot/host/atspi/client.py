@@ -798,6 +798,12 @@ def _pick_action(names: tuple[str, ...], op: SemanticOp) -> int | None:
             return names.index(op.action)
         if op.action.lower() in lowered:
             return lowered.index(op.action.lower())
+        # the tree shortens long action names with "…": a unique prefix names one action
+        prefix = op.action.rstrip("…").rstrip(".").strip().lower()
+        if len(prefix) >= 3:
+            matches = [i for i, n in enumerate(lowered) if n.startswith(prefix)]
+            if len(matches) == 1:
+                return matches[0]
         return None
     for want in CLICK_ACTIONS:
         if want in lowered:

@@ -136,11 +136,23 @@ def shown_actions(actions: tuple[str, ...] | None) -> list[str]:
     return names
 
 
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\x7f\u2028\u2029]')
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    ch = m.group(0)
+    return _ESCAPES.get(ch) or f"\\u{ord(ch):04x}"
+
+
 def _quote(s: str, limit: int = NAME_MAX_CHARS) -> str:
+    """A name or value inside double quotes on one line: quotes, backslashes and control
+    characters (newlines above all: one element is one line, and the line's last ``[id]``
+    is its id) are escaped, so text in the UI can never look like another element."""
     if len(s) > limit:
         s = s[:limit] + "…"
-    if '"' in s or "\\" in s:
-        s = s.replace("\\", "\\\\").replace('"', '\\"')
+    if _NEEDS_ESCAPE.search(s):
+        s = _NEEDS_ESCAPE.sub(_escape_char, s)
     return s
 
 

@@ -265,6 +265,14 @@ def policy_context_for(action: Action, obs: Observation) -> PolicyContext:
                 if key == "delete" and "shift" in mods:
                     effect = _max_effect(effect, EffectClass.HIGH_IMPACT)
                     facts.append("permanent_delete_shortcut")
+                if focused is not None and _is_secure_field(focused) and sig.writes_text(chord):
+                    # keys typed (or pasted) into a password field are a credential write,
+                    # exactly like type_text into it
+                    text_write = True
+                    sensitive = True
+                    data.add("credential")
+                    if "credential_field" not in facts:
+                        facts.append("credential_field")
         case _:
             pass
 

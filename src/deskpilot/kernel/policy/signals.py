@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from typing import Final
 
 # -- roles (normalised keys, see tree.role_key)
 PASSWORD_ROLES = frozenset(
@@ -217,6 +218,32 @@ def chord_parts(chord: str) -> tuple[frozenset[str], str]:
     mods = {_canon_mod(p) for p in parts[:-1]}
     key = "".join(ch for ch in parts[-1].lower() if ch.isalnum()) or parts[-1]
     return frozenset(mods), key
+
+
+#: keys that move, confirm or erase rather than put a character into a field
+NON_TEXT_KEYS: Final = frozenset(
+    {
+        "tab", "return", "enter", "kpenter", "isoenter", "escape", "esc", "backspace",
+        "delete", "del", "insert", "left", "right", "up", "down", "home", "end", "pageup",
+        "pagedown", "prior", "next", "menu", "shift", "shiftl", "shiftr", "ctrl", "control",
+        "controll", "controlr", "alt", "altl", "altr", "super", "superl", "superr", "capslock",
+        "numlock", "scrolllock", "print", "pause", "break",
+        *(f"f{n}" for n in range(1, 36)),
+    }
+)  # fmt: skip
+
+
+def writes_text(chord: str) -> bool:
+    """Whether a key chord puts text into the focused field: a printable key without
+    ctrl/alt/super, or a paste shortcut (ctrl+v, ctrl+shift+v, shift+insert)."""
+    mods, key = chord_parts(chord)
+    if key == "v" and "ctrl" in mods and not mods & {"alt", "super"}:
+        return True
+    if key == "insert" and mods == {"shift"}:
+        return True
+    if mods & {"ctrl", "alt", "super"}:
+        return False
+    return key not in NON_TEXT_KEYS
 
 
 def _canon_mod(name: str) -> str:

@@ -66,8 +66,20 @@ class ElementTree:
         return len(self.elements)
 
 
+_UNESCAPES = {"n": "\n", "r": "\r", "t": "\t"}
+_ESCAPED = re.compile(r"\\(?:u(?P<hex>[0-9a-fA-F]{4})|(?P<ch>.))")
+
+
+def _unescape_one(m: re.Match[str]) -> str:
+    if m.group("hex"):
+        return chr(int(m.group("hex"), 16))
+    ch = m.group("ch")
+    return _UNESCAPES.get(ch, ch)
+
+
 def _unescape(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text)
+    """Undo the renderer's escapes (quote, backslash, \\n \\r \\t, \\uXXXX)."""
+    return _ESCAPED.sub(_unescape_one, text)
 
 
 @lru_cache(maxsize=64)
