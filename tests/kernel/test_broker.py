@@ -126,6 +126,22 @@ async def test_background_window_is_fine_but_bound_window_must_match(
     assert events(kernel, sid)[-1] == EventType.ACTION_BLOCKED
 
 
+async def test_a_binding_to_a_window_that_closed_lapses(
+    kernel: Kernel, backend: RecordedBackend
+) -> None:
+    """Bound to a dialog that has since closed: acting on the app's remaining window is not a
+    focus mismatch for ever; the binding is dropped (and recorded) instead."""
+    sid = await kernel.open_session("agent-a", target=TargetSpec(window_id="0x5500001"))
+    obs = (await kernel.observe(sid)).observation  # the editor, not the (gone) dialog
+    out = await kernel.execute(sid, obs.frame_id, obs.tree_version, ScrollAction(direction="up"))
+    assert out.result.dispatched
+    row = kernel.session(sid)
+    assert row is not None and row.target is not None and row.target.window_id is None
+    timeline = kernel.sessions.events(sid)
+    dropped = [e for e in timeline if e.type == EventType.TARGET_BOUND]
+    assert dropped and dropped[-1].payload["reason"] == "bound_window_closed"
+
+
 async def test_same_action_id_with_other_params_or_risk_is_approval_mismatch(
     kernel: Kernel, backend: RecordedBackend
 ) -> None:

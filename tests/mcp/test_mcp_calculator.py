@@ -112,6 +112,18 @@ async def test_state_id_is_single_use(calculator: App) -> None:
         assert text_of(again).startswith("deskpilot diagnostic: {")
 
 
+async def test_a_bad_element_id_does_not_spend_the_state_id(calculator: App) -> None:
+    async with memory_client() as client:
+        state = await client.call_tool("get_app_state", {"app": "gnome-calculator"})
+        sid = state_id_of(state)
+        typo = await client.call_tool("click", {"state_id": sid, "element_id": 9999})
+        assert typo.is_error and diag_of(typo)["code"] == "invalid_request"
+        assert diag_of(typo)["actionOutcome"] == "not_dispatched"
+        good = {"state_id": sid, "element_id": element_id(state, '"1 1"')}
+        ok = await client.call_tool("click", good)
+        assert not ok.is_error, text_of(ok)
+
+
 async def test_stale_state_heals_once_by_reobserving(calculator: App) -> None:
     """A valid but outdated stateId (the window changed since) is re-observed, its element
     found again by signature, and the action retried once."""

@@ -87,3 +87,31 @@ def test_invalidate_by_app_turn_and_session() -> None:
     assert reg.invalidate_other_turns("s2", "turn:new") == 1
     with pytest.raises(DeskpilotError):
         reg.consume(c, turn="turn:other")
+
+
+def test_a_voided_state_says_what_voided_it() -> None:
+    reg = StateIdRegistry()
+    paused, changed, ended = _issue(reg), _issue(reg, pid=2), _issue(reg, session="s3")
+    reg.invalidate(agent_session="s1", app=AppKey(pid=7, window_id="0x1"), reason="paused")
+    reg.invalidate(app=AppKey(pid=2, window_id="0x1"), reason="state_changed")
+    reg.invalidate_other_turns("s3", "turn:later")
+    for sid, reason in (
+        (paused, "session_control"),
+        (changed, "state_changed"),
+        (ended, "other_turn"),
+    ):
+        with pytest.raises(DeskpilotError) as exc:
+            reg.consume(sid, turn="turn:a")
+        assert _reason(exc) == reason
+        assert "already used" not in exc.value.message  # no action ran on it
+
+
+def test_check_does_not_spend_the_state() -> None:
+    reg = StateIdRegistry()
+    sid = _issue(reg)
+    assert reg.check(sid, turn="turn:a").frame_id == "f1"
+    assert reg.check(sid, turn="turn:a").frame_id == "f1"
+    reg.consume(sid, turn="turn:a")
+    with pytest.raises(DeskpilotError) as exc:
+        reg.check(sid, turn="turn:a")
+    assert _reason(exc) == "already_used"

@@ -194,6 +194,16 @@ class Broker:
             )
         except DeskpilotError as exc:
             self._host_sample(exc)
+            if (
+                target is None
+                and exc.code is ErrorCode.TARGET_NOT_FOUND
+                and await self._drop_closed_binding(row)
+            ):
+                raise DeskpilotError(
+                    ErrorCode.TARGET_NOT_FOUND,
+                    "the window this session was bound to has closed; the binding was dropped",
+                    details={"reason": "bound_window_closed"},
+                ) from None
             raise
         self._host_sample(None)
         self.sessions.record(
@@ -257,6 +267,16 @@ class Broker:
             bound=row.target,
             expected_app=expected_app,
         )
+        if (
+            decision.reason == Reason.FOCUS_MISMATCH
+            and "expectedWindow" in decision.details
+            and await self._drop_closed_binding(row)
+        ):
+            # bound to a window that has closed (a dialog, say): the binding lapsed with it
+            row = self.sessions.require_executable(session_id)
+            decision = evaluate(
+                action, obs, row.contract, settings, bound=None, expected_app=expected_app
+            )
         if existing is not None:
             self._check_same_decision(existing, decision)
             self._raise_recorded(existing)
@@ -723,6 +743,26 @@ class Broker:
 
     async def _stop_for_claim(self, session_id: str, reason: CancelReason) -> object:
         return await self.stop(session_id, reason)
+
+    async def _drop_closed_binding(self, row: SessionRow) -> bool:
+        """Forget a bound window that no longer exists; True when it was dropped."""
+        bound = row.target
+        if bound is None or not bound.window_id:
+            return False
+        try:
+            windows = await self.backend.list_windows()
+        except DeskpilotError:
+            return False
+        if any(w.window_id.lower() == bound.window_id.lower() for w in windows):
+            return False
+        await self.backend.bind_target(row.id, TargetSpec())
+        self.sessions.rows.set_target(row.id, TargetSpec())
+        self.sessions.record(
+            row.id,
+            EventType.TARGET_BOUND,
+            payload={"target": None, "reason": "bound_window_closed"},
+        )
+        return True
 
     async def bind_target(self, session_id: str, target: TargetSpec) -> SessionRow:
         row = self.sessions.require(session_id)

@@ -289,8 +289,9 @@ async def act(core: RuntimeCore, call: Call, args: ta.ToolArgs) -> ToolOutcome:
         turn.recovery.check(tool, None)
     turn.budget.admit_action()
     state_id = getattr(args, "state_id", "")
+    # the plan is checked (element ids) before the stateId is spent: a typo costs nothing
+    plan = build_plan(tool, args, core.states.check(state_id, turn=turn.key))
     record = core.states.consume(state_id, turn=turn.key)
-    plan = build_plan(tool, args, record)
     await core.preflight(call, acting=True)
     target = TargetSpec(window_id=record.app.window_id)
     try:
@@ -327,7 +328,7 @@ def _enter_recovery(core: RuntimeCore, call: Call, record: StateRecord) -> None:
         )
     else:
         turn.recovery.record_again()
-    core.states.invalidate(turn=turn.key, app=record.app)
+    core.states.invalidate(turn=turn.key, app=record.app, reason="state_changed")
     call.diag.extra["recovery"] = turn.recovery.to_json()
 
 

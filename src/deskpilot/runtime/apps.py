@@ -102,12 +102,20 @@ def resolve_app(query: str | int, windows: list[WindowInfo]) -> AppEntry:
     if not matches:
         raise refusal(
             ErrorCode.TARGET_NOT_FOUND,
-            f"No running application matches app={query!r}. Candidates are listed; name one by "
+            f"No running application matches app={_shown(query)}. Candidates are listed; name "
+            "one by "
             "accessibility name, executable, WM_CLASS, desktop id or pid, or use open_app.",
             candidates=candidates,
         )
     raise refusal(
         ErrorCode.TARGET_AMBIGUOUS,
-        f"app={query!r} matches {len(matches)} applications. Pass the pid of the one you mean.",
+        f"app={_shown(query)} matches {len(matches)} applications. Pass the pid of the one you "
+        "mean.",
         candidates=candidates,
     )
+
+
+def _shown(query: object) -> str:
+    """The agent's own query, echoed short: a pasted blob must not flood the answer."""
+    text = repr(query)
+    return text if len(text) <= 80 else text[:77] + "…'"

@@ -101,12 +101,12 @@ class Runtime:
         )
 
     def _turn_ended(self, turn: Turn) -> None:
-        self.core.states.invalidate(turn=turn.key)
+        self.core.states.invalidate(turn=turn.key, reason="turn_ended")
         if self.core.snapshots is not None:
             self.core.snapshots.end_turn(turn.key)
 
     def _session_released(self, sess: ImplicitSession) -> None:
-        self.core.states.invalidate(agent_session=sess.agent_session)
+        self.core.states.invalidate(agent_session=sess.agent_session, reason="released")
 
     def set_budget_mode(self, mode: BudgetMode) -> None:
         """Switch limits on or off for open tasks and new ones; counters are never reset."""

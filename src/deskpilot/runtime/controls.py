@@ -38,7 +38,7 @@ def _answer(call: Call, data: dict[str, Any]) -> ToolOutcome:
 async def pause(core: RuntimeCore, call: Call, args: NoArgs) -> ToolOutcome:
     session_id = await _session(core, call)
     state = await core.kernel.pause(session_id)
-    dropped = core.states.invalidate(agent_session=call.agent_session)
+    dropped = core.states.invalidate(agent_session=call.agent_session, reason="paused")
     sess = core.sessions.get(call.agent_session)
     if sess is not None:
         sess.taken_over = False
@@ -50,7 +50,7 @@ async def pause(core: RuntimeCore, call: Call, args: NoArgs) -> ToolOutcome:
 async def takeover(core: RuntimeCore, call: Call, args: NoArgs) -> ToolOutcome:
     session_id = await _session(core, call)
     state = await core.kernel.pause(session_id, takeover=True)
-    dropped = core.states.invalidate(agent_session=call.agent_session)
+    dropped = core.states.invalidate(agent_session=call.agent_session, reason="paused")
     sess = core.sessions.get(call.agent_session)
     if sess is not None:
         sess.taken_over = True
@@ -86,7 +86,7 @@ async def stop(core: RuntimeCore, call: Call, args: StopArgs) -> ToolOutcome:
     call.turn.stopped = True
     call.turn.stop_reason = args.reason
     call.turn.stopped_at = time.time()
-    dropped = core.states.invalidate(agent_session=call.agent_session)
+    dropped = core.states.invalidate(agent_session=call.agent_session, reason="paused")
     if sess is not None:
         await core.sessions.release(call.agent_session, CancelReason.USER_STOP)
     return _answer(
@@ -118,7 +118,7 @@ async def bind_target(core: RuntimeCore, call: Call, args: BindTargetArgs) -> To
     session_id = await _session(core, call)
     await core.kernel.bind_target(session_id, TargetSpec(window_id=window.window_id))
     core.backend.clear_observations(session_id)
-    dropped = core.states.invalidate(agent_session=call.agent_session)
+    dropped = core.states.invalidate(agent_session=call.agent_session, reason="paused")
     sess = core.sessions.get(call.agent_session)
     bound: dict[str, object] = {"windowId": window.window_id, "pid": window.app.pid}
     if sess is not None:

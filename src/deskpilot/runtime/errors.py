@@ -141,6 +141,9 @@ REASON_ADVICE: dict[str, str] = {
     "unknown_key": "Key names are X keysym names (Return, Tab, Escape, BackSpace, Delete, "
     "Left, Home, Page_Down, F5 …) or single characters, with modifiers ctrl, shift, alt, super "
     "joined by '+'.",
+    "bound_window_closed": "The window this session was bound to has closed, so the binding "
+    "was dropped. Call get_app_state with the app (or list_windows) to pick the window to "
+    "work on.",
     "no_matching_action": "Use a name from the element's [actions: …] list (a name cut short "
     "with … matches by its prefix), or click the element instead.",
 }

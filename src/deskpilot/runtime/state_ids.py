@@ -49,7 +49,39 @@ class StateRecord:
     issued_at: float
     expires_at: float
     consumed: bool = False
+    #: why it can no longer be used: "used" by an action, or the event that voided it
+    void_reason: str | None = None
     extras: dict[str, object] = field(default_factory=dict)
+
+
+#: reason → (message, reason code) for a stateId that can no longer be used
+_VOID_TEXT: dict[str, tuple[str, str]] = {
+    "used": (
+        "This state_id was already used by an action; each state_id is single use. Use the "
+        "state in that action's result, or call get_app_state.",
+        "already_used",
+    ),
+    "paused": (
+        "This state_id was voided when the session was paused, taken over, stopped or "
+        "re-bound. Call get_app_state for a new one.",
+        "session_control",
+    ),
+    "turn_ended": (
+        "This state_id belongs to a user task (turn) that has ended. Call get_app_state again.",
+        "other_turn",
+    ),
+    "state_changed": (
+        "This state_id was voided because the application's state changed under an action. "
+        "Call get_app_state on the same app.",
+        "state_changed",
+    ),
+    "released": (
+        "This state_id was voided when the idle computer session was released. Call "
+        "get_app_state again.",
+        "session_released",
+    ),
+    "invalidated": ("This state_id is no longer valid. Call get_app_state again.", "invalidated"),
+}
 
 
 class StateIdRegistry:
@@ -102,6 +134,13 @@ class StateIdRegistry:
 
     def consume(self, state_id: str, *, turn: str) -> StateRecord:
         """Take a stateId for one action, or raise ``state_id_invalid`` saying why."""
+        record = self.check(state_id, turn=turn)
+        record.consumed = True
+        record.void_reason = "used"
+        return record
+
+    def check(self, state_id: str, *, turn: str) -> StateRecord:
+        """The usable record of a stateId (not consumed), or ``state_id_invalid`` saying why."""
         record = self._records.get(state_id)
         if record is None:
             raise refusal(
@@ -110,12 +149,9 @@ class StateIdRegistry:
                 reason="unknown",
             )
         if record.consumed:
-            raise refusal(
-                ErrorCode.STATE_ID_INVALID,
-                "This state_id was already used; each state_id is single use. Read the state "
-                "returned by your last action or call get_app_state.",
-                reason="already_used",
-            )
+            why = record.void_reason or "used"
+            text, code = _VOID_TEXT.get(why, _VOID_TEXT["used"])
+            raise refusal(ErrorCode.STATE_ID_INVALID, text, reason=code)
         if self.now() >= record.expires_at:
             self._records.pop(state_id, None)
             raise refusal(
@@ -129,7 +165,6 @@ class StateIdRegistry:
                 "This state_id belongs to another turn. Call get_app_state again.",
                 reason="other_turn",
             )
-        record.consumed = True
         return record
 
     def invalidate(
@@ -138,8 +173,9 @@ class StateIdRegistry:
         agent_session: str | None = None,
         turn: str | None = None,
         app: AppKey | None = None,
+        reason: str = "invalidated",
     ) -> int:
-        """Drop every matching unconsumed state; returns how many."""
+        """Void every matching unconsumed state (``reason`` says why); returns how many."""
         n = 0
         for record in self._records.values():
             if record.consumed:
@@ -151,6 +187,7 @@ class StateIdRegistry:
             if app is not None and record.app != app:
                 continue
             record.consumed = True
+            record.void_reason = reason
             n += 1
         return n
 
@@ -163,6 +200,7 @@ class StateIdRegistry:
                 and record.turn != current_turn
             ):
                 record.consumed = True
+                record.void_reason = "turn_ended"
                 n += 1
         return n
 

@@ -26,6 +26,7 @@ class ToolArgs(BaseModel):
         alias_generator=to_camel,
         populate_by_name=True,
         str_strip_whitespace=False,
+        allow_inf_nan=False,  # NaN/inf coordinates or amounts: "should be a finite number"
     )
 
     @model_validator(mode="before")
@@ -43,7 +44,10 @@ class ToolArgs(BaseModel):
             by_key[to_camel(name)] = field.annotation
         for key, value in data.items():
             ann = by_key.get(key)
-            if ann is None or not isinstance(value, str) or _accepts_str(ann):
+            if ann is not None and isinstance(value, bool) and not _accepts(ann, bool):
+                out[key] = _NOT_A_NUMBER  # JSON true is not element 1 (pydantic would take it)
+                continue
+            if ann is None or not isinstance(value, str) or _accepts(ann, str):
                 continue
             text = value.strip()
             if text[:1] in "[{" or text in ("true", "false", "null"):
@@ -54,10 +58,13 @@ class ToolArgs(BaseModel):
         return out
 
 
-def _accepts_str(ann: Any) -> bool:
-    if ann is str:
+_NOT_A_NUMBER = "<a boolean>"
+
+
+def _accepts(ann: Any, kind: type) -> bool:
+    if ann is kind:
         return True
-    return get_origin(ann) in (Union, types.UnionType) and str in get_args(ann)
+    return get_origin(ann) in (Union, types.UnionType) and kind in get_args(ann)
 
 
 AppRef = str | int
