@@ -143,6 +143,44 @@ async def test_chromium_click_over_stdio(dp_desktop: Any) -> None:
         app.stop()
 
 
+CONFIRM_PAGE = (
+    "data:text/html,<title>Confirm</title><p id=out>waiting</p>"
+    "<button onclick=\"document.getElementById('out').textContent="
+    "confirm('Really?') ? 'accepted' : 'cancelled'\">Ask me</button>"
+)
+
+
+async def test_a_dialog_an_action_opened_takes_the_next_click(dp_desktop: Any) -> None:
+    """The state handed back after a click that opened a JavaScript confirm() must be one the
+    next click can act on: Chromium drops input to a dialog for 0.5 s after showing it."""
+    app = launch_chromium(CONFIRM_PAGE)
+    try:
+        await await_accessible(app.pid)
+        async with Client(stdio_params()) as client:
+            state: Any = None
+            for _ in range(50):
+                state = await client.call_tool("get_app_state", {"app": str(app.pid)})
+                if not state.is_error and '"Ask me"' in text_of(state):
+                    break
+                await asyncio.sleep(0.1)
+            ask = {"state_id": state_id_of(state), "element_id": element_id(state, '"Ask me"')}
+            opened = await client.call_tool("click", ask)
+            assert not opened.is_error, text_of(opened)
+            assert '"Really?"' in text_of(opened)  # the dialog is in the new state
+            cancel = element_id(opened, r'button "Cancel"')
+            closed = await client.call_tool(
+                "click", {"state_id": state_id_of(opened), "element_id": cancel}
+            )
+            assert not closed.is_error, text_of(closed)
+            page = text_of(closed)
+            if "cancelled" not in page:  # the new state may predate the page's own update
+                await asyncio.sleep(0.5)
+                page = text_of(await client.call_tool("get_app_state", {"app": str(app.pid)}))
+            assert "cancelled" in page and '"Really?"' not in page, page
+    finally:
+        app.stop()
+
+
 async def test_open_app_by_desktop_id_then_observe(dp_desktop: Any) -> None:
     import json
     import os

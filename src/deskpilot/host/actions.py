@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,6 +67,10 @@ DEFAULT_SETTLE_MS = 1500
 PASTE_IDLE_S = 0.25
 FOCUS_ACTION_NAMES = frozenset({"focus", "grab_focus", "grabfocus"})
 MAX_SELECT_KEYS = 5000
+DIALOG_SETTLE_MS = 800
+CHROMIUM_DIALOG_GUARD_S = 0.55
+# dialogs inside the observed window (a tab-modal one in a browser); not "alert": an infobar
+_DIALOG_LINE = re.compile(r'^\s*- ((?:dialog|alertDialog|fileChooser)(?: "[^\n]*?")?) ', re.M)
 HANG_ENV = "DESKPILOT_HOST_TEST_HANG"
 PASTE_FETCH_TIMEOUT_S = 2.0
 
@@ -231,6 +236,12 @@ class ActionDispatcher:
                 xinput.check = lambda: None
         if request.observe_after and post is None:
             post = await self._observe_after(request, window, screenshot=True)
+        if (
+            post is not None
+            and binding.tree is not None
+            and _dialogs(post[0].tree) - _dialogs(binding.tree.snapshot.text)
+        ):
+            post = await self._let_dialog_settle(request, window, rect, since) or post
         body, png = post if post is not None else (None, None)
         result = ActionResult(
             id=request.id,
@@ -274,6 +285,24 @@ class ActionDispatcher:
         except DeskpilotError as exc:
             log.info("post-action screenshot failed: %s", exc.code.value)
             return settled, None
+
+    async def _let_dialog_settle(
+        self, request: ExecuteAction, window: XWindow, rect: Rect, since: float
+    ) -> Post | None:
+        """A dialog the action opened is usually still fading in, and Chromium ignores input
+        to a new dialog for its double-click interval (0.5 s) after showing it: a state handed
+        out at once shows a half-drawn dialog whose buttons silently drop the next click. Wait
+        for the pixels to hold still (bounded) and, in Chromium, for that guard, then look
+        again."""
+        start = time.monotonic()
+        await self.settler.pixels_only(
+            rect, self.settler.fingerprint(rect), start, DIALOG_SETTLE_MS
+        )
+        if "chrom" in (window.executable or "").lower():
+            wait = since + CHROMIUM_DIALOG_GUARD_S - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+        return await self._observe_after(request, window, screenshot=True)
 
     async def _observe_after(
         self, request: ExecuteAction, window: XWindow, *, screenshot: bool
@@ -597,3 +626,8 @@ def _need(element: ElementRef | None) -> ElementRef:
     if element is None:
         raise DeskpilotError(ErrorCode.INVALID_REQUEST, "this action needs an elementId")
     return element
+
+
+def _dialogs(tree: str) -> set[str]:
+    """The dialog-like elements of a rendered tree, by role and name."""
+    return set(_DIALOG_LINE.findall(tree))
