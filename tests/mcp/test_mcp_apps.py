@@ -109,6 +109,43 @@ async def test_mousepad_type_and_save(dp_desktop: Any, tmp_path: Path) -> None:
         app.stop()
 
 
+async def test_type_text_with_submit_picks_a_file_in_a_gtk_file_chooser(
+    dp_desktop: Any, tmp_path: Path
+) -> None:
+    """Typing a path into the chooser's location entry and submitting in one call: the Enter
+    must not be dropped while the chooser is still taking the path in."""
+    target = tmp_path / "pick-me.txt"
+    target.write_text("x\n")
+    app = await astart_app(["zenity", "--file-selection", "--title=Pick"], capture_stdout=True)
+    try:
+        async with memory_client() as client:
+            state = await client.call_tool("get_app_state", {"app": app.pid})
+            assert not state.is_error, text_of(state)
+            opened = await client.call_tool(
+                "press_key", {"state_id": state_id_of(state), "keys": ["ctrl+l"]}
+            )
+            assert not opened.is_error, text_of(opened)
+            if "\nstate_id=" not in text_of(opened):
+                opened = await client.call_tool("get_app_state", {"app": app.pid})
+            entry = element_id(opened, r'textField = "" \[focused\]')
+            r = await client.call_tool(
+                "type_text",
+                {
+                    "state_id": state_id_of(opened),
+                    "element_id": entry,
+                    "text": str(target),
+                    "submit": True,
+                },
+            )
+            assert not r.is_error, text_of(r)
+            assert [s["kind"] for s in diag_of(r)["steps"]] == ["focus", "type_text", "press_key"]
+        assert app.proc.wait(timeout=10) == 0
+        assert app.proc.stdout is not None
+        assert app.proc.stdout.read().decode().strip() == str(target)
+    finally:
+        app.stop()
+
+
 PAGE = (
     "data:text/html,<title>Probe</title>"
     "<button onclick=\"this.textContent='Done'\">Press me</button>"

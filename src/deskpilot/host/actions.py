@@ -378,7 +378,11 @@ class ActionDispatcher:
         self, element: ElementRef, window: XWindow, rect: Rect
     ) -> tuple[str, str]:
         """Keyboard focus on an element: Component.GrabFocus, else a click at its centre."""
-        await self._ensure_focus(window)
+        moved = await self._ensure_focus(window)
+        if moved is None and "focused" in element.states:
+            # grabbing the focus again is not free: an entry selects all its text, and a
+            # file chooser's location entry then drops the Enter that follows the typing
+            return "semantic", "already focused"
         done = await self._semantic(element, SemanticOp(OpKind.GRAB_FOCUS), settle=False)
         if done is not None:
             return "semantic", done.detail

@@ -18,6 +18,7 @@ and says ``action_noop`` when nothing changed.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -67,6 +68,8 @@ class Frame:
 
 Builder = Callable[[Frame], Action]
 
+SUBMIT_PAUSE_S = 0.2
+
 
 @dataclass
 class Step:
@@ -74,6 +77,7 @@ class Step:
     build: Builder
     #: used once when the first form is refused as unsupported (pre-dispatch)
     fallback: Builder | None = None
+    pause_before_s: float = 0.0
 
 
 class Plan:
@@ -109,8 +113,15 @@ class Plan:
     def point(self, x: float, y: float) -> ta.PixelPoint:
         return ta.PixelPoint(x=x, y=y)
 
-    def add(self, kind: str, build: Builder, fallback: Builder | None = None) -> None:
-        self.steps.append(Step(kind, build, fallback))
+    def add(
+        self,
+        kind: str,
+        build: Builder,
+        fallback: Builder | None = None,
+        *,
+        pause_before_s: float = 0.0,
+    ) -> None:
+        self.steps.append(Step(kind, build, fallback, pause_before_s))
 
 
 def build_plan(tool: str, args: ta.ToolArgs, record: StateRecord) -> Plan:
@@ -158,7 +169,14 @@ def build_plan(tool: str, args: ta.ToolArgs, record: StateRecord) -> Plan:
         else:
             plan.add("type_text", lambda f: TypeTextAction(text=text, element_id=into(f)))
         if args.submit:
-            plan.add("press_key", lambda f: PressKeyAction(keys=["Return"]))
+            # some apps finish taking text in after their accessibility events went quiet (a
+            # GTK file chooser completing a typed path drops an Enter that comes within
+            # ~100 ms): the submit Enter waits a short, bounded moment
+            plan.add(
+                "press_key",
+                lambda f: PressKeyAction(keys=["Return"]),
+                pause_before_s=SUBMIT_PAUSE_S,
+            )
     elif isinstance(args, ta.PressKeyArgs):
         keys = list(args.keys)
         plan.add("press_key", lambda f: PressKeyAction(keys=keys))
@@ -301,6 +319,8 @@ async def act(core: RuntimeCore, call: Call, args: ta.ToolArgs) -> ToolOutcome:
             frame = Frame(record.frame_id, record.tree_version, record.tree)
             post: ObservedState | None = None
             for i, step in enumerate(plan.steps):
+                if step.pause_before_s > 0:
+                    await asyncio.sleep(step.pause_before_s)
                 gate, frame = await _run_step(core, call, record, step, frame, target)
                 sess.steps += 1
                 post = gate.post
