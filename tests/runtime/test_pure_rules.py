@@ -19,10 +19,10 @@ from deskpilot.runtime.reuse import reuse_refusals
 from deskpilot.runtime.tree import element_ids, remap
 
 
-def _win(wid: str, pid: int, **app: str) -> WindowInfo:
+def _win(wid: str, pid: int, title: str = "t", **app: str) -> WindowInfo:
     return WindowInfo(
         window_id=wid,
-        title="t",
+        title=title,
         bounds=Rect(x=0, y=0, width=100, height=50),
         app=AppIdentity(pid=pid, **app),
     )
@@ -106,7 +106,7 @@ def _obs(**over: object) -> ObservationBody:
         frame_id="f",
         tree_version="v",
         app=AppIdentity(pid=10, name="Calc"),
-        window=_win("0x1", 10),
+        window=_win("0x1", 10, title="Calc"),
         tree=OLD,
         element_count=4,
         image=ImageDescriptor(width=100, height=50, byte_length=10),
@@ -136,3 +136,22 @@ def test_reuse_conditions() -> None:
     popup = _win("0x9", 10)
     assert "popup_or_menu_open" in reuse_refusals(prev, _obs(foreground_window=popup), b"png")
     assert reuse_refusals(prev, None, None) == ["no_observation"]
+
+
+def test_reuse_needs_a_tree_of_the_same_moment_and_a_loaded_page() -> None:
+    prev = AppIdentity(pid=10, name="Calc")
+    retitled = _obs(tree=OLD.replace('window "Calc"', 'window "Other page"'))
+    assert "window_changed_while_read" in reuse_refusals(prev, retitled, b"png")
+    browser = AppIdentity(pid=10, name="Chromium", executable="chromium")
+    bare = '- window "Calc" [1]\n  - button "New Tab" [2]'
+    tab = _obs(app=browser, tree=bare, element_count=2)
+    assert "page_not_loaded" in reuse_refusals(browser, tab, b"png")
+    page = bare + '\n  - document "Calc" [3]'
+    assert reuse_refusals(browser, _obs(app=browser, tree=page, element_count=3), b"png") == []
+
+
+def test_a_long_title_cut_short_in_the_tree_still_matches_the_header() -> None:
+    prev = AppIdentity(pid=10, name="Calc")
+    title = "A rather long page title that the renderer cuts - Chromium"
+    tree = OLD.replace('window "Calc"', 'window "A rather long page title…"')
+    assert reuse_refusals(prev, _obs(tree=tree, window=_win("0x1", 10, title=title)), b"x") == []
