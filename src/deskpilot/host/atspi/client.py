@@ -12,6 +12,7 @@ from dbus_fast import Variant
 from dbus_fast.aio import MessageBus
 
 from deskpilot.host.atspi import collect
+from deskpilot.host.atspi.action_conns import ActionConns
 from deskpilot.host.atspi.bus import (
     I_ACCESSIBLE,
     I_ACTION,
@@ -83,6 +84,7 @@ _UNSUPPORTED_ERRORS: Final = frozenset(
 )
 _B_VISIBLE_ANY: Final = bit(State.VISIBLE) | bit(State.SHOWING)
 _B_FOCUSED: Final = bit(State.FOCUSED)
+_STILL_RUNNING: Final = "the app has not returned from it yet (possibly a modal dialog)"
 
 
 class AtspiClient:
@@ -95,6 +97,8 @@ class AtspiClient:
         self._session = session
         self._a11y = Conn(a11y)
         self._direct: dict[str, Conn | None] = {}
+        # state-changing calls go on their own sockets (modal dialogs: see action_conns)
+        self._actions = ActionConns(self._a11y)
         self._pids: dict[str, int] = {}
         self._apps: dict[str, AppInfo] = {}
         self._strategy: dict[str, str] = {}
@@ -134,6 +138,8 @@ class AtspiClient:
     async def close(self) -> None:
         if self._events_ready is not None and not self._events_ready.done():
             self._events_ready.cancel()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._actions.close(), 3.0)
         for conn in self._direct.values():
             if conn is not None:
                 conn.close()
@@ -625,7 +631,9 @@ class AtspiClient:
             index = _pick_action(names, op)
             if index is None:
                 raise _unsupported(op, el, "no matching action", available=list(names))
-            body = await conn.call(b, p, I_ACTION, "DoAction", "i", (index,))
+            body = await self._act(conn, el, I_ACTION, "DoAction", "i", (index,))
+            if body is None:
+                return f"action {names[index]!r}; {_STILL_RUNNING}"
             if not body[0]:
                 raise _unsupported(op, el, f"DoAction({names[index]!r}) returned false")
             return f"action {names[index]!r}"
@@ -639,13 +647,15 @@ class AtspiClient:
                 raise _unsupported(op, el, "no EditableText interface")
             if kind == OpKind.INSERT_TEXT:
                 pos = await self._caret_or_end(conn, el)
-                body = await conn.call(
-                    b, p, I_EDITABLE_TEXT, "InsertText", "isi", (pos, text, len(text.encode()))
+                body = await self._act(
+                    conn, el, I_EDITABLE_TEXT, "InsertText", "isi", (pos, text, len(text.encode()))
                 )
                 detail = "EditableText.InsertText"
             else:
-                body = await conn.call(b, p, I_EDITABLE_TEXT, "SetTextContents", "s", (text,))
+                body = await self._act(conn, el, I_EDITABLE_TEXT, "SetTextContents", "s", (text,))
                 detail = "EditableText.SetTextContents"
+            if body is None:
+                return f"{detail}; {_STILL_RUNNING}"
             if not body[0]:
                 raise _unsupported(op, el, f"{detail} returned false")
             return detail
@@ -653,42 +663,67 @@ class AtspiClient:
             if "Value" not in ifaces:
                 raise _unsupported(op, el, "no Value interface")
             assert op.value is not None
-            await conn.call(
-                b,
-                p,
+            body = await self._act(
+                conn,
+                el,
                 I_PROPERTIES,
                 "Set",
                 "ssv",
                 (I_VALUE, "CurrentValue", Variant("d", float(op.value))),
             )
-            return "Value.CurrentValue"
+            return (
+                "Value.CurrentValue"
+                if body is not None
+                else f"Value.CurrentValue; {_STILL_RUNNING}"
+            )
         if kind == OpKind.SELECT_TEXT:
             if "Text" not in ifaces:
                 raise _unsupported(op, el, "no Text interface")
             start, end = op.start or 0, op.end if op.end is not None else 0
             n_sel = await conn.call(b, p, I_TEXT, "GetNSelections")
             if int(n_sel[0]) > 0:
-                body = await conn.call(b, p, I_TEXT, "SetSelection", "iii", (0, start, end))
+                body = await self._act(conn, el, I_TEXT, "SetSelection", "iii", (0, start, end))
             else:
-                body = await conn.call(b, p, I_TEXT, "AddSelection", "ii", (start, end))
+                body = await self._act(conn, el, I_TEXT, "AddSelection", "ii", (start, end))
+            if body is None:
+                return f"Text selection; {_STILL_RUNNING}"
             if not body[0]:
                 raise _unsupported(op, el, "selection refused")
             return "Text selection"
         if kind == OpKind.GRAB_FOCUS:
             if "Component" not in ifaces:
                 raise _unsupported(op, el, "no Component interface")
-            body = await conn.call(b, p, I_COMPONENT, "GrabFocus")
+            body = await self._act(conn, el, I_COMPONENT, "GrabFocus")
+            if body is None:
+                return f"Component.GrabFocus; {_STILL_RUNNING}"
             if not body[0]:
                 raise _unsupported(op, el, "GrabFocus returned false")
             return "Component.GrabFocus"
         if kind == OpKind.SCROLL_TO:
             if "Component" not in ifaces:
                 raise _unsupported(op, el, "no Component interface")
-            body = await conn.call(b, p, I_COMPONENT, "ScrollTo", "u", (6,))  # ANYWHERE
+            await self._act(conn, el, I_COMPONENT, "ScrollTo", "u", (6,))  # ANYWHERE
             return "Component.ScrollTo"
         if kind == OpKind.SELECT_CHILD:
             return await self._select_child(conn, el, op)
         raise _unsupported(op, el, "unknown operation")
+
+    async def _act(
+        self,
+        conn: Conn,
+        el: ElementRef,
+        iface: str,
+        member: str,
+        signature: str = "",
+        body: tuple[Any, ...] = (),
+        *,
+        path: tuple[str, str] | None = None,
+    ) -> list[Any] | None:
+        """A state-changing call, on an action connection (never ``conn``, which reads trees,
+        when the app offers private sockets). None: delivered, and the app has not returned
+        from it within ``ACTION_REPLY_WAIT_S`` — it counts as dispatched."""
+        b, p = path if path is not None else (el.bus_name, el.path)
+        return await self._actions.call(b, el.pid, conn, p, iface, member, signature, body)
 
     async def _select_child(self, conn: Conn, el: ElementRef, op: SemanticOp) -> str:
         """Select via the nearest ancestor with Selection (a row's table, a tab's tab list)."""
@@ -706,11 +741,19 @@ class AtspiClient:
                 # GTK3 tree views refuse SelectChild; selecting the cell's row works
                 row = await conn.call(pb, pp, I_TABLE, "GetRowAtIndex", "i", (index,))
                 if int(row[0]) >= 0:
-                    ok = await conn.call(pb, pp, I_TABLE, "AddRowSelection", "i", (int(row[0]),))
+                    ok = await self._act(
+                        conn, el, I_TABLE, "AddRowSelection", "i", (int(row[0]),), path=(pb, pp)
+                    )
+                    if ok is None:
+                        return f"Table.AddRowSelection; {_STILL_RUNNING}"
                     if ok[0]:
                         return "Table.AddRowSelection"
             if I_SELECTION in ifs:
-                body = await conn.call(pb, pp, I_SELECTION, "SelectChild", "i", (index,))
+                body = await self._act(
+                    conn, el, I_SELECTION, "SelectChild", "i", (index,), path=(pb, pp)
+                )
+                if body is None:
+                    return f"Selection.SelectChild; {_STILL_RUNNING}"
                 if not body[0]:
                     raise _unsupported(op, el, "SelectChild returned false")
                 return "Selection.SelectChild"

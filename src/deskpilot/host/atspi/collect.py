@@ -26,6 +26,7 @@ links; :mod:`.render` decides what to show.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -45,8 +46,12 @@ from deskpilot.host.atspi.bus import (
 )
 from deskpilot.host.atspi.vocab import (
     ALWAYS_SHOWN_ROLES,
+    COMBO_ROLES,
+    LABEL_ROLES,
+    LABELLED_ROLES,
     NUMERIC_VALUE_ROLES,
     R_PASSWORD_TEXT,
+    RELATION_LABELLED_BY,
     TEXT_VALUE_ROLES,
     Iface,
     State,
@@ -63,6 +68,11 @@ _IF_ACTION: Final = int(Iface.ACTION)
 _IF_TEXT: Final = int(Iface.TEXT)
 _IF_VALUE: Final = int(Iface.VALUE)
 _VISIBLE_MASK: Final = bit(State.VISIBLE) | bit(State.SHOWING)
+_EDITABLE: Final = bit(State.EDITABLE)
+_CHOSEN_MASK: Final = bit(State.SELECTED) | bit(State.CHECKED)
+# a toolkit's class name standing in for a missing name (GTK 4.8: "GtkText", "AdwEntryRow")
+_TYPE_NAME: Final = re.compile(r"^(?:Gtk|Adw)[A-Z][A-Za-z0-9]*$")
+LABEL_MAX_GAP: Final = 400  # px between a label's right edge and its field's left edge
 _MATCH_ALL_RULE: Final[tuple[Any, ...]] = ([0, 0], 1, {}, 1, [0, 0, 0, 0], 1, [], 1, False)
 _RULE_SIG: Final = "(aiia{ss}iaiiasib)"
 _SORT_CANONICAL: Final = 1
@@ -182,6 +192,10 @@ def from_cache(items: list[Any], root_path: str, limit: int) -> tuple[list[RawNo
         if parent >= 0:
             nodes[parent].children.append(me)
         children = kids.get(path, [])
+        if 0 <= node.child_count < len(children):
+            # GTK 4.8 keeps a closed popover in the cache, still naming its old parent and
+            # index, though the parent no longer counts it: only counted children are real
+            children = [c for c in children if c[0] < node.child_count]
         # a child count of -1: MANAGES_DESCENDANTS (atk-bridge never caches those children)
         if (len(children) < node.child_count or node.child_count < 0) and (
             me == 0 or _visible(node)
@@ -365,7 +379,8 @@ def needs_detail(n: RawNode, is_root: bool) -> bool:
 
 
 async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_names: bool) -> None:
-    """Fill interfaces (when unknown), action names and values for the nodes in ``todo``.
+    """Fill interfaces (when unknown), action names, values and missing field names for the
+    nodes in ``todo``.
 
     Actions matter for two things: whether an unnamed leaf is a clickable thing or noise, and
     which non-default action names a line shows. ``blank_names``: the app answers GetActions
@@ -373,13 +388,21 @@ async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_na
     ``Action.GetName(0)``, and only where it decides noise: Chromium's names for shown
     elements are its default verbs (click, jump, press …), and ``perform`` resolves names
     when it needs them.
+
+    Everything is read in two batches whatever the tree holds: the first asks for actions,
+    text lengths, numbers, the relation sets of unnamed fields and combo boxes and, where an
+    unnamed field has labels around it, the extents of both; the second reads texts (and the
+    names of labels outside the subtree). See :func:`_values` and :func:`_labels` for the
+    rules.
     """
     todo = list(todo)
     # 1. interfaces, where the strategy did not provide them
     await read_interfaces(conn, nodes, [i for i in todo if nodes[i].ifaces == UNKNOWN])
-    # 2. actions and values
+    # 2. actions, values, relations (and extents for the label-by-position fallback)
     calls: list[Call] = []
     slots: list[tuple[int, str]] = []
+    unnamed: list[int] = []
+    combos: list[int] = []
     for i in todo:
         n = nodes[i]
         if n.ifaces & _IF_ACTION:
@@ -389,15 +412,35 @@ async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_na
             elif not n.children and not n.name and n.role not in ALWAYS_SHOWN_ROLES:
                 calls.append((n.bus, n.path, I_ACTION, "GetName", "i", (0,)))
                 slots.append((i, "name0"))
+        field = n.role in LABELLED_ROLES and not _has_name(n)
+        if field or n.role in COMBO_ROLES:
+            calls.append((n.bus, n.path, I_ACCESSIBLE, "GetRelationSet", "", ()))
+            slots.append((i, "relations"))
+            if field:
+                unnamed.append(i)
+            if n.role in COMBO_ROLES:
+                combos.append(i)
         if n.role == R_PASSWORD_TEXT:
             continue  # a secure value is never read
-        if n.role in TEXT_VALUE_ROLES and n.ifaces & _IF_TEXT:
+        text = n.role in TEXT_VALUE_ROLES and n.ifaces & _IF_TEXT
+        if text:
             calls.append((n.bus, n.path, I_PROPERTIES, "Get", "ss", (I_TEXT, "CharacterCount")))
             slots.append((i, "count"))
-        elif n.role in NUMERIC_VALUE_ROLES and n.ifaces & _IF_VALUE:
+        if n.role in NUMERIC_VALUE_ROLES and n.ifaces & _IF_VALUE:
+            # one property at a time: Properties.GetAll on Value crashes Chromium 156
             calls.append((n.bus, n.path, I_PROPERTIES, "Get", "ss", (I_VALUE, "CurrentValue")))
             slots.append((i, "number"))
+            if text:  # spin buttons: the number is the fallback for an empty text
+                calls.append((n.bus, n.path, I_PROPERTIES, "Get", "ss", (I_VALUE, "MinimumValue")))
+                slots.append((i, "minimum"))
+    nearby = _label_candidates(nodes, unnamed)
+    for k in sorted({j for f, labels in nearby.items() for j in (f, *labels)}):
+        calls.append((nodes[k].bus, nodes[k].path, I_COMPONENT, "GetExtents", "u", (0,)))
+        slots.append((k, "extents"))
     res = await conn.batch(calls)
+    numbers: dict[int, float] = {}
+    minimums: dict[int, float] = {}
+    labelled_by: dict[int, list[tuple[str, str]]] = {}
     text_calls: list[Call] = []
     text_slots: list[tuple[int, int]] = []
     for (i, kind), r in zip(slots, res, strict=True):
@@ -416,13 +459,185 @@ async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_na
                 text_slots.append((i, count))
             else:
                 n.value = ""
+        elif kind == "number":
+            numbers[i] = _as_float(r[0].value)
+            if n.role not in TEXT_VALUE_ROLES or not n.ifaces & _IF_TEXT:
+                n.value = _format_number(r[0].value)
+        elif kind == "minimum":
+            minimums[i] = _as_float(r[0].value)
+        elif kind == "relations":
+            targets = [
+                (b or n.bus, p)
+                for rel, objs in r[0]
+                if rel == RELATION_LABELLED_BY
+                for b, p in objs
+            ]
+            if targets:
+                labelled_by[i] = targets
         else:
-            n.value = _format_number(r[0].value)
-    if text_calls:
-        res2 = await conn.batch(text_calls)
-        for (i, count), r in zip(text_slots, res2, strict=True):
-            if not isinstance(r, AtspiCallError):
-                nodes[i].value = _bounded(str(r[0]), count)
+            x, y, w, h = r[0]
+            n.extents = (int(x), int(y), int(w), int(h))
+    # 3. texts, and names of labels that are not in the subtree read
+    where = {(n.bus, n.path): j for j, n in enumerate(nodes)} if labelled_by else {}
+    outside = sorted({t for ts in labelled_by.values() for t in ts if t not in where})
+    name_calls: list[Call] = [
+        (b, p, I_PROPERTIES, "Get", "ss", (I_ACCESSIBLE, "Name")) for b, p in outside
+    ]
+    res2 = await conn.batch(text_calls + name_calls) if text_calls or name_calls else []
+    for (i, count), r in zip(text_slots, res2, strict=True):
+        if not isinstance(r, AtspiCallError):
+            nodes[i].value = _bounded(str(r[0]), count)
+    outside_names = {
+        t: "" if isinstance(r, AtspiCallError) else _squash(str(r[0].value))
+        for t, r in zip(outside, res2[len(text_calls) :], strict=True)
+    }
+    _values(nodes, numbers, minimums)
+    _labels(nodes, unnamed, combos, labelled_by, nearby, where, outside_names)
+
+
+def _values(nodes: list[RawNode], numbers: dict[int, float], minimums: dict[int, float]) -> None:
+    """A spin button whose text is empty shows its number, unless it is a text field (an
+    empty ``<input type=number>`` is empty) or the number is below the minimum (Chromium's
+    unset date segment reports 0 with minimum 1). Chromium's date segments have no text."""
+    for i, number in numbers.items():
+        n = nodes[i]
+        if n.value or n.states & _EDITABLE:
+            continue
+        low = minimums.get(i)
+        n.value = "" if low is not None and number < low else _format_number(number)
+
+
+def _labels(
+    nodes: list[RawNode],
+    unnamed: list[int],
+    combos: list[int],
+    labelled_by: dict[int, list[tuple[str, str]]],
+    nearby: dict[int, list[int]],
+    where: dict[tuple[str, str], int],
+    outside_names: dict[tuple[str, str], str],
+) -> None:
+    """Names for unnamed fields and values for combo boxes.
+
+    An unnamed field takes the text of its LABELLED_BY labels; without one, the nearest
+    label left of it on the same row (a label nearest to two fields goes to the closer one;
+    GTK3 forms such as zenity's set no relation). A combo box with no text shows its chosen
+    item (Chromium: the SELECTED option of its popup); a GTK3 combo box is *named* after its
+    active item, so when it has a label and its name is one of its items, the label becomes
+    its name and the item its value.
+    """
+
+    def label_text(target: tuple[str, str]) -> str:
+        j = where.get(target)
+        return _label_of(nodes, j) if j is not None else outside_names.get(target, "")
+
+    by_relation: dict[int, str] = {}
+    for i, targets in labelled_by.items():
+        text = " ".join(t for t in (label_text(x) for x in targets) if t)
+        if text:
+            by_relation[i] = text
+    # position: the closest label left of the field on its row
+    best: dict[int, tuple[int, int]] = {}  # field -> (gap, label)
+    for i, labels in nearby.items():
+        if i in by_relation or nodes[i].extents is None:
+            continue
+        for j in labels:
+            gap = _left_gap(nodes[j].extents, nodes[i].extents)
+            if gap is not None and (i not in best or gap < best[i][0]):
+                best[i] = (gap, j)
+    closest: dict[int, int] = {}
+    for gap, j in best.values():
+        closest[j] = min(gap, closest.get(j, gap))
+    for i in unnamed:
+        text = by_relation.get(i, "")
+        if not text and i in best and best[i][0] == closest[best[i][1]]:
+            text = _label_of(nodes, best[i][1])
+        if text:
+            nodes[i].name = text
+    for i in combos:
+        n = nodes[i]
+        if n.value:
+            continue
+        items = _items(nodes, i)
+        chosen = next((nodes[j].name for j in items if nodes[j].states & _CHOSEN_MASK), "")
+        if chosen:
+            n.value = _squash(chosen)
+        elif (
+            i in by_relation
+            and n.name
+            and n.name != by_relation[i]
+            and any(nodes[j].name == n.name for j in items)
+        ):
+            n.value, n.name = n.name, by_relation[i]
+
+
+def _has_name(n: RawNode) -> bool:
+    name = n.name.strip()
+    return bool(name and not _TYPE_NAME.match(name)) or bool(n.desc.strip())
+
+
+def _label_of(nodes: list[RawNode], j: int) -> str:
+    """A label's text: its name, else its text children's (Chromium's ``<label>`` is an
+    unnamed node holding a static text)."""
+    n = nodes[j]
+    if n.name.strip() and not _TYPE_NAME.match(n.name.strip()):
+        return _squash(n.name)
+    return _squash(" ".join(nodes[c].name for c in n.children if nodes[c].role in LABEL_ROLES))
+
+
+def _label_candidates(nodes: list[RawNode], fields: list[int]) -> dict[int, list[int]]:
+    """Visible, named labels among the children of each field's parent and grandparent."""
+    out: dict[int, list[int]] = {}
+    for i in fields:
+        found: list[int] = []
+        p = nodes[i].parent
+        for anc in (p, nodes[p].parent if p >= 0 else -1):
+            if anc < 0:
+                break
+            for c in nodes[anc].children:
+                m = nodes[c]
+                if m.role in LABEL_ROLES and _visible(m) and _label_of(nodes, c):
+                    found.append(c)
+        if found:
+            out[i] = found[:32]
+    return out
+
+
+def _left_gap(
+    label: tuple[int, int, int, int] | None, field: tuple[int, int, int, int] | None
+) -> int | None:
+    """Pixels between a label's right edge and the field's left edge when the label sits left
+    of the field on the same row (either's vertical centre inside the other's span)."""
+    if label is None or field is None:
+        return None
+    lx, ly, lw, lh = label
+    fx, fy, fw, fh = field
+    if lw <= 0 or lh <= 0 or fw <= 0 or fh <= 0:
+        return None
+    lc, fc = 2 * ly + lh, 2 * fy + fh  # doubled centres: integers
+    if not (2 * fy <= lc <= 2 * (fy + fh) or 2 * ly <= fc <= 2 * (ly + lh)):
+        return None
+    gap = fx - (lx + lw)
+    return gap if -4 <= gap <= LABEL_MAX_GAP else None
+
+
+def _items(nodes: list[RawNode], i: int) -> list[int]:
+    """A combo box's items: its descendants up to three levels down that have no children
+    (the popup menu's or list's entries)."""
+    out: list[int] = []
+    level = nodes[i].children
+    for _ in range(3):
+        nxt: list[int] = []
+        for c in level:
+            if nodes[c].children:
+                nxt.extend(nodes[c].children)
+            elif nodes[c].name:
+                out.append(c)
+        level = nxt
+    return out[:500]
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
 
 
 async def read_interfaces(conn: Conn, nodes: list[RawNode], which: list[int]) -> None:
@@ -452,6 +667,13 @@ def _bounded(text: str, total: int) -> str:
     if total > VALUE_MAX_CHARS or len(text) > VALUE_MAX_CHARS:
         return text[:VALUE_MAX_CHARS] + "…"
     return text
+
+
+def _as_float(v: Any) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def _format_number(v: Any) -> str:

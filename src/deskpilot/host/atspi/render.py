@@ -94,11 +94,14 @@ class Rendered:
 
 
 def is_hidden(node: RawNode, parent: RawNode) -> bool:
-    """Neither visible nor showing; or an item of a closed menu (GTK keeps those visible)."""
+    """Neither visible nor showing; or an item of a closed menu (GTK3 keeps those visible,
+    only an open menu's items are showing). The menu rule needs the menu itself to be
+    showing: GTK 4.8 sets SHOWING on nothing, and an open GTK4 popover's items are as
+    un-showing as a closed GTK3 menu's (a closed popover is not visible at all)."""
     st = node.states
     if not st & _B_VISIBLE_ANY:
         return True
-    return parent.role == _R_MENU and not st & _B_SHOWING
+    return parent.role == _R_MENU and not st & _B_SHOWING and bool(parent.states & _B_SHOWING)
 
 
 def utf16_len(s: str) -> int:

@@ -219,6 +219,22 @@ NUMERIC_VALUE_ROLES: Final = _roles(
     "slider", "spin button", "progress bar", "level bar", "dial", "rating"
 )
 
+# Choosers whose value is the chosen item when they have no text of their own.
+COMBO_ROLES: Final = _roles("combo box", "autocomplete")
+
+# Fields an unnamed instance of which takes its name from a label (LABELLED_BY relation, or
+# the nearest label left of it on the same row).
+LABELLED_ROLES: Final = _roles(
+    "entry", "text", "password text", "editbar", "spin button", "combo box", "autocomplete",
+    "slider", "dial", "calendar", "date editor", "color chooser", "font chooser",
+)  # fmt: skip
+
+# Roles a field's label has.
+LABEL_ROLES: Final = _roles("label", "static", "caption")
+
+# AtspiRelationType: the relation pointing from a field to its label(s).
+RELATION_LABELLED_BY: Final = 2
+
 # Unnamed containers of these roles carry no meaning of their own; their children are shown
 # in their place (the node is "flattened").
 GENERIC_CONTAINER_ROLES: Final = _roles(
