@@ -155,3 +155,9 @@ def test_a_long_title_cut_short_in_the_tree_still_matches_the_header() -> None:
     title = "A rather long page title that the renderer cuts - Chromium"
     tree = OLD.replace('window "Calc"', 'window "A rather long page title…"')
     assert reuse_refusals(prev, _obs(tree=tree, window=_win("0x1", 10, title=title)), b"x") == []
+
+
+def test_a_tree_that_could_not_be_read_is_not_reusable() -> None:
+    prev = AppIdentity(pid=10, name="Calc")
+    missing = _obs(truncation=Truncation(tree_unavailable=True))
+    assert "tree_unavailable" in reuse_refusals(prev, missing, b"png")

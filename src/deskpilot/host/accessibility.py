@@ -52,6 +52,13 @@ class TreeResult:
         return self.frame.app_name or None
 
 
+@dataclass(slots=True, frozen=True)
+class TreeUnavailable:
+    """The window has an accessible frame, but reading its tree failed (why, as a code)."""
+
+    reason: str
+
+
 def frame_score(frame: FrameInfo, window: XWindow) -> float:
     """Lower is better: title equality first, then how far the extents are from the bounds."""
     score = 0.0
@@ -122,13 +129,15 @@ class Accessibility:
 
     async def tree_for(
         self, window: XWindow, *, max_elements: int, text_budget: int
-    ) -> TreeResult | None:
+    ) -> TreeResult | TreeUnavailable | None:
+        """The window's tree; None when it has no accessible frame (no tree to speak of),
+        ``TreeUnavailable`` when it has one but reading it failed."""
         start = time.perf_counter()
         try:
             frame = await self.frame_for(window)
         except Exception as exc:
             log.info("AT-SPI frame lookup failed: %s", type(exc).__name__)
-            return None
+            return TreeUnavailable(type(exc).__name__)
         if frame is None:
             return None
         snapshot: TreeSnapshot | None = None
@@ -142,7 +151,7 @@ class Accessibility:
                 )
             except Exception as exc:
                 log.info("AT-SPI snapshot failed: %s", type(exc).__name__)
-                return None
+                return TreeUnavailable(type(exc).__name__)
             spent = time.perf_counter() - start
             if snapshot is None or snapshot.element_count > 1:
                 break

@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from deskpilot.host.accessibility import Accessibility, TreeResult
+from deskpilot.host.accessibility import Accessibility, TreeResult, TreeUnavailable
 from deskpilot.host.x11.capture import encode_png
 from deskpilot.host.x11.desktop import X11Desktop
 from deskpilot.host.x11.windows import XWindow
@@ -135,10 +135,13 @@ class Observer:
             image = ImageDescriptor(
                 width=frame.rect.width, height=frame.rect.height, byte_length=len(png)
             )
+        unavailable = False
         if tree_task is not None:
             t3 = time.perf_counter()
-            tree = await tree_task
+            read = await tree_task
             timings["tree_wait"] = _ms(t3)
+            unavailable = isinstance(read, TreeUnavailable)
+            tree = read if isinstance(read, TreeResult) else None
             if tree is not None:
                 timings["tree"] = tree.elapsed_ms
                 if tree.app_name:
@@ -170,7 +173,9 @@ class Observer:
             foreground_window=foreground.info() if foreground else None,
             tree=text,
             element_count=count,
-            truncation=tree.snapshot.truncation if tree else Truncation(),
+            truncation=(
+                tree.snapshot.truncation if tree else Truncation(tree_unavailable=unavailable)
+            ),
             sensitive_regions=sensitive,
             url=tree.snapshot.url if tree else None,
             image=image,

@@ -100,6 +100,9 @@ class Truncation(WireModel):
     noise_dropped: int = 0
     element_cap_hit: bool = False
     text_budget_hit: bool = False
+    #: the app is on the accessibility bus but its tree could not be read (it did not answer
+    #: in time, say, busy in a modal loop): the empty tree is missing, not "no elements"
+    tree_unavailable: bool = False
 
 
 class Backends(WireModel):

@@ -213,6 +213,12 @@ class RuntimeCore:
         t = obs.truncation
         if t.omitted_elements or t.elided_children:
             lines.append(f"truncation=omitted {t.omitted_elements}, elided {t.elided_children}")
+        if t.tree_unavailable:
+            lines.append(
+                "tree=unavailable (the app did not answer accessibility calls in time, e.g. "
+                "busy in a dialog; there are no element ids: call get_app_state again shortly, "
+                "or act on points of the image)"
+            )
         lines.append(f"elements={obs.element_count}")
         lines.append("")
         lines.append(obs.tree.rstrip("\n"))

@@ -82,6 +82,8 @@ def reuse_refusals(
         reasons.append("truncated")
     if t.elided_children:
         reasons.append("partial_elided")
+    if t.tree_unavailable:
+        reasons.append("tree_unavailable")
     fw = obs.foreground_window
     if fw is not None and fw.window_id != w.window_id and fw.app.pid == obs.app.pid:
         reasons.append("popup_or_menu_open")
