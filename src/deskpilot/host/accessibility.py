@@ -207,6 +207,14 @@ class Accessibility:
         except Exception:
             return False
 
+    async def character_count(self, element: ElementRef) -> int | None:
+        if "Text" not in element.interfaces:
+            return None
+        try:
+            return await asyncio.wait_for(self.client.character_count(element), 3.0)
+        except Exception:
+            return None
+
     async def extents(self, element: ElementRef) -> Rect | None:
         if element.extents is not None:
             return element.extents

@@ -589,7 +589,15 @@ class ActionDispatcher:
         )
         if done is not None:
             return done
-        if action.end > MAX_SELECT_KEYS:
+        start, end = action.start, action.end
+        length = (
+            await self.accessibility.character_count(element)
+            if self.accessibility is not None
+            else None
+        )
+        if length is not None:  # keys past the end select nothing more, they only take time
+            start, end = min(start, length), min(end, length)
+        if end > MAX_SELECT_KEYS:
             raise DeskpilotError(
                 ErrorCode.UNSUPPORTED_ACTION,
                 "the element has no text selection interface and the range is too long to "
@@ -602,10 +610,10 @@ class ActionDispatcher:
         def keys() -> None:
             xinput.press_chord(parse_chord("ctrl+Home"))
             right, shift_right = parse_chord("Right"), parse_chord("shift+Right")
-            for _ in range(action.start):
+            for _ in range(start):
                 xinput.check()
                 xinput.press_chord(right)
-            for _ in range(action.end - action.start):
+            for _ in range(end - start):
                 xinput.check()
                 xinput.press_chord(shift_right)
 

@@ -493,6 +493,23 @@ class AtspiClient:
                 return None
         return None
 
+    async def character_count(self, element: ElementRef) -> int | None:
+        """How many characters the element's text has (None without a Text interface)."""
+        conn = await self._conn_for(element.bus_name)
+        try:
+            body = await conn.call(
+                element.bus_name,
+                element.path,
+                I_PROPERTIES,
+                "Get",
+                "ss",
+                (I_TEXT, "CharacterCount"),
+            )
+        except AtspiCallError:
+            return None
+        value = body[0].value if hasattr(body[0], "value") else body[0]
+        return int(value)
+
     async def extents(self, element: ElementRef) -> Rect | None:
         """The element's current screen extents (None when it has no Component)."""
         conn = await self._conn_for(element.bus_name)
