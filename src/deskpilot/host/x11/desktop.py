@@ -185,6 +185,8 @@ class X11Desktop:
     def close(self) -> None:
         if self._clipboard is not None:
             self._clipboard.close()
+        if self.input is not None:
+            self.input.ping.close()  # its listening connection, opened while typing
         if self.capturer is not None:
             self.capturer.close()
         for c in (self.conn, self.guard):

@@ -7,12 +7,16 @@ interrupted action left down — a stuck Ctrl or mouse button would otherwise ou
 
 from __future__ import annotations
 
+import contextlib
+import select
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
-from Xlib import X
+from Xlib import X, display, error
 from Xlib.ext import xtest
+from Xlib.protocol import event as xevent
 
 from deskpilot.host.x11.connection import XConnection
 from deskpilot.host.x11.keymap import Chord, Keymap, keysym_for_char
@@ -21,6 +25,11 @@ from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 BUTTONS = {"left": 1, "middle": 2, "right": 3}
 SCROLL_BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
 SHIFT_L = 0xFFE1
+# How long the focused app may take to read the key events queued before a ping. Past it the
+# host stops typing rather than remap a key the app may still decode (see keymap.py).
+PING_TIMEOUT_S = 5.0
+# A window that lists _NET_WM_PING but never answered yet may simply not implement it.
+PING_FIRST_TIMEOUT_S = 2.0
 
 
 class HeldInputs:
@@ -77,6 +86,133 @@ class Canceled(DeskpilotError):
         super().__init__(ErrorCode.SESSION_CANCELED, "the session was canceled during the action")
 
 
+class AppPing:
+    """Proof that the focused app has read the input sent so far: a ``_NET_WM_PING`` round trip.
+
+    EWMH clients (GTK 3/4, Chromium, Qt, Firefox) answer the ping from their event loop, in
+    queue order, by sending it back to the root window; the answer therefore arrives only after
+    the app has read (and decoded) every key event queued before the ping. The answer is
+    caught on a second connection that selects SubstructureNotify on the root only while it
+    waits, so the host's main connection never collects root events. An app that does not
+    list ``_NET_WM_PING``, or lists it but never answered, gets the keymap's pause instead;
+    one that answered before and now stays silent is not reading its input, and typing stops
+    with ``action_timeout`` rather than send keys it would decode with a later mapping.
+    """
+
+    def __init__(self, conn: XConnection, check: Callable[[], None]) -> None:
+        self.conn = conn
+        self.check = check
+        self.timeout_s = PING_TIMEOUT_S
+        self.first_timeout_s = PING_FIRST_TIMEOUT_S
+        self._listener: Any = None
+        self._token = 0
+        self._answered: set[int] = set()  # windows that answered a ping
+        self._silent: set[int] = set()  # windows that list the protocol but never answered
+
+    def __call__(self) -> bool:
+        """True once the app answered; False when it cannot be asked."""
+        self.conn.sync()  # the server has delivered every key event sent so far
+        target = self._target()
+        if target is None or target.id in self._silent or not self._open_listener():
+            return False
+        self.check()
+        known = target.id in self._answered
+        if self._ping(target, self.timeout_s if known else self.first_timeout_s):
+            self._remember(self._answered, target.id)
+            return True
+        if known:
+            raise DeskpilotError(
+                ErrorCode.ACTION_TIMEOUT,
+                "the app stopped reading keyboard input; typing was stopped part-way",
+            )
+        self._remember(self._silent, target.id)
+        return False
+
+    @staticmethod
+    def _remember(windows: set[int], xid: int) -> None:
+        if len(windows) >= 256:  # windows come and go; a forgotten one is simply asked again
+            windows.clear()
+        windows.add(xid)
+
+    def _target(self) -> Any | None:
+        """The focused window, or the nearest ancestor that takes ``_NET_WM_PING``."""
+        d = self.conn.display
+        try:
+            focus = d.get_input_focus().focus
+            if isinstance(focus, int) or focus.id == self.conn.root.id:  # PointerRoot / None
+                focus = self.conn.root.query_pointer().child
+                if isinstance(focus, int) or not focus.id:
+                    return None
+            protocols = self.conn.atom("WM_PROTOCOLS")
+            ping = self.conn.atom("_NET_WM_PING")
+            win = focus
+            for _ in range(12):
+                prop = win.get_full_property(protocols, X.AnyPropertyType)
+                if prop is not None and ping in prop.value:
+                    return win
+                parent = win.query_tree().parent
+                if isinstance(parent, int) or not parent.id or parent.id == self.conn.root.id:
+                    return None
+                win = parent
+        except error.XError:  # the window went away between two requests
+            return None
+        return None
+
+    def _open_listener(self) -> bool:
+        if self._listener is None:
+            try:
+                self._listener = display.Display(self.conn.name)
+            except (error.DisplayError, error.ConnectionClosedError, OSError):
+                return False  # the pause stands in
+            self._listener.set_error_handler(lambda *_: None)
+        return True
+
+    def _ping(self, target: Any, timeout_s: float) -> bool:
+        listener = self._listener
+        root = listener.screen().root
+        protocols = self.conn.atom("WM_PROTOCOLS")
+        ping = self.conn.atom("_NET_WM_PING")
+        self._token = self._token % 0x7FFFFFFF + 1
+        token = self._token
+        root.change_attributes(event_mask=X.SubstructureNotifyMask)
+        listener.sync()  # selected before the app can answer
+        try:
+            ev = xevent.ClientMessage(
+                window=target,
+                client_type=protocols,
+                data=(32, [ping, token, target.id, 0, 0]),
+            )
+            target.send_event(ev, event_mask=0)
+            self.conn.sync()
+            deadline = time.monotonic() + timeout_s
+            while True:
+                while listener.pending_events():
+                    got = listener.next_event()
+                    if (
+                        got.type == X.ClientMessage
+                        and got.client_type == protocols
+                        and got.data[1][0] == ping
+                        and got.data[1][1] == token
+                    ):
+                        return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                select.select([listener.fileno()], [], [], min(left, 0.05))
+                self.check()
+        finally:
+            root.change_attributes(event_mask=0)
+            listener.sync()
+            while listener.pending_events():
+                listener.next_event()
+
+    def close(self) -> None:
+        if self._listener is not None:
+            with contextlib.suppress(Exception):  # a dead connection is not worth a failure
+                self._listener.close()
+            self._listener = None
+
+
 class XInput:
     """Pointer and keyboard through XTEST on the host's main connection."""
 
@@ -87,8 +223,9 @@ class XInput:
             )
         self.conn = conn
         self.held = held
-        self.keymap = Keymap(conn)
         self.check: Callable[[], None] = lambda: None  # raises to abort a long action
+        self.ping = AppPing(conn, lambda: self.check())
+        self.keymap = Keymap(conn, self.ping)
 
     # ---------------------------------------------------------------- pointer
 
@@ -180,27 +317,36 @@ class XInput:
         """Type any Unicode text with key events; returns how many characters were typed."""
         self.keymap.refresh()
         shift_code, _ = self.keymap.keycode_for(SHIFT_L)
-        typed = 0
+        keysyms: list[int] = []
         previous = ""
-        for i, ch in enumerate(text):
+        for ch in text:
             if ch == "\n" and previous == "\r":
                 previous = ch
                 continue
             previous = ch
             keysym = keysym_for_char(ch)
-            if keysym is None:
-                continue
-            if i % 16 == 0:
+            if keysym is not None:
+                keysyms.append(keysym)
+        for typed, keysym in enumerate(keysyms):
+            if typed % 16 == 0:
                 self.check()
-            code, shift = self.keymap.keycode_for(keysym)
+            found = self.keymap.lookup(keysym)
+            if found is None:
+                try:  # remap the next pool-full of missing characters (may wait, see keymap)
+                    self.keymap.prepare(keysyms[typed:])
+                except DeskpilotError as exc:
+                    exc.details.setdefault("typedCharacters", typed)
+                    raise
+                found = self.keymap.lookup(keysym)
+                assert found is not None
+            code, shift = found
             if shift:
                 self.key_down(shift_code)
             self.key_down(code)
             self.key_up(code)
             if shift:
                 self.key_up(shift_code)
-            typed += 1
-            if typed % 16 == 0:
+            if typed % 16 == 15:
                 self.conn.sync()
         self.conn.sync()
-        return typed
+        return len(keysyms)

@@ -2,16 +2,27 @@
 
 A character the current layout produces at level 1 or 2 (plain or with Shift) is typed with
 its own keycode. Anything else — "é" on a US layout, "✓", CJK — gets a spare keycode (one with
-no symbols) remapped to its keysym with ``ChangeKeyboardMapping``; the X server sends
-MappingNotify to every client before the key events that follow, so the target translates
-the key with the new mapping. Spare keycodes are reused least-recently-used and restored to
-NoSymbol when the host exits.
+no symbols) remapped to its keysym with ``ChangeKeyboardMapping``.
+
+MappingNotify carries no symbols: a client re-reads the mapping when it *processes* the
+notify and decodes later keys with what it read. Chromium reads its X events well behind the
+server (~2–4 ms a key on a loaded machine) and translates text through GTK's keymap on a
+second connection, so a keycode remapped while its earlier keys are still queued is decoded
+with the newer symbol ("Привет" → "Пршпет"), and a key sent right after a remap can be decoded
+with the older one. Hence two barriers (``XInput`` passes a ``_NET_WM_PING`` round trip through
+the focused app; without one, a pause stands in): the remaps for the next pool-full of missing
+characters are made together, *before* that a barrier if any reused keycode's earlier keys may
+be unread, *after* it one so the app takes in the new mapping before the first key that needs
+it. Text the layout covers never waits. Spare keycodes are reused least-recently-used and
+restored to NoSymbol when the host exits.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from Xlib import XK
@@ -34,6 +45,15 @@ for _group in (
         XK.load_keysym_group(_group)
 
 NO_SYMBOL = 0
+
+# With no way to ask the app, a reused keycode waits after its last key event for a base time
+# plus a share per key sent since the last barrier: an app's backlog grows with the keys it has
+# not read yet (Chromium on a loaded 2-core machine reads ~4 ms per key). Best effort only:
+# the _NET_WM_PING barrier is what typing relies on.
+REUSE_PAUSE_S = 0.3
+REUSE_PAUSE_PER_KEY_S = 0.01
+# ... and after remapping, before the first key that needs the new mapping.
+SETTLE_PAUSE_S = 0.05
 
 MODIFIER_KEYSYMS: dict[str, str] = {
     "ctrl": "Control_L",
@@ -173,15 +193,24 @@ def parse_chord(text: str) -> Chord:
 class Keymap:
     """The server's current core keyboard mapping plus the spare keycodes the host may use."""
 
-    def __init__(self, conn: XConnection) -> None:
+    def __init__(self, conn: XConnection, barrier: Callable[[], bool] | None = None) -> None:
         self.conn = conn
+        # returns True once the target app has read every event sent so far (or raises);
+        # False when the app cannot be asked, and then a pause stands in (pause_barrier)
+        self.barrier = barrier
         info = conn.display.display.info
         self.min_keycode = int(info.min_keycode)
         self.max_keycode = int(info.max_keycode)
         self._rows: list[list[int]] = []
+        self._layout: dict[int, tuple[int, bool]] = {}  # keysym → (keycode, Shift), layout only
         self._spare: list[int] = []
         self._remapped: OrderedDict[int, int] = OrderedDict()  # keysym -> keycode, LRU
         self._touched: set[int] = set()
+        # remapped keycodes sent since the last barrier → when: the app may not have read them
+        self._unconfirmed: dict[int, float] = {}
+        self._keys_since_barrier = 0
+        self.barriers = 0  # barriers before reusing a keycode (figures and tests)
+        self.settles = 0  # barriers after remapping, before the first key that needs it
         self.refresh()
 
     def refresh(self) -> None:
@@ -200,44 +229,108 @@ class Keymap:
             row = self._rows[code - self.min_keycode]
             if not row or row[0] != ks:
                 del self._remapped[ks]
+        spare = set(self._spare)
+        self._layout = {}
+        for level in (1, 0):  # level 1 (plain) wins over Shift, the first keycode over later
+            for i in range(len(self._rows) - 1, -1, -1):
+                row = self._rows[i]
+                if len(row) > level and row[level] and self.min_keycode + i not in spare:
+                    self._layout[row[level]] = (self.min_keycode + i, level == 1)
 
     def find(self, keysym: int) -> tuple[int, bool] | None:
-        """(keycode, needs Shift) from levels 1–2 of the current mapping."""
-        for level in (0, 1):
-            for i, row in enumerate(self._rows):
-                if len(row) > level and row[level] == keysym:
-                    return self.min_keycode + i, level == 1
-        return None
+        """(keycode, needs Shift) from levels 1–2 of the layout (not the host's remaps)."""
+        return self._layout.get(keysym)
 
-    def keycode_for(self, keysym: int) -> tuple[int, bool]:
-        """A keycode that types ``keysym`` (remapping a spare one when the layout lacks it)."""
+    def lookup(self, keysym: int) -> tuple[int, bool] | None:
+        """A keycode that types ``keysym`` right now, without remapping; None if there is none.
+
+        Counts as a use: the caller sends the key next.
+        """
+        self._keys_since_barrier += 1
         found = self._remapped.get(keysym)
         if found is not None:
             self._remapped.move_to_end(keysym)
+            self._unconfirmed[found] = time.monotonic()
             return found, False
-        existing = self.find(keysym)
-        if existing is not None:
-            return existing
-        return self._remap(keysym), False
+        return self._layout.get(keysym)
 
-    def _remap(self, keysym: int) -> int:
-        in_use = set(self._remapped.values())
-        free = [c for c in self._spare if c not in in_use]
-        if free:
-            code = free[0]
-        elif self._remapped:
-            _, code = self._remapped.popitem(last=False)
-        else:
+    def keycode_for(self, keysym: int) -> tuple[int, bool]:
+        """A keycode that types ``keysym`` (remapping a spare one when the layout lacks it)."""
+        found = self.lookup(keysym)
+        if found is None:
+            self.prepare([keysym])
+            found = self.lookup(keysym)
+            assert found is not None
+        return found
+
+    def prepare(self, upcoming: Sequence[int]) -> None:
+        """Map the next distinct keysyms of ``upcoming`` the layout lacks, a pool-full at once.
+
+        Keysyms already mapped for this stretch of text keep their keycodes; the others are
+        taken from free spare keycodes first, then least-recently-used ones. Reusing a keycode
+        whose key events the app may not have read yet waits for a barrier first; after the
+        remaps, one more barrier lets the app take in the new mapping on every connection it
+        decodes keys with (Chromium translates through GTK's keymap on a second connection)
+        before the first key that needs it.
+        """
+        pool = len(self._spare)
+        if not pool:
             raise DeskpilotError(
                 ErrorCode.UNSUPPORTED_ACTION,
                 "no spare keycode to map a character the keyboard layout lacks",
             )
-        self.conn.display.change_keyboard_mapping(code, [(keysym, keysym)])
+        keep: set[int] = set()
+        needed: list[int] = []
+        for ks in upcoming:
+            if ks in keep or ks in self._layout:
+                continue
+            if len(keep) >= pool:
+                break
+            keep.add(ks)
+            if ks not in self._remapped:
+                needed.append(ks)
+        if not needed:
+            return
+        in_use = set(self._remapped.values())
+        free = [c for c in self._spare if c not in in_use]
+        for ks in needed:
+            if free:
+                code = free.pop(0)
+            else:
+                victim = next(k for k in self._remapped if k not in keep)
+                code = self._remapped.pop(victim)
+                if code in self._unconfirmed:
+                    # the app may still hold unread key events that mean the old symbol
+                    self._wait_consumed()
+            self.conn.display.change_keyboard_mapping(code, [(ks, ks)])
+            self._rows[code - self.min_keycode] = [ks, ks]
+            self._remapped[ks] = code
+            self._touched.add(code)
         self.conn.sync()
-        self._rows[code - self.min_keycode] = [keysym, keysym]
-        self._remapped[keysym] = code
-        self._touched.add(code)
-        return code
+        self._settle()
+
+    def _wait_consumed(self) -> None:
+        """Return once every key event sent so far has been read by the app it went to."""
+        newest = max(self._unconfirmed.values())
+        if self.barrier is None or not self.barrier():
+            self.pause_barrier(newest)
+        self.barriers += 1
+        self._unconfirmed.clear()
+        self._keys_since_barrier = 0
+
+    def _settle(self) -> None:
+        """Return once the app has taken in the mappings just changed."""
+        if self.barrier is None or not self.barrier():
+            time.sleep(SETTLE_PAUSE_S)
+        self.settles += 1
+
+    def pause_barrier(self, newest: float) -> None:
+        """The barrier when the app cannot be asked: let the server deliver, then wait."""
+        self.conn.sync()
+        wait = REUSE_PAUSE_S + REUSE_PAUSE_PER_KEY_S * self._keys_since_barrier
+        rest = wait - (time.monotonic() - newest)
+        if rest > 0:
+            time.sleep(rest)
 
     def touched_codes(self) -> list[int]:
         """Keycodes the host remapped (read by the exit guard on another thread)."""
@@ -252,5 +345,6 @@ class Keymap:
                 return
         self._touched.clear()
         self._remapped.clear()
+        self._unconfirmed.clear()
         with contextlib.suppress(Exception):
             self.conn.sync()
