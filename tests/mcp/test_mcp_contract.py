@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import time
 from typing import Any
 
@@ -129,9 +131,18 @@ async def test_bounded_budget_expiry_cancels_an_in_flight_call(dp_desktop: Any) 
     async with memory_client(config) as client:
         st = json.loads(text_of(await client.call_tool("status", {})).split("\n\n")[0])
         assert st["budget"]["durationMs"] == 1500 and st["budget"]["maxActions"] == 30
+        kernel = client.runtime.core.kernel  # type: ignore[attr-defined]
+
+        async def person() -> None:  # `sleep 30` is an L3 launch: the person confirms it
+            while not kernel.confirmations.pending():  # noqa: ASYNC110 - a row in SQLite
+                await asyncio.sleep(0.02)
+            kernel.confirmations.resolve(kernel.confirmations.pending()[0].id, True, "test")
+
         t0 = time.monotonic()
         # a process that never shows a window: open_app would wait 20 s for it
-        r = await client.call_tool("open_app", {"app": "sleep", "args": ["30"]})
+        r, _ = await asyncio.gather(
+            client.call_tool("open_app", {"app": "sleep", "args": ["30"]}), person()
+        )
         elapsed = time.monotonic() - t0
         assert r.is_error, text_of(r)
         d = diag_of(r)
@@ -142,6 +153,9 @@ async def test_bounded_budget_expiry_cancels_an_in_flight_call(dp_desktop: Any) 
         assert after.is_error and diag_of(after)["code"] == "budget_exhausted"
         status = json.loads(text_of(await client.call_tool("status", {})).split("\n\n")[0])
         assert status["budget"]["remainingMs"] == 0 and status["actions"] == 1
+        (row,) = kernel.broker.actions.list(status["session"]["sessionId"])
+        assert row.kind == "open_app" and row.outcome["watchEnded"] == "cancelled"
+        os.kill(row.outcome["pid"], signal.SIGKILL)
 
 
 async def test_bounded_actions_spent_reads_still_work(calculator: App) -> None:

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from deskpilot.hostclient.diagnosis import Diagnosis, diagnose, write_report
+from deskpilot.kernel.sharing import desktop_sharing
 
 EXIT_NOT_READY = 1
 EXIT_UNTRUSTED = 3
@@ -65,6 +66,14 @@ def _render(report: dict[str, Any], console: Console) -> None:
         table.add_row("sample", str(sample["skipped"]))
     if sample.get("error"):
         table.add_row("sample error", str(sample["error"].get("code")))
+    ks = report.get("killSwitch") or {}
+    if ks:
+        table.add_row("kill switch", f"{ks.get('state')} ({ks.get('chord')}): {ks.get('cause')}")
+    lease = report.get("desktopLease") or {}
+    if lease:
+        holder = lease.get("holder") or {}
+        who = f" by pid {holder.get('pid')}" if holder else ""
+        table.add_row("desktop lease", f"{lease.get('state')}{who}")
     console.print(table)
 
 
@@ -93,6 +102,7 @@ def doctor(
     """Readiness, backends, permissions, supervisor state and latencies of the desktop."""
     report = asyncio.run(diagnose(verify_only=verify_host, app=app))
     data = report.to_dict()
+    data.update(desktop_sharing())
     text = json.dumps(data, indent=2, sort_keys=True)
     if json_out:
         typer.echo(text)

@@ -18,6 +18,8 @@ from deskpilot.kernel.broker import Broker, BrokerResult
 from deskpilot.kernel.flags import Flags
 from deskpilot.kernel.halt import halted_error
 from deskpilot.kernel.killswitch import ArmState, KillSwitchError, KillSwitchListener
+from deskpilot.kernel.launches import Launches, LaunchResult, Spawn, Watch
+from deskpilot.kernel.policy.launch import LaunchRequest
 from deskpilot.kernel.rollout import RolloutController
 from deskpilot.protocol.session import CancelReason, SessionState, TaskContract
 from deskpilot.protocol.wire import Action, TargetSpec
@@ -104,6 +106,13 @@ class Kernel:
             observe_after=observe_after,
         )
 
+    async def launch(
+        self, session_id: str, request: LaunchRequest, spawn: Spawn, watch: Watch
+    ) -> LaunchResult:
+        """Start a program as a governed action (halt, budgets, launch policy, ledger,
+        confirmation, lane), then record what became of it; see kernel/launches.py."""
+        return await Launches(self.broker).launch(session_id, request, spawn, watch)
+
     async def pause(
         self, session_id: str, *, takeover: bool = False, by: str | None = None
     ) -> SessionState:
@@ -181,8 +190,15 @@ class Kernel:
                 self._from_thread_chord,
                 self._from_thread_escape if self.flags.enabled("escapeInterrupt") else None,
                 display_name=display,
+                on_state=self._from_thread_state,
             )
-            await asyncio.to_thread(self._listener.start)
+            try:
+                await asyncio.to_thread(self._listener.start)
+            except KillSwitchError as exc:  # no display: say why in status, then raise
+                self._listener = None
+                chord = Settings.load(self.db).kill_switch
+                self.kill_switch_state = ArmState(False, chord, str(exc), mode="unavailable")
+                raise
             self._unsubscribe_settings = Settings.subscribe(self._on_settings)
             self._poll_task = asyncio.ensure_future(self._poll_settings())
         return await self._arm(Settings.load(self.db).kill_switch)
@@ -194,9 +210,17 @@ class Kernel:
             self.kill_switch_state = await asyncio.to_thread(self._listener.arm, chord)
         except KillSwitchError as exc:
             self.kill_switch_state = ArmState(False, chord, str(exc))
-        if chord and not self.kill_switch_state.armed:
+        if chord and self.kill_switch_state.state == "unavailable":
             log.error("kill switch %r not armed: %s", chord, self.kill_switch_state.error)
+        elif self.kill_switch_state.state == "watching":
+            log.info("kill switch %r: %s", chord, self.kill_switch_state.to_json()["cause"])
         return self.kill_switch_state
+
+    def _from_thread_state(self, state: ArmState) -> None:
+        """The X thread took the chord over (its holder exited) or lost track of it."""
+        loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(setattr, self, "kill_switch_state", state)
 
     def _on_settings(self, db: Database, old: SettingsModel, new: SettingsModel) -> None:
         if db.path != self.db.path or old.kill_switch == new.kill_switch or self._loop is None:
@@ -242,16 +266,14 @@ class Kernel:
         if self._listener is not None:
             await asyncio.to_thread(self._listener.stop)
             self._listener = None
+        self.coordinator.close()
         self.broker.close()
 
     def status(self, agent_session_id: str | None = None) -> dict[str, object]:
         halt = self.halt_state(agent_session_id)
         return {
-            "killSwitch": {
-                "armed": self.kill_switch_state.armed,
-                "chord": self.kill_switch_state.chord,
-                "error": self.kill_switch_state.error,
-            },
+            "killSwitch": self.kill_switch_state.to_json(),
+            "desktopLease": self.coordinator.lease_status(),
             "halt": {
                 "halted": halt.halted,
                 "cause": halt.cause,

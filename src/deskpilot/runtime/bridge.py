@@ -275,6 +275,7 @@ class Runtime:
             },
             "session": None if sess is None else sess.to_json(state.value if state else None),
             "kernel": self.core.kernel.name,
+            **reads.desktop_sharing(self.core),
             "snapshotVault": self.core.snapshots is not None,
             "lastDiagnostic": self._last_diag.get(agent_session),
         }

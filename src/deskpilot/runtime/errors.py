@@ -144,6 +144,9 @@ REASON_ADVICE: dict[str, str] = {
     "bound_window_closed": "The window this session was bound to has closed, so the binding "
     "was dropped. Call get_app_state with the app (or list_windows) to pick the window to "
     "work on.",
+    "desktop_leased": "Another deskpilot process drives this desktop right now (details."
+    "holderPid); nothing was sent. Wait (details.retryAfterMs, when known) and read the state "
+    "again before retrying, or ask the user to stop the other agent.",
     "no_matching_action": "Use a name from the element's [actions: …] list (a name cut short "
     "with … matches by its prefix), or click the element instead.",
 }
@@ -161,7 +164,15 @@ def safe_error(exc: BaseException) -> tuple[ErrorCode, str, bool, dict[str, Any]
     if isinstance(exc, DeskpilotError):
         details: dict[str, Any] = {}
         # keep only structured, non-textual facts from below
-        for key in ("reason", "reasonCode", "riskLevel", "policyCode", "cause"):
+        for key in (
+            "reason",
+            "reasonCode",
+            "riskLevel",
+            "policyCode",
+            "cause",
+            "holderPid",
+            "retryAfterMs",
+        ):
             value = exc.details.get(key)
             if (
                 isinstance(value, str) and len(value) <= 64 and value.replace("_", "").isalnum()

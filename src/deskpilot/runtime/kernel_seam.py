@@ -12,6 +12,8 @@ import logging
 from typing import Protocol
 
 from deskpilot.hostclient.api import DesktopBackend, ObservedState
+from deskpilot.kernel.launches import LaunchResult, Spawn, Watch
+from deskpilot.kernel.policy.launch import LaunchRequest
 from deskpilot.kernel.service import Kernel
 from deskpilot.protocol.session import (
     CancelReason,
@@ -57,6 +59,12 @@ class KernelPort(Protocol):
     async def observe(
         self, session_id: str, target: TargetSpec | None = None, *, include_screenshot: bool = True
     ) -> ObservedState: ...
+
+    async def launch(
+        self, session_id: str, request: LaunchRequest, spawn: Spawn, watch: Watch
+    ) -> LaunchResult:
+        """Start a program as a governed action (see kernel/launches.py)."""
+        ...
 
     async def execute(
         self,

@@ -174,7 +174,18 @@ async def capture_app_snapshot(core: RuntimeCore, call: Call, args: AppArgs) -> 
 
 async def get_capabilities(core: RuntimeCore, call: Call, args: NoArgs) -> ToolOutcome:
     caps = await core.preflight_soft(call)
+    caps.update(desktop_sharing(core))
     return ToolOutcome(text=json_text(caps), diagnostic=call.diag)
+
+
+def desktop_sharing(core: RuntimeCore) -> dict[str, Any]:
+    """This process's kill switch (armed / watching another deskpilot process / unavailable,
+    with the cause) and who holds the desktop lease, from the kernel's status."""
+    status = getattr(core.kernel, "status", None)
+    data = status() if callable(status) else {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: data[k] for k in ("killSwitch", "desktopLease") if k in data}
 
 
 async def diagnose_native_host(core: RuntimeCore, call: Call, args: NoArgs) -> ToolOutcome:

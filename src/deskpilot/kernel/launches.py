@@ -1,0 +1,308 @@
+"""App launches as governed actions: the broker's order, with a spawn instead of a host call.
+
+A launch passes the same gates as any action (broker.py): the kill-switch halt, the settings'
+``enabled``, the session's executable state and its contract budgets; then the launch policy
+(``policy/launch.py``) rates it and decides; the ledger row and ``action_requested`` are
+written before anything runs; a denial is recorded as ``action_blocked``; L3 and above wait
+for the person's one-time confirmation (``deskpilot confirm approve``). Only then, holding the
+desktop lane, does the kernel call the runtime's ``spawn`` (the kernel never imports the
+runtime: the caller hands it the two callables).
+
+The action is not over when the process exists: the runtime's ``watch`` then waits for the
+app's window, and its report — a window, an exit code, or still running without a window —
+is the action's recorded outcome. A pause or stop during that wait ends the watch; the
+process keeps running (it is the person's to close) and the ledger says it was started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import shlex
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from deskpilot.kernel.broker import Broker
+from deskpilot.kernel.policy import PolicyDecision, Reason
+from deskpilot.kernel.policy.launch import LAUNCH_KIND, LaunchRequest, evaluate_launch
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.session import EXECUTABLE_STATES, Decision, EventType, SessionState
+from deskpilot.store.actions import ActionRow
+
+#: starts the program (argv as approved) and returns its pid; raises DeskpilotError if it
+#: could not be started
+Spawn = Callable[[tuple[str, ...]], int]
+#: waits for what becomes of that pid
+Watch = Callable[[int], Awaitable["LaunchReport"]]
+
+STATE_POLL_SECONDS = 0.1
+SUMMARY_ARGV_CHARS = 300
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchReport:
+    """What became of the started process, as the runtime saw it."""
+
+    window_id: str | None = None
+    #: the process exited before any window of it showed
+    exit_code: int | None = None
+    #: the wait ended with the process alive and no window
+    running: bool = False
+    #: the wait was ended by a session state change (paused, canceled, …)
+    interrupted: str | None = None
+
+    def outcome(self, pid: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"method": "spawn", "pid": pid}
+        if self.window_id is not None:
+            out["windowId"] = self.window_id
+        if self.exit_code is not None:
+            out["exitCode"] = self.exit_code
+            out["exitedBeforeWindow"] = self.window_id is None
+        if self.running:
+            out["runningWithoutWindow"] = True
+        if self.interrupted is not None:
+            out["watchEnded"] = self.interrupted
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchResult:
+    action_id: str
+    pid: int
+    report: LaunchReport
+    decision: PolicyDecision
+    approval_ms: float = 0.0
+
+
+class Launches:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def params_hash(self, req: LaunchRequest) -> str:
+        """Keyed like the broker's: equal launches compare equal, arguments stay unreadable."""
+        body = json.dumps(
+            [req.program, req.entry_args, req.agent_args, req.desktop_id], separators=(",", ":")
+        ).encode()
+        return hashlib.blake2b(body, key=self.broker._salt, digest_size=16).hexdigest()
+
+    async def launch(
+        self,
+        session_id: str,
+        request: LaunchRequest,
+        spawn: Spawn,
+        watch: Watch,
+        *,
+        action_id: str | None = None,
+    ) -> LaunchResult:
+        b = self.broker
+        row = b.sessions.require(session_id)
+        b.halt.check(row.agent_session_id)
+        settings = b.settings()
+        if not settings.enabled:
+            raise DeskpilotError(
+                ErrorCode.COMPUTER_DISABLED,
+                "computer use is turned off in the settings (enabled=false); observing works",
+            )
+        row = b.sessions.require_executable(session_id)
+        b._check_budgets(row)
+
+        decision = evaluate_launch(request, row.contract, settings)
+        aid = action_id or f"act_{uuid.uuid4().hex[:20]}"
+        ledger = ActionRow(
+            id=aid,
+            session_id=session_id,
+            kind=LAUNCH_KIND,
+            params_hash=self.params_hash(request),
+            frame_id=None,
+            tree_version=None,
+            risk_level=decision.risk,
+            decision=decision.decision,
+            reason=decision.reason,
+            status="requested",
+            effect_class=decision.context.effect.value,
+            target_kind=decision.context.target_kind.value,
+            data_classes=[],
+        )
+        requested = {
+            **b._event_payload(decision),
+            "rating": decision.details.get("rating"),
+            "program": request.executable,
+            "desktopId": request.desktop_id,
+            "agentArgs": len(request.agent_args),
+        }
+        with b.db.transaction() as conn:
+            b.actions.insert(ledger, conn=conn)
+            b.sessions.timeline.append(
+                session_id, EventType.ACTION_REQUESTED, action_id=aid, payload=requested, conn=conn
+            )
+            if decision.decision == Decision.DENY:
+                b.actions.finish(aid, "blocked", error_code="action_blocked", conn=conn)
+                b.sessions.timeline.append(
+                    session_id,
+                    EventType.ACTION_BLOCKED,
+                    action_id=aid,
+                    payload={**requested, **decision.details},
+                    conn=conn,
+                )
+        if decision.decision == Decision.DENY:
+            raise b._blocked_error(decision)
+
+        approval_ms = 0.0
+        approval_id: str | None = None
+        if decision.decision == Decision.REQUIRE_APPROVAL:
+            t0 = time.monotonic()
+            try:
+                confirmation, outcome = await b.confirmations.request(
+                    session_id,
+                    aid,
+                    LAUNCH_KIND,
+                    decision.risk,
+                    decision.reason,
+                    _summary(request, decision),
+                    settings.confirmation_timeout_seconds,
+                )
+            except BaseException:  # cancelled while waiting (the bounded budget ran out)
+                self._refused(session_id, aid, requested, decision, "abandoned")
+                raise
+            if outcome != "approved":
+                reason = self._refused(session_id, aid, requested, decision, outcome)
+                b.sessions.require_executable(session_id)  # a pause/stop is reported as that
+                raise DeskpilotError(
+                    ErrorCode.APPROVAL_DENIED,
+                    f"the person did not confirm this {decision.risk.label} launch "
+                    f"({reason}); do not retry it unchanged",
+                    details={"reason": reason, "confirmationId": confirmation.id},
+                )
+            approval_ms = (time.monotonic() - t0) * 1000
+            approval_id = confirmation.id
+            b.sessions.require_executable(session_id)
+
+        pid = await self._spawn(row.agent_session_id, session_id, aid, request, spawn, approval_id)
+        report = await self._watch(session_id, pid, watch, aid, decision)
+        if report.interrupted is not None:
+            b.sessions.require_executable(session_id)  # says paused / canceled
+        return LaunchResult(aid, pid, report, decision, approval_ms)
+
+    def _refused(
+        self,
+        session_id: str,
+        aid: str,
+        requested: dict[str, Any],
+        decision: PolicyDecision,
+        outcome: str,
+    ) -> str:
+        b = self.broker
+        reason = {
+            "denied": Reason.CONFIRMATION_DENIED.value,
+            "expired": Reason.CONFIRMATION_EXPIRED.value,
+        }.get(outcome, "confirmation_abandoned")
+        with b.db.transaction() as conn:
+            b.actions.finish(aid, "blocked", error_code="approval_denied", conn=conn)
+            b.sessions.timeline.append(
+                session_id,
+                EventType.ACTION_BLOCKED,
+                action_id=aid,
+                payload={**requested, "reason": reason, "policyReason": decision.reason},
+                conn=conn,
+            )
+        return reason
+
+    async def _spawn(
+        self,
+        agent_session_id: str,
+        session_id: str,
+        aid: str,
+        request: LaunchRequest,
+        spawn: Spawn,
+        approval_id: str | None,
+    ) -> int:
+        b = self.broker
+        if not b.coordinator.holds(session_id):
+            await b.coordinator.claim(session_id, agent_session_id)
+        async with b.coordinator.action_lock:
+            current = b.sessions.require(session_id)
+            moved = False
+            with b.db.transaction() as conn:
+                if current.state in EXECUTABLE_STATES:
+                    moved = current.state == SessionState.ACTING or b.sessions.rows.set_state(
+                        session_id, SessionState.ACTING, expect=current.state, conn=conn
+                    )
+                b.actions.set_status(
+                    aid, "executing" if moved else "failed", approval_id=approval_id, conn=conn
+                )
+            if not moved:  # paused or stopped while it waited for the lane
+                try:
+                    b.sessions.require_executable(session_id)
+                    raise DeskpilotError(
+                        ErrorCode.STATE_CHANGED, "the session changed state; observe again"
+                    )
+                except DeskpilotError as exc:
+                    b.actions.finish(aid, "failed", error_code=exc.code.value)
+                    raise
+            try:
+                return spawn(request.argv)
+            except DeskpilotError as exc:
+                b._finish_failed(session_id, aid, exc)
+                raise
+
+    async def _watch(
+        self, session_id: str, pid: int, watch: Watch, aid: str, decision: PolicyDecision
+    ) -> LaunchReport:
+        """Run the runtime's watch while the session stays executable; record its report."""
+        b = self.broker
+        task = asyncio.ensure_future(watch(pid))
+        report: LaunchReport | None = None
+        try:
+            while not task.done():
+                state = b.sessions.require(session_id).state
+                if state not in EXECUTABLE_STATES:
+                    report = LaunchReport(interrupted=state.value)
+                    break
+                await asyncio.wait({task}, timeout=STATE_POLL_SECONDS)
+            if report is None:
+                report = task.result()
+        except BaseException as exc:
+            ended = "cancelled" if isinstance(exc, asyncio.CancelledError) else "watch_failed"
+            self._executed(session_id, aid, pid, LaunchReport(interrupted=ended), decision)
+            raise
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        self._executed(session_id, aid, pid, report, decision)
+        return report
+
+    def _executed(
+        self, session_id: str, aid: str, pid: int, report: LaunchReport, decision: PolicyDecision
+    ) -> None:
+        b = self.broker
+        outcome = report.outcome(pid)
+        with b.db.transaction() as conn:
+            b.actions.finish(aid, "executed", outcome=outcome, conn=conn)
+            b.sessions.timeline.append(
+                session_id,
+                EventType.ACTION_EXECUTED,
+                action_id=aid,
+                payload={"kind": LAUNCH_KIND, "risk": decision.risk.label, **outcome},
+                conn=conn,
+            )
+            b.sessions.rows.count_step(session_id, noop=False, conn=conn)
+            b.sessions.rows.set_state(
+                session_id, SessionState.OBSERVING, expect=SessionState.ACTING, conn=conn
+            )
+        b.rollout.record_action(False)
+
+
+def _summary(req: LaunchRequest, decision: PolicyDecision) -> str:
+    """What the person confirms: the exact command, so they know what would run."""
+    argv = shlex.join((req.program, *req.entry_args, *req.agent_args))
+    if len(argv) > SUMMARY_ARGV_CHARS:
+        argv = argv[: SUMMARY_ARGV_CHARS - 1] + "…"
+    why = ", ".join(decision.context.signals)
+    return f"start {argv} — {decision.risk.label} ({why})"
