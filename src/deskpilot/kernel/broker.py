@@ -173,7 +173,10 @@ class Broker:
     def params_hash(self, action: Action) -> str:
         """A keyed hash of the action's parameters: equal actions compare equal, and typed
         text cannot be recovered from the ledger by guessing."""
-        body = action.model_dump_json(by_alias=True, exclude_none=True).encode()
+        return self.keyed_hash(action.model_dump_json(by_alias=True, exclude_none=True).encode())
+
+    def keyed_hash(self, body: bytes) -> str:
+        """The ledger's keyed hash of some parameters (the key never leaves this process)."""
         return hashlib.blake2b(body, key=self._salt, digest_size=16).hexdigest()
 
     # ------------------------------------------------------------------ observe
@@ -232,7 +235,7 @@ class Broker:
                 "computer use is turned off in the settings (enabled=false); observing works",
             )
         row = self.sessions.require_executable(session_id)
-        self._check_budgets(row)
+        self.check_budgets(row)
 
         aid = action_id or f"act_{uuid.uuid4().hex[:20]}"
         phash = self.params_hash(action)
@@ -296,77 +299,26 @@ class Broker:
             target_kind=decision.context.target_kind.value,
             data_classes=sorted(c.value for c in decision.context.data_classes),
         )
-        requested = self._event_payload(decision)
+        requested = self.event_payload(decision)
         if decision.decision == Decision.ALLOW:
             # the row and its action_requested event are written together with the move to
             # acting, under the desktop lane, still before anything reaches the desktop
             return await self._dispatch(
                 row, ledger, requested, action, decision, None, 0.0, observe_after=observe_after
             )
-        with self.db.transaction() as conn:
-            self.actions.insert(ledger, conn=conn)
-            self.sessions.timeline.append(
-                session_id,
-                EventType.ACTION_REQUESTED,
-                action_id=aid,
-                payload=requested,
-                conn=conn,
-            )
-            if decision.decision == Decision.DENY:
-                self.actions.finish(aid, "blocked", error_code="action_blocked", conn=conn)
-                self.sessions.timeline.append(
-                    session_id,
-                    EventType.ACTION_BLOCKED,
-                    action_id=aid,
-                    payload={**requested, **decision.details},
-                    conn=conn,
-                )
-        if decision.decision == Decision.DENY:
-            raise self._blocked_error(decision)
-
+        self.record_request(session_id, ledger, requested, decision)
         approval_ms = 0.0
         approval_id: str | None = None
         if decision.decision == Decision.REQUIRE_APPROVAL:
-            t0 = time.monotonic()
-            confirmation, outcome = await self.confirmations.request(
+            approval_id, approval_ms = await self.confirm(
                 session_id,
                 aid,
                 action.kind,
-                decision.risk,
-                decision.reason,
+                decision,
                 _summary(action.kind, decision),
+                requested,
                 settings.confirmation_timeout_seconds,
             )
-            approval_ms = (time.monotonic() - t0) * 1000
-            approval_id = confirmation.id
-            if outcome != "approved":
-                reason = (
-                    Reason.CONFIRMATION_DENIED
-                    if outcome == "denied"
-                    else Reason.CONFIRMATION_EXPIRED
-                )
-                with self.db.transaction() as conn:
-                    self.actions.set_status(aid, "blocked", approval_id=approval_id, conn=conn)
-                    self.actions.finish(aid, "blocked", error_code="approval_denied", conn=conn)
-                    self.sessions.timeline.append(
-                        session_id,
-                        EventType.ACTION_BLOCKED,
-                        action_id=aid,
-                        payload={
-                            **requested,
-                            "reason": reason.value,
-                            "policyReason": decision.reason,
-                        },
-                        conn=conn,
-                    )
-                # a pause/stop during the wait is reported as that, not as a refusal
-                self.sessions.require_executable(session_id)
-                raise DeskpilotError(
-                    ErrorCode.APPROVAL_DENIED,
-                    f"the person did not confirm this {decision.risk.label} action "
-                    f"({reason.value}); do not retry it unchanged",
-                    details={"reason": reason.value, "confirmationId": confirmation.id},
-                )
             row = self.sessions.require_executable(session_id)
 
         return await self._dispatch(
@@ -379,6 +331,98 @@ class Broker:
             approval_ms,
             observe_after=observe_after,
         )
+
+    def record_request(
+        self,
+        session_id: str,
+        ledger: ActionRow,
+        requested: dict[str, Any],
+        decision: PolicyDecision,
+    ) -> None:
+        """Write an action's ledger row with its action_requested event; a denied one is
+        finished and recorded as action_blocked in the same transaction, then raised."""
+        with self.db.transaction() as conn:
+            self.actions.insert(ledger, conn=conn)
+            self.sessions.timeline.append(
+                session_id,
+                EventType.ACTION_REQUESTED,
+                action_id=ledger.id,
+                payload=requested,
+                conn=conn,
+            )
+            if decision.decision == Decision.DENY:
+                self.actions.finish(ledger.id, "blocked", error_code="action_blocked", conn=conn)
+                self.sessions.timeline.append(
+                    session_id,
+                    EventType.ACTION_BLOCKED,
+                    action_id=ledger.id,
+                    payload={**requested, **decision.details},
+                    conn=conn,
+                )
+        if decision.decision == Decision.DENY:
+            raise self.blocked_error(decision)
+
+    async def confirm(
+        self,
+        session_id: str,
+        aid: str,
+        kind: str,
+        decision: PolicyDecision,
+        summary: str,
+        requested: dict[str, Any],
+        timeout_s: float,
+        *,
+        noun: str = "action",
+    ) -> tuple[str, float]:
+        """Ask the person to confirm (L3+): (confirmation id, ms waited) when approved; a
+        denial, expiry or abandoned wait is recorded (ledger + action_blocked) and raised."""
+        t0 = time.monotonic()
+        try:
+            confirmation, outcome = await self.confirmations.request(
+                session_id, aid, kind, decision.risk, decision.reason, summary, timeout_s
+            )
+        except BaseException:  # cancelled while waiting (a stop, the bounded budget ran out)
+            self._record_refusal(session_id, aid, None, requested, decision, "abandoned")
+            raise
+        if outcome != "approved":
+            reason = self._record_refusal(
+                session_id, aid, confirmation.id, requested, decision, outcome
+            )
+            # a pause/stop during the wait is reported as that, not as a refusal
+            self.sessions.require_executable(session_id)
+            raise DeskpilotError(
+                ErrorCode.APPROVAL_DENIED,
+                f"the person did not confirm this {decision.risk.label} {noun} ({reason}); "
+                "do not retry it unchanged",
+                details={"reason": reason, "confirmationId": confirmation.id},
+            )
+        return confirmation.id, (time.monotonic() - t0) * 1000
+
+    def _record_refusal(
+        self,
+        session_id: str,
+        aid: str,
+        approval_id: str | None,
+        requested: dict[str, Any],
+        decision: PolicyDecision,
+        outcome: str,
+    ) -> str:
+        reason = {
+            "denied": Reason.CONFIRMATION_DENIED.value,
+            "expired": Reason.CONFIRMATION_EXPIRED.value,
+        }.get(outcome, "confirmation_abandoned")
+        with self.db.transaction() as conn:
+            if approval_id is not None:
+                self.actions.set_status(aid, "blocked", approval_id=approval_id, conn=conn)
+            self.actions.finish(aid, "blocked", error_code="approval_denied", conn=conn)
+            self.sessions.timeline.append(
+                session_id,
+                EventType.ACTION_BLOCKED,
+                action_id=aid,
+                payload={**requested, "reason": reason, "policyReason": decision.reason},
+                conn=conn,
+            )
+        return reason
 
     async def _dispatch(
         self,
@@ -433,7 +477,7 @@ class Broker:
                     item, session_id, frame_id, tree_version, action, observe_after
                 )
             except DeskpilotError as exc:
-                self._finish_failed(session_id, aid, exc)
+                self.finish_failed(session_id, aid, exc)
                 raise
             finally:
                 self.inflight.remove(item)
@@ -507,7 +551,7 @@ class Broker:
             details={"reason": item.interrupt_reason or "physical_escape"},
         )
 
-    def _finish_failed(self, session_id: str, aid: str, exc: DeskpilotError) -> None:
+    def finish_failed(self, session_id: str, aid: str, exc: DeskpilotError) -> None:
         handoff = exc.code == ErrorCode.HANDOFF_REQUIRED
         with self.db.transaction() as conn:
             self.actions.finish(aid, "failed", error_code=exc.code.value, conn=conn)
@@ -536,7 +580,7 @@ class Broker:
                 )
 
     # ------------------------------------------------------------------ helpers
-    def _check_budgets(self, row: SessionRow) -> None:
+    def check_budgets(self, row: SessionRow) -> None:
         c = row.contract
         if row.steps >= c.max_steps:
             raise DeskpilotError(
@@ -614,7 +658,7 @@ class Broker:
         )
 
     @staticmethod
-    def _event_payload(decision: PolicyDecision) -> dict[str, Any]:
+    def event_payload(decision: PolicyDecision) -> dict[str, Any]:
         ctx = decision.context
         return {
             "kind": ctx.kind,
@@ -628,7 +672,7 @@ class Broker:
         }
 
     @staticmethod
-    def _blocked_error(decision: PolicyDecision) -> DeskpilotError:
+    def blocked_error(decision: PolicyDecision) -> DeskpilotError:
         if decision.reason == Reason.FOCUS_MISMATCH:
             return DeskpilotError(
                 ErrorCode.FOCUS_MISMATCH,

@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import shlex
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from deskpilot.kernel.broker import Broker
-from deskpilot.kernel.policy import PolicyDecision, Reason
+from deskpilot.kernel.policy import PolicyDecision
 from deskpilot.kernel.policy.launch import LAUNCH_KIND, LaunchRequest, evaluate_launch
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.session import EXECUTABLE_STATES, Decision, EventType, SessionState
@@ -88,7 +86,7 @@ class Launches:
         body = json.dumps(
             [req.program, req.entry_args, req.agent_args, req.desktop_id], separators=(",", ":")
         ).encode()
-        return hashlib.blake2b(body, key=self.broker._salt, digest_size=16).hexdigest()
+        return self.broker.keyed_hash(body)
 
     async def launch(
         self,
@@ -109,7 +107,7 @@ class Launches:
                 "computer use is turned off in the settings (enabled=false); observing works",
             )
         row = b.sessions.require_executable(session_id)
-        b._check_budgets(row)
+        b.check_budgets(row)
 
         decision = evaluate_launch(request, row.contract, settings)
         aid = action_id or f"act_{uuid.uuid4().hex[:20]}"
@@ -129,57 +127,26 @@ class Launches:
             data_classes=[],
         )
         requested = {
-            **b._event_payload(decision),
+            **b.event_payload(decision),
             "rating": decision.details.get("rating"),
             "program": request.executable,
             "desktopId": request.desktop_id,
             "agentArgs": len(request.agent_args),
         }
-        with b.db.transaction() as conn:
-            b.actions.insert(ledger, conn=conn)
-            b.sessions.timeline.append(
-                session_id, EventType.ACTION_REQUESTED, action_id=aid, payload=requested, conn=conn
-            )
-            if decision.decision == Decision.DENY:
-                b.actions.finish(aid, "blocked", error_code="action_blocked", conn=conn)
-                b.sessions.timeline.append(
-                    session_id,
-                    EventType.ACTION_BLOCKED,
-                    action_id=aid,
-                    payload={**requested, **decision.details},
-                    conn=conn,
-                )
-        if decision.decision == Decision.DENY:
-            raise b._blocked_error(decision)
-
+        b.record_request(session_id, ledger, requested, decision)
         approval_ms = 0.0
         approval_id: str | None = None
         if decision.decision == Decision.REQUIRE_APPROVAL:
-            t0 = time.monotonic()
-            try:
-                confirmation, outcome = await b.confirmations.request(
-                    session_id,
-                    aid,
-                    LAUNCH_KIND,
-                    decision.risk,
-                    decision.reason,
-                    _summary(request, decision),
-                    settings.confirmation_timeout_seconds,
-                )
-            except BaseException:  # cancelled while waiting (the bounded budget ran out)
-                self._refused(session_id, aid, requested, decision, "abandoned")
-                raise
-            if outcome != "approved":
-                reason = self._refused(session_id, aid, requested, decision, outcome)
-                b.sessions.require_executable(session_id)  # a pause/stop is reported as that
-                raise DeskpilotError(
-                    ErrorCode.APPROVAL_DENIED,
-                    f"the person did not confirm this {decision.risk.label} launch "
-                    f"({reason}); do not retry it unchanged",
-                    details={"reason": reason, "confirmationId": confirmation.id},
-                )
-            approval_ms = (time.monotonic() - t0) * 1000
-            approval_id = confirmation.id
+            approval_id, approval_ms = await b.confirm(
+                session_id,
+                aid,
+                LAUNCH_KIND,
+                decision,
+                _summary(request, decision),
+                requested,
+                settings.confirmation_timeout_seconds,
+                noun="launch",
+            )
             b.sessions.require_executable(session_id)
 
         pid = await self._spawn(row.agent_session_id, session_id, aid, request, spawn, approval_id)
@@ -187,30 +154,6 @@ class Launches:
         if report.interrupted is not None:
             b.sessions.require_executable(session_id)  # says paused / canceled
         return LaunchResult(aid, pid, report, decision, approval_ms)
-
-    def _refused(
-        self,
-        session_id: str,
-        aid: str,
-        requested: dict[str, Any],
-        decision: PolicyDecision,
-        outcome: str,
-    ) -> str:
-        b = self.broker
-        reason = {
-            "denied": Reason.CONFIRMATION_DENIED.value,
-            "expired": Reason.CONFIRMATION_EXPIRED.value,
-        }.get(outcome, "confirmation_abandoned")
-        with b.db.transaction() as conn:
-            b.actions.finish(aid, "blocked", error_code="approval_denied", conn=conn)
-            b.sessions.timeline.append(
-                session_id,
-                EventType.ACTION_BLOCKED,
-                action_id=aid,
-                payload={**requested, "reason": reason, "policyReason": decision.reason},
-                conn=conn,
-            )
-        return reason
 
     async def _spawn(
         self,
@@ -247,7 +190,7 @@ class Launches:
             try:
                 return spawn(request.argv)
             except DeskpilotError as exc:
-                b._finish_failed(session_id, aid, exc)
+                b.finish_failed(session_id, aid, exc)
                 raise
 
     async def _watch(
