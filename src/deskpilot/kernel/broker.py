@@ -226,17 +226,7 @@ class Broker:
         expected_app: str | None = None,
         observe_after: bool = False,
     ) -> BrokerResult:
-        row = self.sessions.require(session_id)
-        self.halt.check(row.agent_session_id)
-        settings = self.settings()
-        if not settings.enabled:
-            raise DeskpilotError(
-                ErrorCode.COMPUTER_DISABLED,
-                "computer use is turned off in the settings (enabled=false); observing works",
-            )
-        row = self.sessions.require_executable(session_id)
-        self.check_budgets(row)
-
+        row, settings = self.admit(session_id)
         aid = action_id or f"act_{uuid.uuid4().hex[:20]}"
         phash = self.params_hash(action)
         existing = self.actions.get(aid)
@@ -331,6 +321,21 @@ class Broker:
             approval_ms,
             observe_after=observe_after,
         )
+
+    def admit(self, session_id: str) -> tuple[SessionRow, SettingsModel]:
+        """The checks every desktop-changing request passes first: the halt, the enabled
+        setting, a session that accepts actions, its budgets."""
+        row = self.sessions.require(session_id)
+        self.halt.check(row.agent_session_id)
+        settings = self.settings()
+        if not settings.enabled:
+            raise DeskpilotError(
+                ErrorCode.COMPUTER_DISABLED,
+                "computer use is turned off in the settings (enabled=false); observing works",
+            )
+        row = self.sessions.require_executable(session_id)
+        self.check_budgets(row)
+        return row, settings
 
     def record_request(
         self,

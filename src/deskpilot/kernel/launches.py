@@ -98,16 +98,7 @@ class Launches:
         action_id: str | None = None,
     ) -> LaunchResult:
         b = self.broker
-        row = b.sessions.require(session_id)
-        b.halt.check(row.agent_session_id)
-        settings = b.settings()
-        if not settings.enabled:
-            raise DeskpilotError(
-                ErrorCode.COMPUTER_DISABLED,
-                "computer use is turned off in the settings (enabled=false); observing works",
-            )
-        row = b.sessions.require_executable(session_id)
-        b.check_budgets(row)
+        row, settings = b.admit(session_id)
 
         decision = evaluate_launch(request, row.contract, settings)
         aid = action_id or f"act_{uuid.uuid4().hex[:20]}"
