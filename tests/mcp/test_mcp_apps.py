@@ -108,6 +108,47 @@ async def test_mousepad_type_and_save(dp_desktop: Any, tmp_path: Path) -> None:
         app.stop()
 
 
+async def test_a_dialog_the_action_opened_is_announced_and_becomes_the_app_window(
+    dp_desktop: Any, tmp_path: Path
+) -> None:
+    """mousepad's File › Save As… opens a dialog window of its own (no window manager: it
+    does not take the focus). The click's result says so instead of claiming nothing
+    changed, and get_app_state on the app then shows the dialog, not the window under it."""
+    doc = tmp_path / "draft.txt"
+    doc.write_text("")
+    app = await astart_app(["mousepad", str(doc)])
+    try:
+        async with memory_client() as client:
+            state = await client.call_tool("get_app_state", {"app": app.pid})
+            assert not state.is_error, text_of(state)
+            menu = await client.call_tool(
+                "click",
+                {"state_id": state_id_of(state), "element_id": element_id(state, r'menu "File"')},
+            )
+            assert not menu.is_error, text_of(menu)
+            if "\nstate_id=" not in text_of(menu):
+                menu = await client.call_tool("get_app_state", {"app": app.pid})
+            save_as = element_id(menu, r'menuItem "Save As')
+            opened = await client.call_tool(
+                "click", {"state_id": state_id_of(menu), "element_id": save_as}
+            )
+            assert not opened.is_error, text_of(opened)
+            assert "A dialog of this window opened" in text_of(opened), text_of(opened)
+            d = diag_of(opened)
+            assert not d.get("noop") and "dialog_opened" in d.get("notReusable", [])
+            dialog = await client.call_tool("get_app_state", {"app": app.pid})
+            assert not dialog.is_error, text_of(dialog)
+            header = text_of(dialog).splitlines()[1]
+            assert header.startswith('Window=(title="Save As'), header
+            cancel = element_id(dialog, r'button "(_)?Cancel"')
+            closed = await client.call_tool(
+                "click", {"state_id": state_id_of(dialog), "element_id": cancel}
+            )
+            assert not closed.is_error, text_of(closed)
+    finally:
+        app.stop()
+
+
 async def test_type_text_with_submit_picks_a_file_in_a_gtk_file_chooser(
     dp_desktop: Any, tmp_path: Path
 ) -> None:

@@ -75,6 +75,8 @@ class WindowInfo(WireModel):
     minimized: bool = False
     focused: bool = False
     app: AppIdentity = Field(default_factory=AppIdentity)
+    #: the window this one is a dialog of (ICCCM WM_TRANSIENT_FOR), "0x…" hex
+    transient_for: str | None = None
 
 
 class TargetSpec(WireModel):

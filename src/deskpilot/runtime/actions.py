@@ -42,6 +42,7 @@ from deskpilot.protocol.wire import (
     TypeTextAction,
 )
 from deskpilot.runtime import tool_args as ta
+from deskpilot.runtime.apps import dialogs_of
 from deskpilot.runtime.coords import to_window_point
 from deskpilot.runtime.core import Call, RuntimeCore, ToolOutcome, app_label, digest
 from deskpilot.runtime.diagnostics import ActionOutcome, ObservationOutcome, StepRecord
@@ -378,8 +379,15 @@ async def _after(
         return ToolOutcome(text=text, diagnostic=call.diag)
     obs = observed.observation
     png = observed.png
-    noop = obs.tree_version == record.tree_version and (
-        record.png_digest is None or digest(png) == record.png_digest
+    # a dialog the action opened is a window of its own: the acted-on window's tree does not
+    # show it, and without a window manager it does not even take the focus
+    dialogs = dialogs_of(await core.windows(call), obs.window.window_id)
+    known = record.extras.get("dialogs")
+    opened = [d for d in dialogs if not isinstance(known, set) or d.window_id not in known]
+    noop = (
+        not opened
+        and obs.tree_version == record.tree_version
+        and (record.png_digest is None or digest(png) == record.png_digest)
     )
     from deskpilot.runtime.implicit import ImplicitSession
 
@@ -393,7 +401,16 @@ async def _after(
             "(same tree and screenshot). Do not assume it worked; try another element or "
             "approach.\n" + summary
         )
+    if opened:
+        top = opened[-1]
+        summary += (
+            f'\nA dialog of this window opened: "{top.title}" (window {top.window_id}). '
+            f"get_app_state with app={obs.app.pid} shows it (the dialog is chosen over the "
+            "window under it)."
+        )
     refusals = reuse_refusals(record.app_identity, obs, png)
+    if opened:
+        refusals.append("dialog_opened")
     if refusals:
         call.diag.observation_outcome = ObservationOutcome.NOT_REUSABLE
         call.diag.not_reusable = refusals
@@ -404,6 +421,7 @@ async def _after(
         return ToolOutcome(text=text, diagnostic=call.diag)
     frame = core.frame(call, png, obs)
     new = core.issue(call, obs, png, frame)
+    new.extras["dialogs"] = {d.window_id for d in dialogs}
     with call.watch.stage("format"):
         body = core.render_state(new, obs, frame)
     text = (

@@ -36,14 +36,21 @@ class AppEntry:
         return out
 
     def main_window(self) -> WindowInfo | None:
-        """The focused window, else the largest visible one that is not minimised."""
+        """The window an agent means by the app: an open dialog of one of its windows (the
+        topmost; the window under it is usually blocked by it), else the focused window,
+        else the largest visible one that is not minimised. Without a window manager a new
+        dialog does not take the focus, so the focus alone would keep pointing under it."""
         if not self.windows:
             return None
-        for w in self.windows:
-            if w.focused:
-                return w
-        shown = [w for w in self.windows if w.visible and not w.minimized] or self.windows
-        return max(shown, key=lambda w: w.bounds.width * w.bounds.height)
+        shown = [w for w in self.windows if w.visible and not w.minimized]
+        ids = {w.window_id for w in shown}
+        dialogs = [w for w in shown if w.transient_for in ids]
+        focused = next((w for w in self.windows if w.focused), None)
+        if focused is not None and (focused in dialogs or not dialogs):
+            return focused
+        if dialogs:
+            return dialogs[-1]  # windows are listed bottom to top
+        return max(shown or self.windows, key=lambda w: w.bounds.width * w.bounds.height)
 
     def to_json(self) -> dict[str, Any]:
         ident = self.identity
@@ -55,6 +62,12 @@ class AppEntry:
             "desktopId": ident.desktop_id,
             "windows": len(self.windows),
         }
+
+
+def dialogs_of(windows: list[WindowInfo], window_id: str) -> list[WindowInfo]:
+    """The visible windows that are dialogs of ``window_id`` (WM_TRANSIENT_FOR), bottom to
+    top."""
+    return [w for w in windows if w.transient_for == window_id and w.visible and not w.minimized]
 
 
 def _merge(into: AppIdentity, other: AppIdentity) -> None:

@@ -13,8 +13,8 @@ from typing import Any
 
 from deskpilot.hostclient.api import ObservedState
 from deskpilot.protocol.errors import ErrorCode
-from deskpilot.protocol.wire import ObservationBody, TargetSpec
-from deskpilot.runtime.apps import group_apps
+from deskpilot.protocol.wire import ObservationBody, TargetSpec, WindowInfo
+from deskpilot.runtime.apps import dialogs_of, group_apps
 from deskpilot.runtime.core import Call, RuntimeCore, ToolOutcome, app_key, app_label
 from deskpilot.runtime.errors import refusal, safe_error
 from deskpilot.runtime.state_ids import AppKey
@@ -27,17 +27,18 @@ def json_text(value: Any) -> str:
 
 async def _target(
     core: RuntimeCore, call: Call, app: str | int | None
-) -> tuple[TargetSpec | None, int | None]:
-    """The window to observe: the named app's main window, the bound target, or focus."""
+) -> tuple[TargetSpec | None, int | None, list[WindowInfo] | None]:
+    """The window to observe: the named app's main window, the bound target, or focus (and
+    the app's windows, when they were listed to find it)."""
     if app is not None:
         entry, window = await core.resolve(call, app)
-        return TargetSpec(window_id=window.window_id), entry.pid
+        return TargetSpec(window_id=window.window_id), entry.pid, entry.windows
     sess = core.sessions.get(call.agent_session)
     if sess is not None and sess.bound_target is not None:
         wid = sess.bound_target.get("windowId")
         if isinstance(wid, str):
-            return TargetSpec(window_id=wid), None
-    return None, None
+            return TargetSpec(window_id=wid), None, None
+    return None, None, None
 
 
 def _check_recovery(call: Call, tool: str, obs: ObservationBody | None, pid: int | None) -> None:
@@ -56,7 +57,7 @@ def _check_recovery(call: Call, tool: str, obs: ObservationBody | None, pid: int
 
 async def get_app_state(core: RuntimeCore, call: Call, args: AppArgs) -> ToolOutcome:
     await core.preflight(call, acting=False)
-    target, pid = await _target(core, call, args.app)
+    target, pid, windows = await _target(core, call, args.app)
     _check_recovery(call, "get_app_state", None, pid)
     async with core.sessions.using(call.agent_session) as sess:
         call.session_id = sess.session_id
@@ -65,6 +66,8 @@ async def get_app_state(core: RuntimeCore, call: Call, args: AppArgs) -> ToolOut
     _check_recovery(call, "get_app_state", obs, None)
     frame = core.frame(call, observed.png, obs)
     record = core.issue(call, obs, observed.png, frame)
+    if windows is not None:  # what was open already, so an action can tell what it opened
+        record.extras["dialogs"] = {w.window_id for w in dialogs_of(windows, obs.window.window_id)}
     with call.watch.stage("format"):
         text = core.render_state(record, obs, frame)
     return ToolOutcome(text=text, diagnostic=call.diag, image=frame)
@@ -114,7 +117,7 @@ async def list_apps(core: RuntimeCore, call: Call, args: NoArgs) -> ToolOutcome:
 
 async def screenshot(core: RuntimeCore, call: Call, args: AppArgs) -> ToolOutcome:
     await core.preflight(call, acting=False)
-    target, pid = await _target(core, call, args.app)
+    target, pid, _ = await _target(core, call, args.app)
     _check_recovery(call, "screenshot", None, pid)
     async with core.sessions.using(call.agent_session) as sess:
         call.session_id = sess.session_id
@@ -158,7 +161,7 @@ async def capture_app_snapshot(core: RuntimeCore, call: Call, args: AppArgs) -> 
             "get_app_state.",
         )
     await core.preflight(call, acting=False)
-    target, pid = await _target(core, call, args.app)
+    target, pid, _ = await _target(core, call, args.app)
     _check_recovery(call, "capture_app_snapshot", None, pid)
     async with core.sessions.using(call.agent_session) as sess:
         call.session_id = sess.session_id

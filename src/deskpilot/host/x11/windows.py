@@ -41,6 +41,7 @@ class XWindow:
     wm_class_parts: tuple[str, ...] = field(default_factory=tuple)
     desktop_id: str | None = None
     app_name: str | None = None  # filled from the accessibility side when matched
+    transient_for: int | None = None  # WM_TRANSIENT_FOR: the window this is a dialog of
 
     @property
     def window_id(self) -> str:
@@ -71,6 +72,7 @@ class XWindow:
             minimized=self.minimized,
             focused=self.focused,
             app=self.identity(),
+            transient_for=format_xid(self.transient_for) if self.transient_for else None,
         )
 
     def matches_app(self, needle: str) -> bool:
@@ -263,6 +265,7 @@ class WindowLister:
         if ident is None:
             ident = self._identity(win, xid)
             self._identities[xid] = ident
+        parent = self._card_prop(win, "WM_TRANSIENT_FOR")
         return XWindow(
             xid=xid,
             title=title,
@@ -274,6 +277,7 @@ class WindowLister:
             wm_class=ident.wm_class,
             wm_class_parts=ident.wm_class_parts,
             desktop_id=ident.desktop_id,
+            transient_for=parent[0] if parent and parent[0] not in (0, xid) else None,
         )
 
     def _identity(self, win: Any, xid: int) -> _Identity:
