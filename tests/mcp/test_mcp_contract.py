@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from mcp_helpers import (
+    astart_app,
     diag_of,
     element_id,
     has_image,
@@ -321,3 +322,29 @@ async def test_snapshot_preview_is_revoked_when_the_turn_ends(calculator: App) -
                 assert gone.status_code in (401, 403, 404, 410)
         finally:
             await previews.stop_async()
+
+
+async def test_a_binding_to_a_window_that_closed_is_dropped_with_advice(calculator: App) -> None:
+    dialog = await astart_app(["zenity", "--info", "--title=Bound dialog", "--text=bye"])
+    try:
+        async with memory_client() as client:
+            await client.call_tool("pause", {})
+            bind = await client.call_tool("bind_target", {"app": dialog.pid})
+            assert not bind.is_error, text_of(bind)
+            await client.call_tool("resume", {})
+            bound = await client.call_tool("get_app_state", {})
+            assert f"pid={dialog.pid}" in text_of(bound).splitlines()[0], text_of(bound)
+            dialog.stop()  # the bound window goes away
+            gone = await client.call_tool("get_app_state", {})
+            assert gone.is_error
+            d = diag_of(gone)
+            assert d["code"] == "target_not_found"
+            assert d["details"]["reason"] == "bound_window_closed", d
+            # the session is unbound now: the calculator can be read and acted on again
+            s = await client.call_tool("get_app_state", {"app": calculator.pid})
+            r = await client.call_tool(
+                "click", {"state_id": state_id_of(s), "element_id": element_id(s, '"1 1"')}
+            )
+            assert not r.is_error, text_of(r)
+    finally:
+        dialog.stop()

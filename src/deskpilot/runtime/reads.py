@@ -37,7 +37,11 @@ async def _target(
     if sess is not None and sess.bound_target is not None:
         wid = sess.bound_target.get("windowId")
         if isinstance(wid, str):
-            return TargetSpec(window_id=wid), None, None
+            if any(w.window_id == wid for w in await core.windows(call)):
+                return TargetSpec(window_id=wid), None, None
+            # the bound window closed: the kernel drops its binding on the next look and
+            # says so (bound_window_closed); this session forgets it too
+            sess.bound_target = None
     return None, None, None
 
 
