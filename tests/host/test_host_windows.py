@@ -228,3 +228,35 @@ def test_targets_by_app_name_match_executable_and_wm_class(
         assert response["window"]["app"]["pid"] == calc.pid, name
     response, _ = host.request({"type": "capture_window", "target": {"app": "Zenity"}})
     assert response["window"]["app"]["pid"] == zen.pid
+
+
+def test_a_window_id_reused_by_the_next_client_gets_that_client_identity(
+    host: HostProcess,
+) -> None:
+    """The X server gives a closed client's id range to the next client at once: a window id
+    listed for one app may next belong to another, and must not keep the old identity."""
+    first = apps.launch(["zenity", "--info", "--title=First owner", "--text=a"])
+    try:
+        (old,) = wait_for(lambda: windows_of(host, first.pid), timeout=20)
+    finally:
+        first.stop()
+    second = apps.launch(["zenity", "--info", "--title=Second owner", "--text=b"])
+    try:
+        # wait for its window through X itself: no host listing in between (one would see
+        # the old id gone and forget it, which is not the case under test)
+        def mapped() -> bool:
+            tree = subprocess.run(
+                ["xwininfo", "-root", "-tree"], capture_output=True, text=True
+            ).stdout
+            return '"Second owner"' in tree
+
+        wait_for(mapped, timeout=20)
+        (new,) = wait_for(lambda: windows_of(host, second.pid), timeout=20)
+        assert new["title"] == "Second owner"
+        listed = host.call({"type": "list_windows"})["windows"]
+        for w in listed:
+            assert w["app"].get("pid") != first.pid, w  # nothing is left with the dead owner
+            if w["windowId"] == old["windowId"]:  # the id came back: it is the new app's now
+                assert w["app"]["pid"] == second.pid, w
+    finally:
+        second.stop()

@@ -135,6 +135,14 @@ class _Identity:
     wm_class: str | None
     wm_class_parts: tuple[str, ...]
     desktop_id: str | None
+    started: int | None = None  # the owner's start time, to notice an id that was reused
+
+    def still_owner(self) -> bool:
+        """The X server hands a closed client's id range to the next client at once: a
+        cached identity holds only while its process is the one that was read."""
+        if self.pid is None:
+            return False
+        return process_start_time(self.pid) == self.started
 
 
 class WindowLister:
@@ -200,12 +208,23 @@ class WindowLister:
         live = {int(c.id) for c in children}
         self._not_clients &= live
         for child in children:
-            if int(child.id) in self._not_clients:
+            if int(child.id) in self._not_clients and self._still_override(child):
                 continue
             client = self._client_in(child, depth=2)
             if client is not None:
                 out.append(client)
         return out, False
+
+    def _still_override(self, win: Any) -> bool:
+        """An id remembered as an override-redirect popup may since have been reused by a
+        new client's window (one round trip; the property reads are what is saved)."""
+        try:
+            if win.get_attributes().override_redirect:
+                return True
+        except error.XError:
+            return True
+        self._not_clients.discard(int(win.id))
+        return False
 
     def _client_in(self, win: Any, depth: int) -> int | None:
         """The client window at or below a root child (a reparenting WM wraps it in a frame)."""
@@ -262,7 +281,7 @@ class WindowLister:
             and bounds.y < self.conn.height
         )
         ident = self._identities.get(xid)
-        if ident is None:
+        if ident is None or not ident.still_owner():
             ident = self._identity(win, xid)
             self._identities[xid] = ident
         parent = self._card_prop(win, "WM_TRANSIENT_FOR")
@@ -293,6 +312,7 @@ class WindowLister:
             parts = tuple(p for p in text.split("\0") if p)
         return _Identity(
             pid=pid,
+            started=process_start_time(pid) if pid else None,
             executable=executable_of(pid) if pid else None,
             wm_class=".".join(parts) if parts else None,
             wm_class_parts=parts,
