@@ -186,7 +186,7 @@ class RuntimeCore:
         call.diag.state_id_issued = True
         call.diag.observation_outcome = ObservationOutcome.AVAILABLE
         recovery = call.turn.recovery
-        if recovery is not None and recovery.app.pid == obs.app.pid:
+        if recovery is not None and recovery.same_app(app_key(obs), app_label(obs.app)):
             call.turn.recovery = None  # a new state of the same app lifts the restriction
         return record
 

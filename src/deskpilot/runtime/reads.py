@@ -51,7 +51,7 @@ def _check_recovery(call: Call, tool: str, obs: ObservationBody | None, pid: int
     if recovery is None:
         return
     if obs is not None:
-        recovery.check(tool, app_key(obs))
+        recovery.check(tool, app_key(obs), app_label(obs.app))
     elif pid is not None:
         recovery.check(tool, AppKey(pid=pid, window_id=""))
     elif tool != "get_app_state":

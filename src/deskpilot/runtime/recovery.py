@@ -11,6 +11,7 @@ are not recovered from: they stop.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,10 +41,23 @@ class Recovery:
         """Another state_changed: keep the first failed operation, count the repeat."""
         self.state_changed_count += 1
 
-    def check(self, tool: str, app: AppKey | None) -> None:
+    def same_app(self, app: AppKey, name: str | None = None) -> bool:
+        """The app being recovered: the same process, or the same window (a new process in
+        it is what state_changed reports), or — once the recorded process has exited — the
+        same app restarted (or any app, when its name was never known: it cannot come back
+        as itself, and a recovery that can never end would lock the session)."""
+        if app.pid is not None and app.pid == self.app.pid:
+            return True
+        if self.app.window_id and app.window_id == self.app.window_id:
+            return True
+        if self.app.pid is not None and _alive(self.app.pid):
+            return False
+        return self.app_name is None or name is None or name == self.app_name
+
+    def check(self, tool: str, app: AppKey | None, name: str | None = None) -> None:
         if tool in RECOVERY_NEUTRAL_TOOLS:
             return
-        if tool == "get_app_state" and app is not None and app.pid == self.app.pid:
+        if tool == "get_app_state" and app is not None and self.same_app(app, name):
             return
         raise refusal(
             ErrorCode.STATE_CHANGED,
@@ -66,3 +80,13 @@ class Recovery:
             "stateChangedCount": self.state_changed_count,
             "sinceEpochMs": round(self.since * 1000),
         }
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
