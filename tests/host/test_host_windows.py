@@ -260,3 +260,34 @@ def test_a_window_id_reused_by_the_next_client_gets_that_client_identity(
                 assert w["app"]["pid"] == second.pid, w
     finally:
         second.stop()
+
+
+def test_a_point_of_an_image_is_stale_once_the_window_was_resized(host: HostProcess) -> None:
+    """Coordinates are fractions of the observed image: after a resize they would land on
+    something else, so a positional action is refused (an element action is not)."""
+    app = apps.launch(["zenity", "--info", "--title=Resize me", "--text=grow"])
+    try:
+        (w,) = wait_for(lambda: windows_of(host, app.pid), timeout=20)
+        target = {"windowId": w["windowId"]}
+        obs = host.call({"type": "observe", "target": target, "sessionId": "rs"})
+        d = display.Display()
+        try:
+            xwin = d.create_resource_object("window", int(w["windowId"], 16))
+            xwin.configure(width=w["bounds"]["width"] + 120, height=w["bounds"]["height"] + 60)
+            d.sync()
+        finally:
+            d.close()
+        wait_for(lambda: xwininfo(w["windowId"])["width"] == w["bounds"]["width"] + 120)
+        response = host.call(
+            {
+                "type": "execute_action",
+                "sessionId": "rs",
+                "frameId": obs["frameId"],
+                "treeVersion": obs["treeVersion"],
+                "action": {"kind": "click", "point": {"x": 0.5, "y": 0.5}},
+            }
+        )
+        assert response["type"] == "error" and response["code"] == "stale_frame", response
+        assert response["details"]["reason"] == "window_resized"
+    finally:
+        app.stop()

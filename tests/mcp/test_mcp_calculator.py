@@ -124,6 +124,22 @@ async def test_a_bad_element_id_does_not_spend_the_state_id(calculator: App) -> 
         assert not ok.is_error, text_of(ok)
 
 
+async def test_an_action_refused_before_dispatch_does_not_spend_the_state_id(
+    calculator: App,
+) -> None:
+    async with memory_client() as client:
+        state = await client.call_tool("get_app_state", {"app": "gnome-calculator"})
+        sid, one = state_id_of(state), element_id(state, '"1 1"')
+        refused = await client.call_tool(
+            "set_value", {"state_id": sid, "element_id": one, "value": "text"}
+        )
+        d = diag_of(refused)
+        assert refused.is_error and d["code"] == "unsupported_action", d
+        assert d["actionOutcome"] == "not_dispatched"
+        ok = await client.call_tool("click", {"state_id": sid, "element_id": one})
+        assert not ok.is_error, text_of(ok)
+
+
 async def test_stale_state_heals_once_by_reobserving(calculator: App) -> None:
     """A valid but outdated stateId (the window changed since) is re-observed, its element
     found again by signature, and the action retried once."""

@@ -138,23 +138,16 @@ def test_reuse_conditions() -> None:
     assert reuse_refusals(prev, None, None) == ["no_observation"]
 
 
-def test_reuse_needs_a_tree_of_the_same_moment_and_a_loaded_page() -> None:
+def test_reuse_needs_a_loaded_page_in_a_browser() -> None:
     prev = AppIdentity(pid=10, name="Calc")
     retitled = _obs(tree=OLD.replace('window "Calc"', 'window "Other page"'))
-    assert "window_changed_while_read" in reuse_refusals(prev, retitled, b"png")
+    assert reuse_refusals(prev, retitled, b"png") == []  # AT-SPI's title may lag X's
     browser = AppIdentity(pid=10, name="Chromium", executable="chromium")
     bare = '- window "Calc" [1]\n  - button "New Tab" [2]'
     tab = _obs(app=browser, tree=bare, element_count=2)
     assert "page_not_loaded" in reuse_refusals(browser, tab, b"png")
     page = bare + '\n  - document "Calc" [3]'
     assert reuse_refusals(browser, _obs(app=browser, tree=page, element_count=3), b"png") == []
-
-
-def test_a_long_title_cut_short_in_the_tree_still_matches_the_header() -> None:
-    prev = AppIdentity(pid=10, name="Calc")
-    title = "A rather long page title that the renderer cuts - Chromium"
-    tree = OLD.replace('window "Calc"', 'window "A rather long page title…"')
-    assert reuse_refusals(prev, _obs(tree=tree, window=_win("0x1", 10, title=title)), b"x") == []
 
 
 def test_a_tree_that_could_not_be_read_is_not_reusable() -> None:

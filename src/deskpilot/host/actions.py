@@ -200,6 +200,17 @@ class ActionDispatcher:
         element_id = getattr(action, "element_id", None)
         element = await self._element(binding, element_id)
         rect = self.desktop.visible_rect(window)
+        if _positional(action) and (rect.width, rect.height) != (
+            binding.capture_rect.width,
+            binding.capture_rect.height,
+        ):
+            # a point of the old image would land elsewhere in the resized window
+            raise DeskpilotError(
+                ErrorCode.STALE_FRAME,
+                "the window was resized since it was observed; coordinates of that image no "
+                "longer map to the same place: observe again",
+                details={"reason": "window_resized"},
+            )
         xinput = self.desktop.input
         self.current_session = request.session_id
         self.running = True
@@ -643,3 +654,12 @@ def _need(element: ElementRef | None) -> ElementRef:
 def _dialogs(tree: str) -> set[str]:
     """The dialog-like elements of a rendered tree, by role and name."""
     return set(_DIALOG_LINE.findall(tree))
+
+
+def _positional(action: object) -> bool:
+    """Aimed at a point of the observed image rather than at an element."""
+    if isinstance(action, DragAction):
+        return True
+    if isinstance(action, ClickAction | ScrollAction):
+        return action.point is not None and action.element_id is None
+    return False

@@ -33,6 +33,7 @@ from deskpilot.protocol.wire import (
     ObservationBody,
     PasteTextAction,
     PressKeyAction,
+    Rect,
     ScrollAction,
     ScrollDirection,
     SecondaryAction,
@@ -70,6 +71,15 @@ class Frame:
 Builder = Callable[[Frame], Action]
 
 SUBMIT_PAUSE_S = 0.2
+#: refusals of the action itself (not of the state or the session): the state stays usable
+REFUSED_BEFORE_DISPATCH = frozenset(
+    {
+        ErrorCode.UNSUPPORTED_ACTION,
+        ErrorCode.INVALID_REQUEST,
+        ErrorCode.ACTION_BLOCKED,
+        ErrorCode.APPROVAL_DENIED,
+    }
+)
 
 
 @dataclass
@@ -79,6 +89,8 @@ class Step:
     #: used once when the first form is refused as unsupported (pre-dispatch)
     fallback: Builder | None = None
     pause_before_s: float = 0.0
+    #: aimed at a point of the state's image: never re-aimed at a resized window
+    positional: bool = False
 
 
 class Plan:
@@ -121,8 +133,9 @@ class Plan:
         fallback: Builder | None = None,
         *,
         pause_before_s: float = 0.0,
+        positional: bool = False,
     ) -> None:
-        self.steps.append(Step(kind, build, fallback, pause_before_s))
+        self.steps.append(Step(kind, build, fallback, pause_before_s, positional))
 
 
 def build_plan(tool: str, args: ta.ToolArgs, record: StateRecord) -> Plan:
@@ -150,7 +163,11 @@ def build_plan(tool: str, args: ta.ToolArgs, record: StateRecord) -> Plan:
         else:
             assert args.x is not None and args.y is not None
             point = to_window_point(args.x, args.y, size)
-            plan.add("click", lambda f: ClickAction(point=point, button=button, count=args.count))
+            plan.add(
+                "click",
+                lambda f: ClickAction(point=point, button=button, count=args.count),
+                positional=True,
+            )
     elif isinstance(args, ta.TypeTextArgs | ta.PasteArgs):
         paste = isinstance(args, ta.PasteArgs)
         text = args.text
@@ -202,12 +219,14 @@ def build_plan(tool: str, args: ta.ToolArgs, record: StateRecord) -> Plan:
             assert args.x is not None and args.y is not None
             point = to_window_point(args.x, args.y, size)
             plan.add(
-                "scroll", lambda f: ScrollAction(point=point, direction=direction, amount=amount)
+                "scroll",
+                lambda f: ScrollAction(point=point, direction=direction, amount=amount),
+                positional=True,
             )
     elif isinstance(args, ta.DragArgs):
         start = to_window_point(args.from_.x, args.from_.y, size)
         end = to_window_point(args.to.x, args.to.y, size)
-        plan.add("drag", lambda f: DragAction(start=start, end=end))
+        plan.add("drag", lambda f: DragAction(start=start, end=end), positional=True)
     elif isinstance(args, ta.SelectTextArgs):
         el = plan.element(args.element_id)
         s, e = args.start, args.end
@@ -272,6 +291,17 @@ async def _run_step(
                         ErrorCode.STATE_CHANGED,
                         "A different application is in the target window now.",
                     ) from None
+                if _positional(step) and _size(obs.window.bounds) != _size(record.window.bounds):
+                    call.diag.steps.append(
+                        StepRecord(kind, ActionOutcome.NOT_DISPATCHED, code="stale_frame")
+                    )
+                    raise refusal(
+                        ErrorCode.STALE_FRAME,
+                        "The window was resized since the image these coordinates come from; "
+                        "they no longer point at the same place. Call get_app_state and use "
+                        "the new image; do not repeat the same call.",
+                        reason="window_resized",
+                    ) from None
                 frame = Frame.of(obs)
                 continue
             if exc.code is ErrorCode.UNSUPPORTED_ACTION and step.fallback and not used_fallback:
@@ -282,6 +312,14 @@ async def _run_step(
                 StepRecord(kind, _outcome_of(exc), code=exc.code.value, healed=healed)
             )
             raise
+
+
+def _positional(step: Step) -> bool:
+    return step.kind in ("click", "scroll", "drag") and step.positional
+
+
+def _size(bounds: Rect) -> tuple[int, int]:
+    return bounds.width, bounds.height
 
 
 def _overall(call: Call) -> ActionOutcome:
@@ -335,6 +373,11 @@ async def act(core: RuntimeCore, call: Call, args: ta.ToolArgs) -> ToolOutcome:
         call.diag.action_outcome = _overall(call) if call.diag.steps else _outcome_of(exc)
         if exc.code is ErrorCode.STATE_CHANGED:
             _enter_recovery(core, call, record)
+        elif (
+            call.diag.action_outcome is ActionOutcome.NOT_DISPATCHED
+            and exc.code in REFUSED_BEFORE_DISPATCH
+        ):
+            core.states.give_back(record)  # nothing happened: a refusal does not spend it
         raise
 
 
@@ -410,6 +453,9 @@ async def _after(
         )
     refusals = reuse_refusals(record.app_identity, obs, png)
     if opened:
+        fw = obs.foreground_window
+        if fw is not None and fw.window_id in {d.window_id for d in opened}:
+            refusals = [r for r in refusals if r != "popup_or_menu_open"]  # it is the dialog
         refusals.append("dialog_opened")
     if refusals:
         call.diag.observation_outcome = ObservationOutcome.NOT_REUSABLE

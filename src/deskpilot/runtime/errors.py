@@ -86,7 +86,8 @@ SAFE_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.FOCUS_MISMATCH: "The window that would receive this input is not the session's "
     "target window. Call get_app_state again; if the session is bound to a window that is "
     "gone (see status), pause, bind_target the window you mean, and resume.",
-    ErrorCode.TARGET_NOT_FOUND: "The target was not found.",
+    ErrorCode.TARGET_NOT_FOUND: "The target window or app was not found (it may have closed). "
+    "Call list_windows or list_apps, or get_app_state with the app, to see what is there now.",
     ErrorCode.TARGET_AMBIGUOUS: "The target is ambiguous.",
     ErrorCode.NO_WINDOWS_AVAILABLE: "No window is available for that target. This does not "
     "prove that an earlier action did or did not run.",
@@ -141,6 +142,8 @@ REASON_ADVICE: dict[str, str] = {
     "unknown_key": "Key names are X keysym names (Return, Tab, Escape, BackSpace, Delete, "
     "Left, Home, Page_Down, F5 …) or single characters, with modifiers ctrl, shift, alt, super "
     "joined by '+'.",
+    "window_resized": "The window was resized since that image: coordinates from it no "
+    "longer point at the same place. Call get_app_state and use the new image.",
     "bound_window_closed": "The window this session was bound to has closed, so the binding "
     "was dropped. Call get_app_state with the app (or list_windows) to pick the window to "
     "work on.",

@@ -3,11 +3,11 @@
 Only when every condition holds: no error, refusal or known state change (the caller checks
 that); the same app identity as the state acted on; a complete window header; a window root;
 unique valid element ids; a screenshot; nothing truncated, elided or partial (an open menu or
-popup over the window is a partial state); a tree root named like the header's window (else
-the two were read at different moments); in a browser, page content (a document or a
-dialog: a tab that is still opening has neither). Otherwise the result says to observe explicitly;
-nothing is re-read in the background to paper over it. This is a structure and identity
-check, not a promise that the UI is atomic.
+popup over the window is a partial state); in a browser, page content (a document or a
+dialog: a tab that is still opening has neither). The window title is not compared with the
+tree's root name: AT-SPI reports a page's new title later than X does. Otherwise the result
+says to observe explicitly; nothing is re-read in the background to paper over it. This is a
+structure and identity check, not a promise that the UI is atomic.
 """
 
 from __future__ import annotations
@@ -22,21 +22,8 @@ WINDOW_ROOT_ROLES = frozenset(
 )
 
 
-_ROOT_NAME = re.compile(r'^- \S+ "((?:[^"\\]|\\.)*)"')
 _PAGE_CONTENT = re.compile(r"^\s*- (?:document|dialog|alertDialog)\b", re.M)
 _BROWSERS = ("chromium", "chrome", "firefox", "brave", "vivaldi", "opera", "epiphany", "edge")
-
-
-def _unquote(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text)
-
-
-def _same_title(rendered: str, title: str) -> bool:
-    """The renderer collapses whitespace and cuts long names with "…"."""
-    a, b = " ".join(rendered.split()), " ".join(title.split())
-    if a.endswith("…"):
-        return b.startswith(a[:-1])
-    return a == b
 
 
 def _is_browser(app: AppIdentity) -> bool:
@@ -67,9 +54,6 @@ def reuse_refusals(
     role = first[2:].split(" ", 1)[0] if first.startswith("- ") else ""
     if role not in WINDOW_ROOT_ROLES:
         reasons.append("no_window_root")
-    root = _ROOT_NAME.match(first)
-    if root is not None and w.title and not _same_title(_unquote(root.group(1)), w.title):
-        reasons.append("window_changed_while_read")  # header and tree of different moments
     if _is_browser(obs.app) and not _PAGE_CONTENT.search(obs.tree):
         reasons.append("page_not_loaded")  # a new tab or navigation still on its way
     ids = element_ids(obs.tree)

@@ -139,6 +139,13 @@ class StateIdRegistry:
         record.void_reason = "used"
         return record
 
+    def give_back(self, record: StateRecord) -> None:
+        """Undo ``consume`` for an action that was refused before anything was dispatched:
+        the UI did not change, so the state is still the agent's to act on."""
+        if record.void_reason == "used":
+            record.consumed = False
+            record.void_reason = None
+
     def check(self, state_id: str, *, turn: str) -> StateRecord:
         """The usable record of a stateId (not consumed), or ``state_id_invalid`` saying why."""
         record = self._records.get(state_id)
