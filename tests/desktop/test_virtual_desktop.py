@@ -108,3 +108,43 @@ def test_fixture_desktop_is_usable(desktop: object) -> None:
         assert d.screen().height_in_pixels == 800
     finally:
         d.close()
+
+
+def test_a_bare_down_never_guesses_and_dead_desktops_are_forgotten(tmp_path: Path) -> None:
+    """Several processes of one user keep desktops (a test suite, an agent): `down` without
+    --display must not end another's, and a desktop that died is not reported as up."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS")}
+    env["XDG_RUNTIME_DIR"] = str(tmp_path)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*DESKPILOT, "desktop", *args], env=env, capture_output=True, text=True, timeout=60
+        )
+
+    first = json.loads(cli("up", "--json").stdout)
+    second = json.loads(cli("up", "--json").stdout)
+    try:
+        bare = cli("down")
+        assert bare.returncode == 1 and "several deskpilot desktops" in bare.stderr
+        assert _alive(first["pids"]["xvfb"]) and _alive(second["pids"]["xvfb"])
+        assert cli("env", "--display", "../desktops/x").returncode != 0
+        # the second dies without `down`: its record goes, and the first is the only one
+        os.kill(second["pids"]["xvfb"], 9)
+        for _ in range(50):
+            if not _alive(second["pids"]["xvfb"]):
+                break
+            import time
+
+            time.sleep(0.1)
+        only = cli("env")
+        assert only.returncode == 0 and f"export DISPLAY={first['display']}" in only.stdout
+        assert (
+            not (tmp_path / f"deskpilot-{os.getuid()}" / "desktops")
+            .joinpath(second["display"].lstrip(":") + ".json")
+            .exists()
+        )
+        assert not _alive(second["pids"]["dbus"])  # what was left of it was ended too
+    finally:
+        cli("down", "--display", second["display"])
+        cli("down", "--display", first["display"])
+    assert not _alive(first["pids"]["xvfb"])

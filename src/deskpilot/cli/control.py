@@ -124,7 +124,7 @@ def _parse(value: str) -> Any:
 
 @settings_app.command("set")
 def settings_set(name: str, value: str) -> None:
-    """Set one setting, e.g. ``requireConfirmationAbove L2`` or ``killSwitch ctrl+alt+k``."""
+    """Set one setting, e.g. "requireConfirmationAbove L2" or "killSwitch ctrl+alt+k"."""
     try:
         model = Settings.update(Database(), **{name: _parse(value)})
     except DeskpilotError as exc:
@@ -136,5 +136,9 @@ def settings_set(name: str, value: str) -> None:
 @settings_app.command("reset")
 def settings_reset(names: list[str] = typer.Argument(None)) -> None:
     """Back to the defaults (the named settings, or all)."""
-    model = Settings.reset(Database(), *(names or []))
+    try:
+        model = Settings.reset(Database(), *(names or []))
+    except DeskpilotError as exc:
+        _fail(exc)
+        return
     typer.echo(json.dumps(model.model_dump(mode="json", by_alias=True), indent=2))

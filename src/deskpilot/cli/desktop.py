@@ -44,7 +44,7 @@ def up(
 
 @app.command()
 def down(display: str | None = typer.Option(None, help="Display to end, e.g. :99.")) -> None:
-    """End exactly what ``up`` started, by pid."""
+    """End exactly what "up" started, by pid."""
     try:
         state = vdesk.load(display)
     except vdesk.DesktopError as exc:
@@ -58,7 +58,7 @@ def env(
     display: str | None = typer.Option(None, help="Display, e.g. :99."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Print the environment of a running desktop (``eval "$(deskpilot desktop env)"``)."""
+    """Print the environment of a running desktop (eval "$(deskpilot desktop env)")."""
     try:
         state = vdesk.load(display)
     except vdesk.DesktopError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import typer
@@ -26,14 +27,36 @@ async def _observe(target: TargetSpec, want_png: bool) -> tuple[dict[str, object
         await backend.close()
 
 
+def _write_private(path: Path, data: bytes) -> None:
+    """A screenshot shows whatever was on screen: readable by its owner only."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        os.fchmod(out.fileno(), 0o600)  # an existing file keeps its old mode otherwise
+        out.write(data)
+
+
 def observe(
     app: str | None = typer.Option(None, help="App name, executable, WM_CLASS or desktop id."),
-    pid: int | None = typer.Option(None, help="Process id of the app."),
+    pid: int | None = typer.Option(None, min=1, help="Process id of the app."),
     window: str | None = typer.Option(None, help="X window id, e.g. 0x1c00003."),
     as_json: bool = typer.Option(False, "--json", help="Print the observation as JSON."),
-    screenshot: Path | None = typer.Option(None, help="Write the PNG screenshot here."),
+    screenshot: Path | None = typer.Option(
+        None, help="Write the PNG screenshot here (a new or own file, mode 0600)."
+    ),
 ) -> None:
     """Observe a window (the focused one by default) and print its element tree."""
+    given = [name for name, v in (("--app", app), ("--pid", pid), ("--window", window)) if v]
+    if len(given) > 1:
+        raise typer.BadParameter(
+            f"{' and '.join(given)} name different targets; give at most one",
+            param_hint=given[1],
+        )
+    if screenshot is not None and not screenshot.parent.is_dir():
+        # say so before observing: the desktop round trip is wasted if the file cannot be written
+        typer.echo(
+            f"error: cannot write the screenshot: no directory {screenshot.parent}", err=True
+        )
+        raise typer.Exit(2)
     target = TargetSpec(app=app, pid=pid, window_id=window)
     try:
         obs, png = asyncio.run(_observe(target, screenshot is not None))
@@ -41,7 +64,13 @@ def observe(
         typer.echo(f"error: {exc.code.value}: {exc.message}", err=True)
         raise typer.Exit(1) from None
     if screenshot is not None and png is not None:
-        screenshot.write_bytes(png)
+        try:
+            _write_private(screenshot, png)
+        except OSError as exc:
+            typer.echo(
+                f"error: cannot write the screenshot to {screenshot}: {exc.strerror}", err=True
+            )
+            raise typer.Exit(2) from None
     if as_json:
         typer.echo(json.dumps(obs))
         return

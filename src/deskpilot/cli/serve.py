@@ -37,7 +37,7 @@ def serve(
         Budget.unbounded, help="unbounded (default), or bounded: 180 s / 30 actions per task"
     ),
     host: str = typer.Option("127.0.0.1", help="HTTP: loopback address to bind"),
-    port: int = typer.Option(8765, help="HTTP: port (0 = any free port)"),
+    port: int = typer.Option(8765, min=0, max=65535, help="HTTP: port (0 = any free port)"),
     budget_seconds: float = typer.Option(
         BOUNDED_DURATION_MS / 1000, hidden=True, help="bounded budget duration (tests)"
     ),
@@ -55,7 +55,8 @@ def serve(
     if transport is Transport.http:
         if host not in LOOPBACK:
             raise typer.BadParameter("the HTTP transport binds loopback only", param_hint="--host")
-        asyncio.run(_http(config, host, port))
+        sock = _bind(host, port)  # before the runtime starts: a busy port costs nothing
+        asyncio.run(_http(config, host, sock))
     else:
         asyncio.run(_stdio(config))
 
@@ -95,7 +96,20 @@ async def _stdio(config: RuntimeConfig) -> None:
         await runtime.close()
 
 
-async def _http(config: RuntimeConfig, host: str, port: int) -> None:
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        typer.echo(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", err=True)
+        raise typer.Exit(2) from None
+    return sock
+
+
+async def _http(config: RuntimeConfig, host: str, sock: socket.socket) -> None:
     import uvicorn
 
     from deskpilot.mcp.http import BearerGate, BearerToken
@@ -108,10 +122,6 @@ async def _http(config: RuntimeConfig, host: str, port: int) -> None:
     previews = await _previews(runtime)
     token = BearerToken()
     app = BearerGate(server.streamable_http_app(host=host), token)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     print(f"deskpilot MCP (Streamable HTTP): http://{shown}:{bound}/mcp", file=sys.stderr)

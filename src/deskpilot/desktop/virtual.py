@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -35,6 +36,13 @@ class DesktopState:
     height: int
     pids: dict[str, int] = field(default_factory=dict)
     started_at: float = field(default_factory=time.time)
+    #: each process's start time (clock ticks since boot): a recycled pid is not ours
+    starts: dict[str, int] = field(default_factory=dict)
+
+    def running(self) -> bool:
+        """Its X server is still the process ``up`` started."""
+        pid = self.pids.get("xvfb")
+        return pid is not None and _same_process(pid, self.starts.get("xvfb"))
 
     @property
     def env(self) -> dict[str, str]:
@@ -162,6 +170,10 @@ def up(
         for pid in pids.values():
             _kill_group(pid)
         raise
+    for name, pid in pids.items():
+        started = _start_time(pid)
+        if started is not None:
+            state.starts[name] = started
     _state_file(display).write_text(json.dumps(state.to_json()))
     return state
 
@@ -192,19 +204,37 @@ def _kill_group(pid: int, grace: float = 2.0) -> None:
 
 
 def load(display: str | None = None) -> DesktopState:
-    """The state of a desktop started by ``up``: by display, or the only/most recent one."""
-    if display:
-        f = _state_file(display)
-        if not f.exists():
-            raise DesktopError(f"no deskpilot desktop on {display}")
-        files = [f]
-    else:
-        files = sorted(state_dir().glob("*.json"), key=lambda p: p.stat().st_mtime)
-        if not files:
-            raise DesktopError("no deskpilot desktop is up")
-    data = json.loads(files[-1].read_text())
-    data.pop("env", None)
-    return DesktopState(**data)
+    """The state of a running desktop started by ``up``: by display, or the only one.
+
+    A desktop whose X server died without ``down`` is ended (what is left of it, pids
+    checked against their start times) and its record removed on sight. With no display
+    named and several desktops up (a test suite's, another agent's), nothing is guessed.
+    """
+    if display is not None and not _DISPLAY.fullmatch(display):
+        raise DesktopError(f"{display!r} is not a display like :1")
+    files = [_state_file(display)] if display else sorted(state_dir().glob("*.json"))
+    live: list[DesktopState] = []
+    for f in files:
+        try:
+            data = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        data.pop("env", None)
+        state = DesktopState(**data)
+        if state.running():
+            live.append(state)
+        else:  # its X server died: end what is left of it (pids checked), forget it
+            down(state)
+            with contextlib.suppress(FileNotFoundError):
+                f.unlink()
+    if display and not live:
+        raise DesktopError(f"no deskpilot desktop is running on {display}")
+    if not live:
+        raise DesktopError("no deskpilot desktop is up")
+    if len(live) > 1:
+        shown = ", ".join(s.display for s in live)
+        raise DesktopError(f"several deskpilot desktops are up ({shown}): name one with --display")
+    return live[0]
 
 
 def down(state: DesktopState) -> list[str]:
@@ -212,9 +242,28 @@ def down(state: DesktopState) -> list[str]:
     ended = []
     for name in ("wm", "at_spi", "dbus", "xvfb"):
         pid = state.pids.get(name)
-        if pid:
+        if pid and _same_process(pid, state.starts.get(name)):
             _kill_group(pid)
             ended.append(name)
     with contextlib.suppress(FileNotFoundError):
         _state_file(state.display).unlink()
     return ended
+
+
+_DISPLAY = re.compile(r":\d{1,5}")
+
+
+def _start_time(pid: int) -> int | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return None if fields[0] in ("Z", "X") else int(fields[19])  # a zombie is not up
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _same_process(pid: int, started: int | None) -> bool:
+    """Alive, and (when its start time was recorded) not a recycled pid."""
+    now = _start_time(pid)
+    if now is None:
+        return False
+    return started is None or now == started

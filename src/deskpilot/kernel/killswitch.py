@@ -55,6 +55,7 @@ from functools import partial
 from typing import Any
 
 from deskpilot.kernel.policy.signals import chord_parts
+from deskpilot.protocol.chords import keysym_name
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,14 @@ _MOD_KEYSYMS = (
     "ISO_Level3_Shift",
 )
 
+
+#: canonical modifier (see ``protocol.chords.KILL_SWITCH_MODIFIERS``) → its Xlib mask name
+MODIFIER_MASKS = {
+    "ctrl": "ControlMask",
+    "shift": "ShiftMask",
+    "alt": "Mod1Mask",
+    "super": "Mod4Mask",
+}
 
 KILL_PROPERTY = "_DESKPILOT_KILL"
 SELECTION_PREFIX = "_DESKPILOT_KILL_SWITCH"
@@ -127,26 +136,8 @@ class KillSwitchError(RuntimeError):
 
 
 def _keysym_name(key: str) -> str:
-    """Our chord key spelling → an X keysym name."""
-    aliases = {
-        "escape": "Escape",
-        "esc": "Escape",
-        "return": "Return",
-        "enter": "Return",
-        "space": "space",
-        "tab": "Tab",
-        "delete": "Delete",
-        "backspace": "BackSpace",
-        "pause": "Pause",
-        "break": "Break",
-        "home": "Home",
-        "end": "End",
-    }
-    if key in aliases:
-        return aliases[key]
-    if len(key) > 1 and key[0] == "f" and key[1:].isdigit():
-        return key.upper()
-    return key
+    """Our chord key spelling → an X keysym name (the table is shared with the settings store)."""
+    return keysym_name(key)
 
 
 class KillSwitchListener:
@@ -324,12 +315,8 @@ class KillSwitchListener:
             mods, key = chord_parts(chord)
             mask = 0
             for m in mods:
-                bit = {
-                    "ctrl": X.ControlMask,
-                    "shift": X.ShiftMask,
-                    "alt": X.Mod1Mask,
-                    "super": X.Mod4Mask,
-                }.get(m)
+                attr = MODIFIER_MASKS.get(m)
+                bit = getattr(X, attr) if attr else None
                 if bit is None:
                     return ArmState(False, chord, f"unknown modifier {m!r}", mode="unavailable")
                 mask |= bit

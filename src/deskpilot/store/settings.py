@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
+from deskpilot.protocol.chords import chord_problem
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.store.db import Database
 
@@ -67,10 +68,9 @@ class SettingsModel(BaseModel):
     @classmethod
     def _chord(cls, value: str) -> str:
         value = value.strip()
-        if value and any(not part for part in value.split("+")):
-            raise ValueError(
-                "a chord is modifiers and one key joined by '+', e.g. ctrl+shift+Escape"
-            )
+        problem = chord_problem(value)  # the kill switch's own names: never store an unarmable one
+        if problem:
+            raise ValueError(problem)
         return value
 
 
@@ -133,8 +133,11 @@ class Settings:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
+            msg = str(first["msg"])
+            if first["type"] == "list_type":  # e.g. ``settings set allowedApps firefox``
+                msg = 'expected a JSON array of strings, e.g. ["firefox"]'
             raise DeskpilotError(
-                ErrorCode.INVALID_REQUEST, f"invalid setting {where}: {first['msg']}"
+                ErrorCode.INVALID_REQUEST, f"invalid setting {where}: {msg}"
             ) from None
         now = time.time()
         with db.transaction() as conn:
@@ -154,8 +157,15 @@ class Settings:
     @classmethod
     def reset(cls, db: Database, *names: str) -> SettingsModel:
         """Forget stored values so the defaults apply again (all settings when none named)."""
+        unknown = sorted(n for n in names if n not in _FIELDS)
+        if unknown:
+            raise DeskpilotError(
+                ErrorCode.INVALID_REQUEST,
+                f"unknown setting(s): {', '.join(unknown)}",
+                details={"known": sorted(SettingsModel.model_fields)},
+            )
         old = cls.load(db)
-        fields = [_FIELDS[n] for n in names if n in _FIELDS] if names else list(_FIELDS.values())
+        fields = [_FIELDS[n] for n in names] if names else list(_FIELDS.values())
         aliases = {SettingsModel.model_fields[f].alias or f for f in fields} | set(fields)
         with db.transaction() as conn:
             conn.executemany("DELETE FROM settings WHERE key = ?", [(a,) for a in aliases])

@@ -8,11 +8,11 @@ JSON that happens to have ``name`` and ``arguments`` passes.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Collection
 from typing import Any
 
+from deskpilot.provider.contract.bounded_json import JSONRejected, raw_decode
 from deskpilot.provider.protocol.action import ARG_ALIASES, NAME_ALIASES
 from deskpilot.provider.protocol.markers import CALL_ID_PREFIX, has_markup
 
@@ -29,7 +29,6 @@ _HINTS = (
 )
 _PSEUDO_CALL = re.compile(r"(?m)^\s*`?([A-Za-z0-9_][A-Za-z0-9_.:-]*)\s*\(\s*[{)\"']")
 _MAX_SCAN = 64
-_DECODER = json.JSONDecoder()
 
 
 def looks_like_call(value: Any, selected: Collection[str], known: Collection[str]) -> bool:
@@ -71,8 +70,8 @@ def count_calls(text: str, selected: Collection[str], known: Collection[str]) ->
         start = min(positions)
         scanned += 1
         try:
-            value, end = _DECODER.raw_decode(text, start)
-        except json.JSONDecodeError:
+            value, end = raw_decode(text, start)
+        except JSONRejected:
             index = start + 1
             continue
         if isinstance(value, list):

@@ -12,6 +12,7 @@ import re
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
+from deskpilot.provider.contract.bounded_json import JSONRejected, loads
 from deskpilot.provider.protocol.action import (
     ARG_ALIASES,
     NAME_ALIASES,
@@ -88,9 +89,9 @@ def _arguments(value: Any) -> dict[str, Any]:
         if not value.strip():
             raise _Fail("empty_arguments", "the arguments are an empty string")
         try:
-            decoded = json.loads(value)
-        except json.JSONDecodeError:
-            raise _Fail("invalid_json", "the arguments string is not valid JSON") from None
+            decoded = loads(value)
+        except JSONRejected as exc:
+            raise _Fail("invalid_json", f"the arguments string is not usable JSON: {exc}") from None
         if not isinstance(decoded, dict):
             raise _Fail("arguments_not_object", "the arguments string is not a JSON object")
         return decoded
@@ -301,9 +302,9 @@ def _tag_json(
     body: str, attr_name: str | None, selected: Collection[str], known: Collection[str]
 ) -> ToolCallCandidate:
     try:
-        value = json.loads(body)
-    except json.JSONDecodeError:
-        raise _Fail("invalid_json", "the tool-call tag holds invalid JSON") from None
+        value = loads(body)
+    except JSONRejected as exc:
+        raise _Fail("invalid_json", f"the tool-call tag holds unusable JSON: {exc}") from None
     if isinstance(value, list):
         if len(value) != 1:
             raise _Fail("multiple_tool_calls", "several calls in one tag")
@@ -331,8 +332,8 @@ def _recover_final(text: str) -> str | None:
             inner = _UNESCAPED_QUOTE.sub(lambda m: m.group(1) + '\\"', match.group(1))
             inner = inner.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
             try:
-                value = json.loads(f'"{inner}"')
-            except json.JSONDecodeError:
+                value = loads(f'"{inner}"')
+            except JSONRejected:
                 return None
             return value if isinstance(value, str) else None
     return None
@@ -375,8 +376,10 @@ def _parse(raw: str, selected: Collection[str], known: Collection[str]) -> Parse
     body, fenced = _unfence(text)
     if body[:1] in ("{", "["):
         try:
-            value = json.loads(body)
-        except json.JSONDecodeError:
+            value = loads(body)
+        except JSONRejected as exc:
+            if exc.reason == "too_deep":
+                return ParseFailure("invalid_json", f"the reply is not usable: {exc}", "json")
             recovered = _recover_final(body)
             if recovered is not None:
                 return _final(recovered, "recovered_final", selected, known, stripped)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import random
 import time
 from collections.abc import Awaitable, Mapping
@@ -20,6 +19,7 @@ import httpx
 
 from deskpilot.provider.config import ProviderConfig
 from deskpilot.provider.contract import ProviderError, load_contract
+from deskpilot.provider.contract.bounded_json import JSONRejected, loads
 from deskpilot.provider.telemetry import NullTelemetry, Telemetry
 from deskpilot.provider.transport.budget import RequestBudget, parse_retry_after
 
@@ -300,9 +300,10 @@ class ChatClient:
     def _to_response(result: tuple[int, int, bytes], latency: float, attempts: int) -> ChatResponse:
         status, size, body = result
         try:
-            data = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise ProviderError("non_json_response", "response body is not JSON") from None
+            data = loads(body)
+        except JSONRejected as exc:
+            message = f"response body is not usable JSON: {exc}"
+            raise ProviderError("non_json_response", message) from None
         content, tool_calls, finish = extract_message(data)
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else None
         return ChatResponse(
