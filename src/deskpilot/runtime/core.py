@@ -26,7 +26,7 @@ from deskpilot.protocol.wire import (
 )
 from deskpilot.runtime.apps import AppEntry, resolve_app
 from deskpilot.runtime.diagnostics import Diagnostic, ObservationOutcome, Stopwatch
-from deskpilot.runtime.errors import refusal
+from deskpilot.runtime.errors import RuntimeRefusal, refusal
 from deskpilot.runtime.implicit import ImplicitSessions
 from deskpilot.runtime.kernel_seam import KernelPort
 from deskpilot.runtime.snapshots import SnapshotPort
@@ -106,15 +106,13 @@ class RuntimeCore:
         with call.watch.stage("initialize"):
             caps = await self.backend.capabilities()
         if not caps.available:
-            raise refusal(
+            code = _unavailable_code(caps.unavailable_reason)
+            raise RuntimeRefusal(
                 ErrorCode.ENVIRONMENT_UNAVAILABLE,
-                "The desktop is not available to deskpilot"
-                + (
-                    f" ({caps.unavailable_reason})."
-                    if _short_code(caps.unavailable_reason)
-                    else "."
-                ),
-                reason=caps.unavailable_reason if _short_code(caps.unavailable_reason) else None,
+                "The desktop is not available to deskpilot. "
+                + _UNAVAILABLE_ADVICE.get(code or "", "Check `deskpilot doctor`."),
+                retryable=code not in ("no_display", "wayland"),  # waiting will not fix these
+                details={"reason": code},
             )
         perms = caps.permissions
         if perms.screen is not PermissionState.GRANTED:
@@ -223,6 +221,31 @@ class RuntimeCore:
         lines.append("")
         lines.append(obs.tree.rstrip("\n"))
         return "\n".join(lines)
+
+
+_UNAVAILABLE_ADVICE = {
+    "no_display": "The server has no X display (DISPLAY is not set): start one with "
+    "`deskpilot desktop up`, take DISPLAY and DBUS_SESSION_BUS_ADDRESS from `deskpilot desktop "
+    "env`, and restart the server with them. Retrying will not help.",
+    "display_unreachable": "The X display in DISPLAY does not answer (is the X server "
+    "running, and may this user connect?). Check `deskpilot doctor`.",
+    "wayland": "This session is Wayland, which is not supported yet (X11 only). Retrying will "
+    "not help.",
+}
+
+
+def _unavailable_code(reason: str | None) -> str | None:
+    """A reason code for the host's own unavailability text (never echoed itself)."""
+    text = (reason or "").lower()
+    if _short_code(reason):
+        return reason
+    if "display is not set" in text:
+        return "no_display"
+    if "cannot open x display" in text:
+        return "display_unreachable"
+    if "wayland" in text:
+        return "wayland"
+    return None
 
 
 def _short_code(value: str | None) -> bool:
