@@ -149,6 +149,33 @@ async def test_a_dialog_the_action_opened_is_announced_and_becomes_the_app_windo
         app.stop()
 
 
+async def test_a_new_window_the_action_opened_is_announced_and_reachable_by_id(
+    dp_desktop: Any, tmp_path: Path
+) -> None:
+    doc = tmp_path / "first.txt"
+    doc.write_text("")
+    app = await astart_app(["mousepad", str(doc)])
+    try:
+        async with memory_client() as client:
+            state = await client.call_tool("get_app_state", {"app": app.pid})
+            assert not state.is_error, text_of(state)
+            r = await client.call_tool(
+                "press_key", {"state_id": state_id_of(state), "keys": ["ctrl+shift+n"]}
+            )
+            assert not r.is_error, text_of(r)
+            m = re.search(
+                r"A new window of this app opened: .* \(window (0x[0-9a-f]+)\)", text_of(r)
+            )
+            assert m is not None, text_of(r)
+            d = diag_of(r)
+            assert not d.get("noop") and "window_opened" in d.get("notReusable", [])
+            other = await client.call_tool("get_app_state", {"app": m.group(1)})
+            assert not other.is_error, text_of(other)
+            assert f"id={m.group(1)})" in text_of(other).splitlines()[1]
+    finally:
+        app.stop()
+
+
 async def test_type_text_with_submit_picks_a_file_in_a_gtk_file_chooser(
     dp_desktop: Any, tmp_path: Path
 ) -> None:

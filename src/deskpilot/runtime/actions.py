@@ -43,7 +43,7 @@ from deskpilot.protocol.wire import (
     TypeTextAction,
 )
 from deskpilot.runtime import tool_args as ta
-from deskpilot.runtime.apps import dialogs_of
+from deskpilot.runtime.apps import app_windows, dialogs_of
 from deskpilot.runtime.coords import to_window_point
 from deskpilot.runtime.core import Call, RuntimeCore, ToolOutcome, app_label, digest
 from deskpilot.runtime.diagnostics import ActionOutcome, ObservationOutcome, StepRecord
@@ -424,11 +424,23 @@ async def _after(
     png = observed.png
     # a dialog the action opened is a window of its own: the acted-on window's tree does not
     # show it, and without a window manager it does not even take the focus
-    dialogs = dialogs_of(await core.windows(call), obs.window.window_id)
+    windows = await core.windows(call)
+    dialogs = dialogs_of(windows, obs.window.window_id)
     known = record.extras.get("dialogs")
     opened = [d for d in dialogs if not isinstance(known, set) or d.window_id not in known]
+    mine = app_windows(windows, obs.app.pid)
+    known_windows = record.extras.get("appWindows")
+    new_windows = [
+        w
+        for w in mine
+        if isinstance(known_windows, set)
+        and w.window_id not in known_windows
+        and w.window_id != obs.window.window_id
+        and w not in opened
+    ]
     noop = (
         not opened
+        and not new_windows
         and obs.tree_version == record.tree_version
         and (record.png_digest is None or digest(png) == record.png_digest)
     )
@@ -444,6 +456,12 @@ async def _after(
             "(same tree and screenshot). Do not assume it worked; try another element or "
             "approach.\n" + summary
         )
+    if new_windows:
+        top_new = new_windows[-1]
+        summary += (
+            f'\nA new window of this app opened: "{top_new.title}" (window '
+            f"{top_new.window_id}). get_app_state with app={top_new.window_id} shows it."
+        )
     if opened:
         top = opened[-1]
         summary += (
@@ -457,6 +475,8 @@ async def _after(
         if fw is not None and fw.window_id in {d.window_id for d in opened}:
             refusals = [r for r in refusals if r != "popup_or_menu_open"]  # it is the dialog
         refusals.append("dialog_opened")
+    if new_windows:
+        refusals.append("window_opened")
     if refusals:
         call.diag.observation_outcome = ObservationOutcome.NOT_REUSABLE
         call.diag.not_reusable = refusals
@@ -468,6 +488,7 @@ async def _after(
     frame = core.frame(call, png, obs)
     new = core.issue(call, obs, png, frame)
     new.extras["dialogs"] = {d.window_id for d in dialogs}
+    new.extras["appWindows"] = {w.window_id for w in mine}
     with call.watch.stage("format"):
         body = core.render_state(new, obs, frame)
     text = (

@@ -8,6 +8,7 @@ error that lists the candidates, so the agent can choose instead of guessing.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +71,13 @@ def dialogs_of(windows: list[WindowInfo], window_id: str) -> list[WindowInfo]:
     return [w for w in windows if w.transient_for == window_id and w.visible and not w.minimized]
 
 
+def app_windows(windows: list[WindowInfo], pid: int | None) -> list[WindowInfo]:
+    """The visible windows of one process, bottom to top."""
+    if pid is None:
+        return []
+    return [w for w in windows if w.app.pid == pid and w.visible and not w.minimized]
+
+
 def _merge(into: AppIdentity, other: AppIdentity) -> None:
     for attr in ("name", "executable", "wm_class", "desktop_id"):
         if getattr(into, attr) is None and getattr(other, attr) is not None:
@@ -90,6 +98,9 @@ def group_apps(windows: list[WindowInfo]) -> list[AppEntry]:
     return list(by_key.values())
 
 
+_WINDOW_ID = re.compile(r"0x[0-9a-f]{1,8}")
+
+
 def _as_pid(query: str | int) -> int | None:
     if isinstance(query, int):
         return query
@@ -100,6 +111,13 @@ def _as_pid(query: str | int) -> int | None:
 
 
 def resolve_app(query: str | int, windows: list[WindowInfo]) -> AppEntry:
+    """The app an ``app`` argument names; a window id ("0x…") names that one window."""
+    if isinstance(query, str) and _WINDOW_ID.fullmatch(query.strip().lower()):
+        wid = query.strip().lower()
+        exact = [w for w in windows if w.window_id.lower() == wid]
+        if exact:
+            w = exact[0]
+            return AppEntry(pid=w.app.pid, identity=w.app.model_copy(), windows=[w])
     apps = group_apps(windows)
     pid = _as_pid(query)
     if pid is not None:
@@ -116,8 +134,8 @@ def resolve_app(query: str | int, windows: list[WindowInfo]) -> AppEntry:
         raise refusal(
             ErrorCode.TARGET_NOT_FOUND,
             f"No running application matches app={_shown(query)}. Candidates are listed; name "
-            "one by "
-            "accessibility name, executable, WM_CLASS, desktop id or pid, or use open_app.",
+            "one by accessibility name, executable, WM_CLASS, desktop id, pid or window id "
+            "(0x…, from list_windows), or use open_app.",
             candidates=candidates,
         )
     raise refusal(

@@ -136,7 +136,11 @@ class RuntimeCore:
             return await self.backend.list_windows()
 
     async def resolve(self, call: Call, app: str | int) -> tuple[AppEntry, WindowInfo]:
-        entry = resolve_app(app, await self.windows(call))
+        return self.resolve_in(await self.windows(call), app)
+
+    @staticmethod
+    def resolve_in(windows: list[WindowInfo], app: str | int) -> tuple[AppEntry, WindowInfo]:
+        entry = resolve_app(app, windows)
         window = entry.main_window()
         if window is None:
             raise refusal(ErrorCode.NO_WINDOWS_AVAILABLE, "That application has no window.")

@@ -14,7 +14,7 @@ from typing import Any
 from deskpilot.hostclient.api import ObservedState
 from deskpilot.protocol.errors import ErrorCode
 from deskpilot.protocol.wire import ObservationBody, TargetSpec, WindowInfo
-from deskpilot.runtime.apps import dialogs_of, group_apps
+from deskpilot.runtime.apps import app_windows, dialogs_of, group_apps
 from deskpilot.runtime.core import Call, RuntimeCore, ToolOutcome, app_key, app_label
 from deskpilot.runtime.errors import refusal, safe_error
 from deskpilot.runtime.state_ids import AppKey
@@ -31,8 +31,9 @@ async def _target(
     """The window to observe: the named app's main window, the bound target, or focus (and
     the app's windows, when they were listed to find it)."""
     if app is not None:
-        entry, window = await core.resolve(call, app)
-        return TargetSpec(window_id=window.window_id), entry.pid, entry.windows
+        listing = await core.windows(call)
+        entry, window = core.resolve_in(listing, app)
+        return TargetSpec(window_id=window.window_id), entry.pid, listing
     sess = core.sessions.get(call.agent_session)
     if sess is not None and sess.bound_target is not None:
         wid = sess.bound_target.get("windowId")
@@ -72,6 +73,7 @@ async def get_app_state(core: RuntimeCore, call: Call, args: AppArgs) -> ToolOut
     record = core.issue(call, obs, observed.png, frame)
     if windows is not None:  # what was open already, so an action can tell what it opened
         record.extras["dialogs"] = {w.window_id for w in dialogs_of(windows, obs.window.window_id)}
+        record.extras["appWindows"] = {w.window_id for w in app_windows(windows, obs.app.pid)}
     with call.watch.stage("format"):
         text = core.render_state(record, obs, frame)
     return ToolOutcome(text=text, diagnostic=call.diag, image=frame)

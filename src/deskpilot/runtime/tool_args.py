@@ -77,8 +77,8 @@ class NoArgs(ToolArgs):
 class AppArgs(ToolArgs):
     app: AppRef | None = Field(
         default=None,
-        description="Accessibility name, executable, WM_CLASS, desktop id, or pid. "
-        "Omitted: the bound target, else the focused window.",
+        description="Accessibility name, executable, WM_CLASS, desktop id, pid, or a window "
+        "id (0x…). Omitted: the bound target, else the focused window.",
     )
 
 
