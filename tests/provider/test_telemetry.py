@@ -109,3 +109,15 @@ def test_debug_log_appends_jsonl(tmp_path: Path) -> None:
     lines = (tmp_path / "a.jsonl").read_text().splitlines()
     assert [json.loads(line)["event"] for line in lines] == ["x", "y"]
     assert json.loads(lines[0])["data"] == {"api_key": REDACTED, "count": 1}
+
+
+async def test_debug_path_accepts_a_str(tmp_path: Path, server: ScriptedServer) -> None:
+    log_path = tmp_path / "sub" / "debug.jsonl"
+    config = make_config(server, debug_path=str(log_path), policy=fast_policy())
+    assert config.debug_path == log_path and isinstance(config.debug_path, Path)
+    assert config.describe()["debugPath"] == str(log_path)
+    server.script(Reply.chat('{"kind":"final","text":"Six times seven is 42."}'))
+    async with Provider(config) as provider:
+        result = await provider.decide([ChatMessage.user("What is 6*7?")], [])
+    assert result.kind == "final", result.error
+    assert read_jsonl(log_path)[0]["event"] == "turn.start"

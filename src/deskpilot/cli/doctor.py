@@ -1,6 +1,7 @@
 """``deskpilot doctor``: translates flags to ``hostclient.diagnosis`` and prints the report.
 
-Exit status: 0 ready; 1 not ready (host unavailable or a permission not granted); 3 the host
+Exit status: 0 ready; 1 not ready (host unavailable, a permission not granted, or the kill switch
+chord cannot be armed on this display); 3 the host
 is not trustworthy (untrusted, missing or incompatible); 4 the report file could not be
 written.
 """
@@ -68,7 +69,8 @@ def _render(report: dict[str, Any], console: Console) -> None:
         table.add_row("sample error", str(sample["error"].get("code")))
     ks = report.get("killSwitch") or {}
     if ks:
-        table.add_row("kill switch", f"{ks.get('state')} ({ks.get('chord')}): {ks.get('cause')}")
+        chord = f" ({ks['chord']})" if ks.get("chord") else ""
+        table.add_row("kill switch", f"{ks.get('state')}{chord}: {ks.get('cause')}")
     lease = report.get("desktopLease") or {}
     if lease:
         holder = lease.get("holder") or {}
@@ -103,6 +105,9 @@ def doctor(
     report = asyncio.run(diagnose(verify_only=verify_host, app=app))
     data = report.to_dict()
     data.update(desktop_sharing())
+    kill_switch_down = bool((data.get("killSwitch") or {}).get("blocksReady"))
+    if kill_switch_down:
+        data["ready"] = False
     text = json.dumps(data, indent=2, sort_keys=True)
     if json_out:
         typer.echo(text)
@@ -115,5 +120,7 @@ def doctor(
             typer.echo(f"cannot write the report to {report_path}: {exc.strerror}", err=True)
             raise typer.Exit(EXIT_REPORT_FAILED) from None
     code = _exit_code(report)
+    if kill_switch_down and not code:
+        code = EXIT_NOT_READY
     if code:
         raise typer.Exit(code)

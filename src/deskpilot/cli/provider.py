@@ -29,6 +29,7 @@ from deskpilot.provider.config.keystore import (
 from deskpilot.provider.config.profiles import DEFAULT_PROFILE, ENV_PREFIX
 from deskpilot.provider.config.runtime_policy import check_profile
 from deskpilot.provider.config.settings import check_base_url
+from deskpilot.provider.contract.bounded_json import JSONRejected, loads
 from deskpilot.provider.contract.manifest import read_manifest_data
 from deskpilot.provider.contract.validator import self_test, validate_manifest
 from deskpilot.provider.diagnostics import capability as run_capability
@@ -166,17 +167,24 @@ def capability(
     skip_native_probes: bool = typer.Option(False, help="Do not probe native tools / role=tool."),
 ) -> None:
     """Probe plain_chat, json_object, json_schema_strict, native tools, role_tool_followup and
-    json_action_N; prints JSON with recommendedMode."""
+    json_action_N; prints JSON with recommendedMode; exit 1 when no probe succeeded."""
     result = asyncio.run(
         run_capability(_load(), json_action_runs=json_action_runs, skip_native=skip_native_probes)
     )
     _emit(result)
+    probes: dict[str, Any] = result.get("probes") or {}
+    if not any(isinstance(p, dict) and p.get("ok") for p in probes.values()):
+        # nothing answered (a wrong key, an unreachable endpoint): not a capability verdict
+        first: Any = next(iter(probes.values()), {})
+        cause = first.get("error") or first.get("reason") if isinstance(first, dict) else None
+        typer.echo(f"error: no capability probe succeeded ({cause or 'no probe ran'})", err=True)
+        raise typer.Exit(1)
 
 
 def _read_tools(path: Path) -> list[ToolSpec]:
     try:
-        data = json.loads(path.read_bytes().decode("utf-8-sig"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = loads(path.read_bytes().decode("utf-8-sig"))
+    except (OSError, UnicodeDecodeError, JSONRejected) as exc:
         raise ProviderError("invalid_input", f"cannot read the tool list {path}: {exc}") from None
     return tools_from_json(data)
 
@@ -220,7 +228,7 @@ def parse(
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = loads(line)
             if not isinstance(item, dict) or not isinstance(item.get("raw"), str):
                 raise ValueError("raw")
             line_sel = item.get("selected")

@@ -24,8 +24,13 @@ def desktop_sharing() -> dict[str, Any]:
     except Exception as exc:  # a broken data dir is reported elsewhere; say why here too
         return {"killSwitch": {"state": "unknown", "cause": f"settings unreadable: {exc}"}}
     state: dict[str, Any] = (
-        probe(chord).to_json() if chord else {"state": "off", "cause": "killSwitch is empty"}
+        probe(chord).to_json()
+        if chord
+        else {"state": "off", "chord": "", "cause": "killSwitch is empty"}
     )
     if state.get("state") == "armed":  # the probe could grab it: nobody holds the chord
         state.update(state="free", armed=False, cause="a deskpilot server started now arms it")
+    # a chord was asked for and a display is here, yet no server could arm or watch it: the
+    # person would have no way to stop an agent, so the desktop is not ready
+    state["blocksReady"] = state.get("state") == "unavailable"
     return {"killSwitch": state, "desktopLease": DisplayLease().status()}

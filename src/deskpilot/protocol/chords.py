@@ -47,8 +47,7 @@ KEY_ALIASES: Final[dict[str, str]] = {
 FUNCTION_KEYS: Final = 35
 
 #: X keysym names (Latin-1 and digits) that survive the key reduction unchanged
-PLAIN_KEYSYMS: Final = frozenset(
-    """
+_PLAIN_KEYSYM_NAMES = """
     0 1 2 3 4 5 6 7 8 9 a b c d e f g h i j k l m n o p q r s t u v w x y z
     aacute acircumflex acute adiaeresis ae agrave ampersand apostrophe aring asciicircum
     asciitilde asterisk at atilde backslash bar braceleft braceright bracketleft bracketright
@@ -61,8 +60,8 @@ PLAIN_KEYSYMS: Final = frozenset(
     quotedbl quoteleft quoteright registered section semicolon slash space ssharp sterling
     thorn threequarters threesuperior twosuperior uacute ucircumflex udiaeresis ugrave
     underscore yacute ydiaeresis yen
-    """.split()
-)
+"""
+PLAIN_KEYSYMS: Final = frozenset(_PLAIN_KEYSYM_NAMES.split())
 
 
 def keysym_name(key: str) -> str:

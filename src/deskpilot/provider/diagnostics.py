@@ -6,12 +6,14 @@ place native tool fields are ever sent, to measure them; the runtime never uses 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
 
 from deskpilot.provider.config import ProviderConfig
 from deskpilot.provider.contract import ProviderError
+from deskpilot.provider.contract.bounded_json import JSONRejected, loads
 from deskpilot.provider.protocol import build_payload, system_prompt
 from deskpilot.provider.telemetry import NullTelemetry, Telemetry
 from deskpilot.provider.tools import ToolSpec, validate_arguments
@@ -22,6 +24,8 @@ HEALTH_SCHEMA = "deskpilot.provider.health.v1"
 CAPABILITY_SCHEMA = "deskpilot.provider.capabilities.v1"
 PROBE_TOOL = "get_probe_value"
 PROBE_SENTINEL = "PROBE_VALUE_7319"
+# The whole health check (all attempts and waits) ends within this; see ``health_config``.
+HEALTH_DEADLINE_MS = 12_000
 _STRICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
@@ -56,12 +60,33 @@ def _error_info(err: ProviderError) -> dict[str, Any]:
     return info
 
 
-async def health(config: ProviderConfig, *, telemetry: Telemetry | None = None) -> dict[str, Any]:
+def health_config(config: ProviderConfig, deadline_ms: int = HEALTH_DEADLINE_MS) -> ProviderConfig:
+    """The turn profile's bounds (60 s per attempt, 180 s in all for ``reliability``) are for
+    long generations; a one-token liveness check that has not answered in ``deadline_ms`` is
+    unhealthy, so its per-attempt timeout and total deadline are capped there (retries of fast
+    failures still fit inside)."""
+    policy = config.limits
+    capped = dataclasses.replace(
+        policy,
+        per_attempt_timeout_ms=min(policy.per_attempt_timeout_ms, deadline_ms),
+        total_deadline_ms=min(policy.total_deadline_ms, deadline_ms),
+    )
+    return dataclasses.replace(config, policy=capped)
+
+
+async def health(
+    config: ProviderConfig,
+    *,
+    telemetry: Telemetry | None = None,
+    deadline_ms: int = HEALTH_DEADLINE_MS,
+) -> dict[str, Any]:
+    config = health_config(config, deadline_ms)
     client = ChatClient(config, telemetry=telemetry or NullTelemetry())
     base: dict[str, Any] = {
         "schema": HEALTH_SCHEMA,
         "endpoint": config.endpoint,
         "model": config.model,
+        "deadlineMs": config.limits.total_deadline_ms,
     }
     payload = build_payload(
         config.model,
@@ -73,7 +98,8 @@ async def health(config: ProviderConfig, *, telemetry: Telemetry | None = None) 
     try:
         response = await client.complete(payload)
     except ProviderError as err:
-        return {**base, "ok": False, "error": _error_info(err)}
+        timed_out = err.category == "timeout"
+        return {**base, "ok": False, "timedOut": timed_out, "error": _error_info(err)}
     finally:
         await client.aclose()
     return {
@@ -96,54 +122,74 @@ def _native_tools(strict: bool) -> list[dict[str, Any]]:
     return [{"type": "function", "function": function}]
 
 
-def _args_ok(response: ChatResponse) -> bool:
+def _args_reason(response: ChatResponse) -> str | None:
     calls = response.native_tool_calls or []
-    if len(calls) != 1 or not isinstance(calls[0].get("function"), dict):
-        return False
-    fn = calls[0]["function"]
+    if not calls:
+        return "no_tool_call"
+    if len(calls) != 1:
+        return "multiple_tool_calls"
+    fn = calls[0].get("function")
+    if not isinstance(fn, dict):
+        return "invalid_tool_call"
+    if fn.get("name") != PROBE_TOOL:
+        return "unknown_tool"
+    raw = fn.get("arguments")
+    if not isinstance(raw, str) or not raw.strip():
+        return "empty_arguments"
     try:
-        args = json.loads(fn.get("arguments") or "")
-    except (TypeError, json.JSONDecodeError):
-        return False
-    return bool(
-        fn.get("name") == PROBE_TOOL
-        and isinstance(args, dict)
-        and validate_arguments(_PROBE_PARAMS, args).ok
-    )
+        args = loads(raw)
+    except JSONRejected:
+        return "invalid_json"
+    if not isinstance(args, dict):
+        return "arguments_not_object"
+    return None if validate_arguments(_PROBE_PARAMS, args).ok else "invalid_arguments"
 
 
-def _json_object_ok(response: ChatResponse) -> bool:
+def _json_object_reason(response: ChatResponse) -> str | None:
     try:
-        return isinstance(json.loads(response.content), dict)
-    except json.JSONDecodeError:
-        return False
+        value = loads(response.content)
+    except JSONRejected:
+        return "invalid_json"
+    return None if isinstance(value, dict) else "not_an_object"
 
 
-def _strict_ok(response: ChatResponse) -> bool:
+def _strict_reason(response: ChatResponse) -> str | None:
     try:
-        value = json.loads(response.content)
-    except json.JSONDecodeError:
-        return False
-    return validate_arguments(_STRICT_SCHEMA, value).ok
+        value = loads(response.content)
+    except JSONRejected:
+        return "invalid_json"
+    return None if validate_arguments(_STRICT_SCHEMA, value).ok else "schema_mismatch"
 
 
-def _json_action_ok(response: ChatResponse) -> bool:
+def _plain_reason(response: ChatResponse) -> str | None:
+    return None if response.content.strip() else "empty_response"
+
+
+def _followup_reason(response: ChatResponse) -> str | None:
+    return None if PROBE_SENTINEL.split("_")[-1] in response.content else "tool_result_not_used"
+
+
+def _json_action_reason(response: ChatResponse) -> str | None:
     verdict = evaluate(
         response.content,
         selected={"read"},
         tools={"read": _READ},
         native_tool_calls=response.native_tool_calls,
     )
-    return verdict.kind == "tool_call" and verdict.arguments == {"path": "package.json"}
+    if verdict.kind == "error":
+        return verdict.code or "invalid_tool_call"
+    if verdict.kind != "tool_call":
+        return "no_tool_call"
+    return None if verdict.arguments == {"path": "package.json"} else "unexpected_arguments"
 
 
 def _probes(
     model: str, runs: int, skip_native: bool
-) -> list[tuple[str, dict[str, Any], Callable[[ChatResponse], bool]]]:
+) -> list[tuple[str, dict[str, Any], Callable[[ChatResponse], str | None]]]:
     def msg(role: str, content: str | None, **extra: Any) -> dict[str, Any]:
         return {"role": role, "content": content, **extra}
 
-    plan: list[tuple[str, dict[str, Any], Callable[[ChatResponse], bool]]] = [
+    plan: list[tuple[str, dict[str, Any], Callable[[ChatResponse], str | None]]] = [
         (
             "plain_chat",
             {
@@ -151,7 +197,7 @@ def _probes(
                 "messages": [msg("user", "Reply with the single word: pong")],
                 "max_tokens": 16,
             },
-            lambda r: bool(r.content.strip()),
+            _plain_reason,
         ),
         (
             "json_object",
@@ -161,7 +207,7 @@ def _probes(
                 "response_format": {"type": "json_object"},
                 "max_tokens": 64,
             },
-            _json_object_ok,
+            _json_object_reason,
         ),
         (
             "json_schema_strict",
@@ -174,7 +220,7 @@ def _probes(
                 },
                 "max_tokens": 64,
             },
-            _strict_ok,
+            _strict_reason,
         ),
     ]
     if not skip_native:
@@ -191,7 +237,7 @@ def _probes(
                         "tool_choice": forced,
                         "max_tokens": 128,
                     },
-                    _args_ok,
+                    _args_reason,
                 )
             )
         call = {
@@ -212,7 +258,7 @@ def _probes(
                     "tools": _native_tools(False),
                     "max_tokens": 128,
                 },
-                lambda r: PROBE_SENTINEL.split("_")[-1] in r.content,
+                _followup_reason,
             )
         )
     action = {
@@ -224,7 +270,7 @@ def _probes(
         "response_format": {"type": "json_object"},
         "max_tokens": 256,
     }
-    plan.extend((f"json_action_{i}", action, _json_action_ok) for i in range(1, runs + 1))
+    plan.extend((f"json_action_{i}", action, _json_action_reason) for i in range(1, runs + 1))
     return plan
 
 
@@ -250,11 +296,14 @@ async def capability(
             try:
                 response = await call(payload)
             except ProviderError as err:
-                probes[name] = {"ok": False, "error": err.code}
+                probes[name] = {"ok": False, "error": err.code, "reason": err.code}
                 if err.code in ("api_key_missing", "http_401", "http_403", "network_error"):
                     stop = err
                 continue
-            probes[name] = {"ok": check(response), "latencyMs": round(response.latency_ms, 1)}
+            reason = check(response)
+            probes[name] = {"ok": reason is None, "latencyMs": round(response.latency_ms, 1)}
+            if reason is not None:
+                probes[name]["reason"] = reason
     finally:
         await client.aclose()
     passed = sum(1 for i in range(1, json_action_runs + 1) if probes[f"json_action_{i}"]["ok"])

@@ -67,11 +67,11 @@ class NullTelemetry:
 class DebugLog:
     """Append-only JSONL writer; the file is created 0600 because it describes a user's work."""
 
-    def __init__(self, path: Path, *, run_id: str | None = None) -> None:
-        self.path = path
+    def __init__(self, path: Path | str, *, run_id: str | None = None) -> None:
+        self.path = path = Path(path)
         self.run_id = run_id or f"{int(time.time() * 1000):x}-{os.getpid()}"
         self._lock = threading.Lock()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
 
     def emit(self, event: str, **data: Any) -> None:
         record = {

@@ -8,6 +8,7 @@ so a reader pool would cost more than it saves.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -19,16 +20,36 @@ from deskpilot.store.paths import database_path
 from deskpilot.store.schema import MIGRATIONS
 
 
+def _private_file(path: Path, *, create: bool = True) -> None:
+    """The database holds sessions, audit and settings: its owner's only (SQLite would create
+    it 0644 and its -wal/-shm files with the same mode). An older, looser file is tightened."""
+    if create:
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            return
+        except FileExistsError:
+            pass
+    try:
+        st = path.stat()
+        if st.st_mode & 0o077 and st.st_uid == os.getuid():
+            os.chmod(path, 0o600)
+    except OSError:
+        pass  # absent (no -wal yet), or not ours to change: SQLite reports real problems
+
+
 class Database:
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path is not None else database_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _private_file(self.path)
         self._lock = threading.RLock()
         self._conn = sqlite3.connect(
             self.path, check_same_thread=False, isolation_level=None, timeout=10.0
         )
         self._conn.row_factory = sqlite3.Row
         self._conn.execute("PRAGMA journal_mode=WAL")
+        for side in ("-wal", "-shm"):  # SQLite gives these the main file's mode
+            _private_file(self.path.with_name(self.path.name + side), create=False)
         self._conn.execute("PRAGMA foreign_keys=ON")
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA busy_timeout=10000")

@@ -110,7 +110,7 @@ def normalise_config_file(path: Path) -> Path | None:
 
 def write_config_file(path: Path, data: Mapping[str, Any]) -> None:
     """Atomic write, 0600: the file may name a key storage location."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:

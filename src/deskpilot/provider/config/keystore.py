@@ -67,7 +67,7 @@ def store_key(key: str, storage: str, env: Mapping[str, str]) -> str:
         keyring.set_password(KEYRING_SERVICE, KEYRING_USER, key)
         return "keyring"
     path = key_file(env)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(key + "\n")

@@ -45,7 +45,7 @@ class ProviderConfig:
     api_key: str | None = field(default=None, repr=False)
     profile: str = DEFAULT_PROFILE
     policy: RuntimePolicy | None = None
-    debug_path: Path | None = None
+    debug_path: Path | str | None = None  # a str is converted to Path on construction
     temperature: float | None = None
     json_object_hint: bool = True
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -57,6 +57,10 @@ class ProviderConfig:
         check_profile(self.profile)
         if self.policy is None:
             object.__setattr__(self, "policy", RuntimePolicy.for_profile(self.profile))
+        if self.debug_path is not None:
+            if not isinstance(self.debug_path, str | os.PathLike) or not str(self.debug_path):
+                raise ProviderError("configuration_invalid", "debug_path must be a str or Path")
+            object.__setattr__(self, "debug_path", Path(self.debug_path).expanduser())
         if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
             raise ProviderError("configuration_invalid", "temperature must be within 0..2")
 

@@ -58,9 +58,15 @@ def looks_like_call(value: Any, selected: Collection[str], known: Collection[str
 
 def count_calls(text: str, selected: Collection[str], known: Collection[str]) -> int:
     """How many call-shaped JSON values the text holds (0 when it has no protocol hints)."""
+    return _scan(text, selected, known)[0]
+
+
+def _scan(text: str, selected: Collection[str], known: Collection[str]) -> tuple[int, bool]:
+    """(call-shaped values, whether a value was too deeply nested to inspect)."""
     if not any(h in text for h in _HINTS):
-        return 0
+        return 0, False
     found = 0
+    too_deep = False
     scanned = 0
     index = 0
     while scanned < _MAX_SCAN:
@@ -71,7 +77,8 @@ def count_calls(text: str, selected: Collection[str], known: Collection[str]) ->
         scanned += 1
         try:
             value, end = raw_decode(text, start)
-        except JSONRejected:
+        except JSONRejected as exc:
+            too_deep = too_deep or exc.reason == "too_deep"
             index = start + 1
             continue
         if isinstance(value, list):
@@ -79,18 +86,20 @@ def count_calls(text: str, selected: Collection[str], known: Collection[str]) ->
         elif looks_like_call(value, selected, known):
             found += 1
         index = end
-    return found
+    return found, too_deep
 
 
 def final_violation(text: str, selected: Collection[str], known: Collection[str]) -> str | None:
     """The error code that keeps ``text`` from being a final answer, or None."""
     if has_markup(text):
         return "raw_protocol_markup"
-    calls = count_calls(text, selected, known)
+    calls, too_deep = _scan(text, selected, known)
     if calls > 1:
         return "multiple_tool_calls"
     if calls:
         return "tool_call_like_final"
+    if too_deep:
+        return "invalid_json"  # protocol hints around JSON too deep to inspect: fail closed
     for match in _PSEUDO_CALL.finditer(text):
         if match.group(1) in selected or match.group(1) in known:
             return "tool_call_like_final"
