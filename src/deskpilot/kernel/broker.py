@@ -337,6 +337,48 @@ class Broker:
         self.check_budgets(row)
         return row, settings
 
+    def move_to_acting(
+        self,
+        session_id: str,
+        aid: str,
+        approval_id: str | None,
+        *,
+        insert: tuple[ActionRow, dict[str, Any]] | None = None,
+    ) -> None:
+        """Under the desktop lane, just before the desktop is touched: the session moves to
+        acting and the ledger row to executing (written now with its action_requested event
+        when ``insert`` gives it). Paused or stopped while waiting for the lane: the row fails
+        and that is raised."""
+        current = self.sessions.require(session_id)
+        moved = False
+        with self.db.transaction() as conn:
+            if current.state in EXECUTABLE_STATES:
+                moved = current.state == SessionState.ACTING or self.sessions.rows.set_state(
+                    session_id, SessionState.ACTING, expect=current.state, conn=conn
+                )
+            status: ActionStatus = "executing" if moved else "failed"
+            if insert is not None:
+                ledger, requested = insert
+                self.actions.insert(replace(ledger, status=status), conn=conn)
+                self.sessions.timeline.append(
+                    session_id,
+                    EventType.ACTION_REQUESTED,
+                    action_id=aid,
+                    payload=requested,
+                    conn=conn,
+                )
+            else:
+                self.actions.set_status(aid, status, approval_id=approval_id, conn=conn)
+        if not moved:
+            try:
+                self.sessions.require_executable(session_id)
+                raise DeskpilotError(
+                    ErrorCode.STATE_CHANGED, "the session changed state; observe again"
+                )
+            except DeskpilotError as exc:
+                self.actions.finish(aid, "failed", error_code=exc.code.value)
+                raise
+
     def record_request(
         self,
         session_id: str,
@@ -448,34 +490,12 @@ class Broker:
         if not self.coordinator.holds(session_id):
             await self.coordinator.claim(session_id, row.agent_session_id)
         async with self.coordinator.action_lock:
-            current = self.sessions.require(session_id)
-            moved = False
-            with self.db.transaction() as conn:
-                if current.state in EXECUTABLE_STATES:
-                    moved = current.state == SessionState.ACTING or self.sessions.rows.set_state(
-                        session_id, SessionState.ACTING, expect=current.state, conn=conn
-                    )
-                status: ActionStatus = "executing" if moved else "failed"
-                if requested is not None:
-                    self.actions.insert(replace(ledger, status=status), conn=conn)
-                    self.sessions.timeline.append(
-                        session_id,
-                        EventType.ACTION_REQUESTED,
-                        action_id=aid,
-                        payload=requested,
-                        conn=conn,
-                    )
-                else:
-                    self.actions.set_status(aid, status, approval_id=approval_id, conn=conn)
-            if not moved:  # paused or stopped while it waited for the lane
-                try:
-                    self.sessions.require_executable(session_id)
-                    raise DeskpilotError(
-                        ErrorCode.STATE_CHANGED, "the session changed state; observe again"
-                    )
-                except DeskpilotError as exc:
-                    self.actions.finish(aid, "failed", error_code=exc.code.value)
-                    raise
+            self.move_to_acting(
+                session_id,
+                aid,
+                approval_id,
+                insert=(ledger, requested) if requested is not None else None,
+            )
             item = self.inflight.add(session_id, aid, action)
             try:
                 result = await self._run(

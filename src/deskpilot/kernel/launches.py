@@ -28,7 +28,7 @@ from typing import Any
 from deskpilot.kernel.broker import Broker
 from deskpilot.kernel.policy import PolicyDecision
 from deskpilot.kernel.policy.launch import LAUNCH_KIND, LaunchRequest, evaluate_launch
-from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.errors import DeskpilotError
 from deskpilot.protocol.session import EXECUTABLE_STATES, Decision, EventType, SessionState
 from deskpilot.store.actions import ActionRow
 
@@ -159,25 +159,7 @@ class Launches:
         if not b.coordinator.holds(session_id):
             await b.coordinator.claim(session_id, agent_session_id)
         async with b.coordinator.action_lock:
-            current = b.sessions.require(session_id)
-            moved = False
-            with b.db.transaction() as conn:
-                if current.state in EXECUTABLE_STATES:
-                    moved = current.state == SessionState.ACTING or b.sessions.rows.set_state(
-                        session_id, SessionState.ACTING, expect=current.state, conn=conn
-                    )
-                b.actions.set_status(
-                    aid, "executing" if moved else "failed", approval_id=approval_id, conn=conn
-                )
-            if not moved:  # paused or stopped while it waited for the lane
-                try:
-                    b.sessions.require_executable(session_id)
-                    raise DeskpilotError(
-                        ErrorCode.STATE_CHANGED, "the session changed state; observe again"
-                    )
-                except DeskpilotError as exc:
-                    b.actions.finish(aid, "failed", error_code=exc.code.value)
-                    raise
+            b.move_to_acting(session_id, aid, approval_id)
             try:
                 return spawn(request.argv)
             except DeskpilotError as exc:
