@@ -291,3 +291,59 @@ def test_a_point_of_an_image_is_stale_once_the_window_was_resized(host: HostProc
         assert response["details"]["reason"] == "window_resized"
     finally:
         app.stop()
+
+
+def test_a_point_covered_by_another_window_is_refused(
+    host: HostProcess, two_apps: tuple[apps.App, apps.App]
+) -> None:
+    """Synthetic input goes to whatever is on top: a point of the observed window that another
+    app's window covers is refused, one it does not cover is clicked."""
+    _, calc = two_apps
+    (cw,) = wait_for(lambda: windows_of(host, calc.pid), timeout=20)
+    cover = apps.launch(["zenity", "--info", "--title=On top", "--text=cover"])
+    try:
+        (zw,) = wait_for(lambda: windows_of(host, cover.pid), timeout=20)
+        d = display.Display()  # put it over the calculator (GTK centres a dialog on screen)
+        try:
+            d.create_resource_object("window", int(zw["windowId"], 16)).configure(x=20, y=20)
+            d.sync()
+        finally:
+            d.close()
+        wait_for(lambda: xwininfo(zw["windowId"])["x"] == 20)
+        (zw,) = windows_of(host, cover.pid)
+        c, z = cw["bounds"], zw["bounds"]
+        assert z["width"] < c["width"] or z["height"] < c["height"]
+
+        def act_at(px: int, py: int) -> dict[str, Any]:
+            obs = host.call(
+                {"type": "observe", "target": {"windowId": cw["windowId"]}, "sessionId": "cv"}
+            )
+            point = {"x": (px - c["x"]) / (c["width"] - 1), "y": (py - c["y"]) / (c["height"] - 1)}
+            return host.call(
+                {
+                    "type": "execute_action",
+                    "sessionId": "cv",
+                    "frameId": obs["frameId"],
+                    "treeVersion": obs["treeVersion"],
+                    "action": {"kind": "scroll", "point": point, "direction": "down", "amount": 1},
+                }
+            )
+
+        # a point in both windows: the middle of their overlap
+        x0, y0 = max(c["x"], z["x"]), max(c["y"], z["y"])
+        x1 = min(c["x"] + c["width"], z["x"] + z["width"])
+        y1 = min(c["y"] + c["height"], z["y"] + z["height"])
+        assert x1 > x0 and y1 > y0, (c, z)
+        covered = act_at((x0 + x1) // 2, (y0 + y1) // 2)
+        assert covered["type"] == "error" and covered["code"] == "unsupported_action", covered
+        assert covered["details"]["reason"] == "covered_point"
+        assert covered["details"]["coveringWindow"] == zw["windowId"]
+        free_x = z["x"] + z["width"] + 5 if z["x"] + z["width"] + 5 < c["x"] + c["width"] else None
+        free_y = (
+            z["y"] + z["height"] + 5 if z["y"] + z["height"] + 5 < c["y"] + c["height"] else None
+        )
+        px = free_x if free_x is not None else c["x"] + 5
+        py = free_y if free_x is None and free_y is not None else c["y"] + c["height"] // 2
+        assert act_at(px, py)["type"] == "action_result"
+    finally:
+        cover.stop()

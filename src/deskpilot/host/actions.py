@@ -211,6 +211,8 @@ class ActionDispatcher:
                 "longer map to the same place: observe again",
                 details={"reason": "window_resized"},
             )
+        if _positional(action):
+            self._check_uncovered(window, rect, action)
         xinput = self.desktop.input
         self.current_session = request.session_id
         self.running = True
@@ -267,6 +269,21 @@ class ActionDispatcher:
         return result, png
 
     # ---------------------------------------------------------------- settling
+
+    def _check_uncovered(self, window: XWindow, rect: Rect, action: object) -> None:
+        """A point of the observed image must still be this window's on screen: covered by
+        another window, synthetic input would go to that one."""
+        point = action.start if isinstance(action, DragAction) else getattr(action, "point", None)
+        if point is None:
+            return
+        x, y = self._to_screen(rect, point)
+        other = self.desktop.covered_at(window, x, y)
+        if other is not None:
+            raise DeskpilotError(
+                ErrorCode.UNSUPPORTED_ACTION,
+                "another window is on top of the window at that point; input there would go to it",
+                details={"reason": "covered_point", "coveringWindow": f"0x{other:x}"},
+            )
 
     async def _settle(
         self,

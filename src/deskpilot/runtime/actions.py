@@ -457,13 +457,13 @@ async def _after(
             "approach.\n" + summary
         )
     if new_windows:
-        top_new = new_windows[-1]
+        top_new = new_windows[0]  # topmost first
         summary += (
             f'\nA new window of this app opened: "{top_new.title}" (window '
             f"{top_new.window_id}). get_app_state with app={top_new.window_id} shows it."
         )
     if opened:
-        top = opened[-1]
+        top = opened[0]
         summary += (
             f'\nA dialog of this window opened: "{top.title}" (window {top.window_id}). '
             f"get_app_state with app={obs.app.pid} shows it (the dialog is chosen over the "

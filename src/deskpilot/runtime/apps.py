@@ -50,7 +50,7 @@ class AppEntry:
         if focused is not None and (focused in dialogs or not dialogs):
             return focused
         if dialogs:
-            return dialogs[-1]  # windows are listed bottom to top
+            return dialogs[0]  # windows are listed topmost first
         return max(shown or self.windows, key=lambda w: w.bounds.width * w.bounds.height)
 
     def to_json(self) -> dict[str, Any]:
@@ -66,13 +66,13 @@ class AppEntry:
 
 
 def dialogs_of(windows: list[WindowInfo], window_id: str) -> list[WindowInfo]:
-    """The visible windows that are dialogs of ``window_id`` (WM_TRANSIENT_FOR), bottom to
-    top."""
+    """The visible windows that are dialogs of ``window_id`` (WM_TRANSIENT_FOR), topmost
+    first (the order list_windows gives)."""
     return [w for w in windows if w.transient_for == window_id and w.visible and not w.minimized]
 
 
 def app_windows(windows: list[WindowInfo], pid: int | None) -> list[WindowInfo]:
-    """The visible windows of one process, bottom to top."""
+    """The visible windows of one process, topmost first."""
     if pid is None:
         return []
     return [w for w in windows if w.app.pid == pid and w.visible and not w.minimized]

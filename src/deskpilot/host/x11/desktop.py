@@ -154,6 +154,39 @@ class X11Desktop:
 
     # ---------------------------------------------------------------- geometry
 
+    def covered_at(self, window: XWindow, x: int, y: int) -> int | None:
+        """The top-level window that is on top at screen point (x, y) when it is not
+        ``window`` (or the frame around it) nor a popup of the same app (a menu it opened): a
+        synthetic click there would land on that one."""
+        conn, _, _ = self.require()
+        root = int(conn.root.id)
+        try:
+            child = conn.root.translate_coords(conn.root, x, y).child
+        except Exception:
+            return None
+        top = int(child.id) if child else 0
+        if top in (0, root):
+            return None
+        current = window.xid  # the target's root-level ancestor (itself without a manager)
+        for _ in range(16):
+            try:
+                parent = conn.window(current).query_tree().parent
+            except Exception:
+                return None
+            parent_id = int(parent.id) if parent else 0
+            if parent_id in (0, root):
+                break
+            current = parent_id
+        if current == top:
+            return None
+        try:  # the app's own popup (a menu, a completion list) is part of what was seen
+            popup = bool(conn.window(top).get_attributes().override_redirect)
+        except Exception:
+            popup = False
+        if popup and window.pid is not None and conn.client_pid(top) == window.pid:
+            return None
+        return top
+
     def visible_rect(self, window: XWindow) -> Rect:
         """The part of a window on screen (what a capture of it covers)."""
         conn, _, _ = self.require()
