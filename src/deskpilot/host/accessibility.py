@@ -162,35 +162,14 @@ class Accessibility:
             return None
         return TreeResult(snapshot, frame, (time.perf_counter() - start) * 1000)
 
-    async def perform(
-        self, element: ElementRef, op: SemanticOp, *, settle_max_ms: float
-    ) -> SemanticResult | None:
-        """Run a semantic op (and wait for the app's events to go quiet); None = cannot."""
+    async def perform(self, element: ElementRef, op: SemanticOp) -> SemanticResult | None:
+        """Run a semantic op; None = cannot. Settling is the caller's (host/settle.py)."""
         try:
-            return await self.client.perform(
-                element, op, settle=settle_max_ms > 0, settle_max_ms=max(settle_max_ms, 1.0)
-            )
+            return await self.client.perform(element, op, settle=False)
         except DeskpilotError as exc:
             if exc.code is ErrorCode.UNSUPPORTED_ACTION:
                 return None
             raise
-
-    async def settle(
-        self,
-        bus_name: str,
-        since: float,
-        *,
-        max_ms: float,
-        quiet_ms: float = 50.0,
-        first_ms: float = 600.0,
-    ) -> bool:
-        """The app's accessibility events went quiet after ``since`` (bounded by max_ms)."""
-        try:
-            return await self.client.settle(
-                bus_name, since, max_ms=max_ms, quiet_ms=quiet_ms, first_ms=first_ms
-            )
-        except Exception:
-            return False
 
     async def events_ready(self) -> None:
         """Wait until the event watcher is registered (so no event of the next op is missed)."""
@@ -200,6 +179,9 @@ class Accessibility:
     def last_event(self, bus_name: str) -> float:
         """When (monotonic) the app's last accessibility event arrived; 0.0 if never."""
         return self.client.last_event(bus_name)
+
+    def went_quiet(self, bus_name: str, since: float, now: float, *, quiet_s: float) -> bool:
+        return self.client.went_quiet(bus_name, since, now, quiet_s=quiet_s)
 
     async def still_valid(self, element: ElementRef) -> bool:
         try:

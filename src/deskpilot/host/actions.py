@@ -391,7 +391,7 @@ class ActionDispatcher:
         if settle:
             await self.accessibility.events_ready()
         since = time.monotonic()
-        result = await self.accessibility.perform(element, op, settle_max_ms=0)
+        result = await self.accessibility.perform(element, op)
         if result is None:
             return None
         # settling on the app's events is done by execute(), so it can overlap the next read

@@ -28,14 +28,13 @@ from collections.abc import Awaitable, Callable
 from typing import Final, Generic, TypeVar
 
 from deskpilot.host.accessibility import Accessibility
+from deskpilot.host.atspi.events import EVENT_QUIET_S
 from deskpilot.host.x11.desktop import X11Desktop
 from deskpilot.protocol.errors import DeskpilotError
 from deskpilot.protocol.wire import Rect
 
 POLL_S: Final = 0.01
 PIXEL_POLL_S: Final = 0.02
-EVENT_QUIET_S: Final = 0.05
-FIRST_EVENT_S: Final = 0.6
 PIXEL_STILL_S: Final = 0.06  # with a tree: unchanged this long
 SPECULATE_QUIET_S: Final = 0.015
 MAX_READS: Final = 4
@@ -107,8 +106,6 @@ class Settler:
             while True:
                 now = time.monotonic()
                 last_event = acc.last_event(bus_name)
-                heard = last_event > since
-                quiet_for = now - last_event if heard else 0.0
                 if pixels is not None and now >= next_print:
                     current = self.fingerprint(pixels)
                     if current != last_print:
@@ -122,11 +119,11 @@ class Settler:
                     read is not None
                     and spec is None
                     and reads < MAX_READS
-                    and (quiet_for >= SPECULATE_QUIET_S if heard else now - since >= FIRST_EVENT_S)
+                    and acc.went_quiet(bus_name, since, now, quiet_s=SPECULATE_QUIET_S)
                 ):
                     spec = _Speculation(read)
                     reads += 1
-                events_done = quiet_for >= EVENT_QUIET_S if heard else now - since >= FIRST_EVENT_S
+                events_done = acc.went_quiet(bus_name, since, now, quiet_s=EVENT_QUIET_S)
                 pixels_done = pixels is None or now - last_change >= PIXEL_STILL_S
                 if events_done and pixels_done:
                     if spec is None:

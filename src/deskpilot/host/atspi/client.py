@@ -571,6 +571,10 @@ class AtspiClient:
         """When (monotonic) ``bus_name``'s last accessibility event arrived; 0.0 if never."""
         return self._events.last_event(bus_name)
 
+    def went_quiet(self, bus_name: str, since: float, now: float, *, quiet_s: float) -> bool:
+        """The settle rule of :mod:`.events`, with the given quiet interval."""
+        return self._events.went_quiet(bus_name, since, now, quiet_s=quiet_s)
+
     async def perform(
         self,
         element: ElementRef,

@@ -42,6 +42,9 @@ _REGISTERED_EVENTS: Final = (
     "document:load-complete",
 )
 _POLL_S: Final = 0.01
+#: the rule's two numbers (see the module docstring)
+FIRST_EVENT_S: Final = 0.6
+EVENT_QUIET_S: Final = 0.05
 
 
 class EventWatcher:
@@ -95,25 +98,38 @@ class EventWatcher:
     def last_event(self, sender: str) -> float:
         return self._last.get(sender, 0.0)
 
+    def went_quiet(
+        self,
+        sender: str,
+        since: float,
+        now: float,
+        *,
+        quiet_s: float = EVENT_QUIET_S,
+        first_s: float = FIRST_EVENT_S,
+    ) -> bool:
+        """The rule itself: after ``since``, events came and then none for ``quiet_s``, or
+        none came at all for ``first_s`` (nothing the app reports happened)."""
+        last = self._last.get(sender, 0.0)
+        if last <= since:
+            return now - since >= first_s
+        return now - last >= quiet_s
+
     async def wait_quiet(
         self,
         sender: str,
         since: float,
         *,
-        first_ms: float = 600.0,
-        quiet_ms: float = 50.0,
+        first_ms: float = FIRST_EVENT_S * 1000,
+        quiet_ms: float = EVENT_QUIET_S * 1000,
         max_ms: float = 1500.0,
     ) -> bool:
         """True once ``sender`` went quiet after ``since`` (monotonic); False on ``max_ms``."""
         deadline = since + max_ms / 1000.0
-        first_deadline = since + first_ms / 1000.0
         while True:
             now = time.monotonic()
-            last = self._last.get(sender, 0.0)
-            if last <= since:
-                if now >= first_deadline:
-                    return True  # nothing happened that the app reports
-            elif now - last >= quiet_ms / 1000.0:
+            if self.went_quiet(
+                sender, since, now, quiet_s=quiet_ms / 1000.0, first_s=first_ms / 1000.0
+            ):
                 return True
             if now >= deadline:
                 return False
