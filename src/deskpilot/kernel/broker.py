@@ -274,20 +274,14 @@ class Broker:
             self._check_same_decision(existing, decision)
             self._raise_recorded(existing)
 
-        ledger = ActionRow(
-            id=aid,
-            session_id=session_id,
-            kind=action.kind,
-            params_hash=phash,
+        ledger = ledger_row(
+            aid,
+            session_id,
+            action.kind,
+            phash,
+            decision,
             frame_id=frame_id,
             tree_version=tree_version,
-            risk_level=decision.risk,
-            decision=decision.decision,
-            reason=decision.reason,
-            status="requested",
-            effect_class=decision.context.effect.value,
-            target_kind=decision.context.target_kind.value,
-            data_classes=sorted(c.value for c in decision.context.data_classes),
         )
         requested = self.event_payload(decision)
         if decision.decision == Decision.ALLOW:
@@ -856,6 +850,34 @@ def _call_hook(hook: StopHook, row: SessionRow, reason: CancelReason | None) -> 
         hook(row, reason)
     except Exception:  # a runtime hook must not break a stop
         log.exception("control hook failed")
+
+
+def ledger_row(
+    aid: str,
+    session_id: str,
+    kind: str,
+    params_hash: str,
+    decision: PolicyDecision,
+    *,
+    frame_id: str | None = None,
+    tree_version: str | None = None,
+) -> ActionRow:
+    """A new ledger row for a rated request: what was asked, how it was rated and why."""
+    return ActionRow(
+        id=aid,
+        session_id=session_id,
+        kind=kind,
+        params_hash=params_hash,
+        frame_id=frame_id,
+        tree_version=tree_version,
+        risk_level=decision.risk,
+        decision=decision.decision,
+        reason=decision.reason,
+        status="requested",
+        effect_class=decision.context.effect.value,
+        target_kind=decision.context.target_kind.value,
+        data_classes=sorted(c.value for c in decision.context.data_classes),
+    )
 
 
 def _outcome(result: ActionResult) -> dict[str, Any]:

@@ -25,12 +25,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from deskpilot.kernel.broker import Broker
+from deskpilot.kernel.broker import Broker, ledger_row
 from deskpilot.kernel.policy import PolicyDecision
 from deskpilot.kernel.policy.launch import LAUNCH_KIND, LaunchRequest, evaluate_launch
 from deskpilot.protocol.errors import DeskpilotError
 from deskpilot.protocol.session import EXECUTABLE_STATES, Decision, EventType, SessionState
-from deskpilot.store.actions import ActionRow
 
 #: starts the program (argv as approved) and returns its pid; raises DeskpilotError if it
 #: could not be started
@@ -102,21 +101,7 @@ class Launches:
 
         decision = evaluate_launch(request, row.contract, settings)
         aid = action_id or f"act_{uuid.uuid4().hex[:20]}"
-        ledger = ActionRow(
-            id=aid,
-            session_id=session_id,
-            kind=LAUNCH_KIND,
-            params_hash=self.params_hash(request),
-            frame_id=None,
-            tree_version=None,
-            risk_level=decision.risk,
-            decision=decision.decision,
-            reason=decision.reason,
-            status="requested",
-            effect_class=decision.context.effect.value,
-            target_kind=decision.context.target_kind.value,
-            data_classes=[],
-        )
+        ledger = ledger_row(aid, session_id, LAUNCH_KIND, self.params_hash(request), decision)
         requested = {
             **b.event_payload(decision),
             "rating": decision.details.get("rating"),

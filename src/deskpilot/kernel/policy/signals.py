@@ -13,6 +13,8 @@ import re
 from collections import Counter
 from typing import Final
 
+from deskpilot.protocol.chords import KILL_SWITCH_MODIFIERS
+
 # -- roles (normalised keys, see tree.role_key)
 PASSWORD_ROLES = frozenset(
     {"passwordtext", "password", "passwordfield", "passwordentry", "securetextfield", "secure"}
@@ -247,17 +249,9 @@ def writes_text(chord: str) -> bool:
 
 
 def _canon_mod(name: str) -> str:
+    """One modifier spelling table for policy chords and the kill switch."""
     n = name.strip().lower()
-    return {
-        "control": "ctrl",
-        "mod1": "alt",
-        "meta": "alt",
-        "super": "super",
-        "mod4": "super",
-        "cmd": "super",
-        "win": "super",
-        "commandorcontrol": "ctrl",
-    }.get(n, n)
+    return KILL_SWITCH_MODIFIERS.get(n, n)
 
 
 def role_key_like(name: str) -> str:
