@@ -1,6 +1,8 @@
 # Idempotent set-up shared by scripts/run and scripts/test (sourced, not executed).
 # 1. Debian packages: the X server, D-Bus, AT-SPI and the apps the tests drive.
 # 2. A .venv/ at the repo root with the project installed editable with its dev extras.
+# 3. (tests only) the outside MCP clients the suite drives deskpilot with, from the npm
+#    registry into tests/clients/node_modules/ (git-ignored), pinned by its package-lock.json.
 # Re-running is cheap: packages already present and an unchanged pyproject.toml skip work.
 
 DESKPILOT_APT_PACKAGES=(
@@ -49,6 +51,23 @@ dp_install_venv() {
     _dp_log "installing deskpilot (editable, dev extras) into .venv"
     "$root/.venv/bin/python" -m pip install -q --upgrade pip >/dev/null
     "$root/.venv/bin/python" -m pip install -q -e "$root[dev]"
+    echo "$want" > "$stamp"
+  fi
+}
+
+dp_install_clients() {
+  local dir="$1/tests/clients"
+  local stamp="$dir/node_modules/.deskpilot-stamp"
+  local want
+  if ! command -v npm >/dev/null 2>&1; then
+    _dp_log "installing Debian packages: nodejs npm"
+    _dp_sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm >/dev/null \
+      || { _dp_log "cannot install nodejs/npm: the real-client tests will fail"; return 0; }
+  fi
+  want="$(cat "$dir/package.json" "$dir/package-lock.json" | sha256sum | cut -d' ' -f1)"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    _dp_log "installing the test clients (npm ci) into tests/clients/node_modules"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
     echo "$want" > "$stamp"
   fi
 }

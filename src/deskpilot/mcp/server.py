@@ -6,16 +6,19 @@ never echo values), so this server publishes the runtime's schemas in ``list_too
 the raw arguments to the runtime in ``call_tool``. The transport, JSON-RPC, sessions and
 protocol versions are all the SDK's.
 
-Identity: the agent session is the Streamable HTTP session id when there is one, else the SDK
-session object of a handshake-era connection, else the one client of this process (stdio).
-The turn is ``turn_id`` (or ``turnId``) in the request's ``_meta`` when sent.
+Identity (docs/mcp.md, "Sessions and turns"): a request that came without HTTP headers came
+over stdio (or in memory), and a stdio server process has exactly one client connection, so
+every such request is the one agent session ``default`` — whatever protocol version was
+negotiated and whatever per-request objects the SDK builds. Over Streamable HTTP the agent
+session is ``http:<mcp-session-id>``; requests that carry no session id (the stateless
+2026-07-28 protocol, or a client that never sends one) all share the one agent session
+``http:sessionless`` of this server. The turn is ``turn_id`` (or ``turnId``) in the request's
+``_meta`` when sent.
 """
 
 from __future__ import annotations
 
 import base64
-import itertools
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,7 +31,6 @@ from mcp_types import (
     ToolAnnotations,
 )
 from mcp_types import Tool as MCPTool
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from deskpilot import __version__
 from deskpilot.mcp.instructions import INSTRUCTIONS
@@ -37,6 +39,10 @@ from deskpilot.runtime.core import ToolOutcome
 from deskpilot.runtime.tool_args import input_schema
 
 DIAGNOSTIC_META_KEY = "deskpilot/diagnostic"
+#: the agent session of this process's one stdio (or in-memory) connection
+STDIO_SESSION = "default"
+#: the agent session shared by HTTP requests that carry no ``mcp-session-id``
+SESSIONLESS_HTTP_SESSION = "http:sessionless"
 
 
 def _tool_list() -> list[MCPTool]:
@@ -89,8 +95,6 @@ class DeskpilotMCPServer(MCPServer[Any]):
         )
         self.runtime = runtime
         self._tools = _tool_list()
-        self._session_ids: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
-        self._counter = itertools.count(1)
 
     async def list_tools(self) -> list[MCPTool]:
         return list(self._tools)
@@ -109,26 +113,34 @@ class DeskpilotMCPServer(MCPServer[Any]):
 
     def _identity(self, context: Context[Any, Any] | None) -> tuple[str, str | None]:
         if context is None:
-            return "default", None
+            return STDIO_SESSION, None
         try:
             rc = context.request_context
         except ValueError:
-            return "default", None
-        meta: Mapping[str, Any] = rc.meta if isinstance(rc.meta, Mapping) else {}
-        raw_turn = meta.get("turn_id", meta.get("turnId"))
-        turn_id = str(raw_turn) if isinstance(raw_turn, str | int) and str(raw_turn) else None
-        headers = context.headers
-        http_session = headers.get("mcp-session-id") if headers is not None else None
-        if http_session:
-            return f"http:{http_session}", turn_id
-        if rc.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            session = rc.session
-            sid = self._session_ids.get(session)
-            if sid is None:
-                sid = f"conn:{next(self._counter)}"
-                self._session_ids[session] = sid
-            return sid, turn_id
-        return "default", turn_id
+            return STDIO_SESSION, None
+        return agent_session_of(context.headers), turn_id_of(rc.meta)
+
+
+def agent_session_of(headers: Mapping[str, str] | None) -> str:
+    """The agent session a request belongs to, from its transport (see the module docstring).
+
+    Only the transport decides: the SDK may build a new session or context object for every
+    request of one stdio connection, so nothing per-object may name the session.
+    """
+    if headers is None:
+        return STDIO_SESSION
+    http_session = headers.get("mcp-session-id")
+    return f"http:{http_session}" if http_session else SESSIONLESS_HTTP_SESSION
+
+
+def turn_id_of(meta: object) -> str | None:
+    """``turn_id`` (or ``turnId``) from a request's ``_meta``: a non-empty string or integer."""
+    if not isinstance(meta, Mapping):
+        return None
+    raw = meta.get("turn_id", meta.get("turnId"))
+    if isinstance(raw, bool) or not isinstance(raw, str | int):
+        return None
+    return str(raw) or None
 
 
 def build_server(runtime: Runtime) -> DeskpilotMCPServer:
