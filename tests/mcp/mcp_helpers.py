@@ -58,6 +58,7 @@ async def memory_client(config: RuntimeConfig | None = None) -> AsyncIterator[Cl
     try:
         async with Client(server) as client:
             client.runtime = runtime  # type: ignore[attr-defined]
+            client.agent_session = server.stdio_session  # type: ignore[attr-defined]
             yield client
     finally:
         await runtime.close()

@@ -248,7 +248,7 @@ async def test_state_changed_recovery_allows_only_reading_the_same_app(calculato
     async with memory_client() as client:
         runtime = client.runtime  # type: ignore[attr-defined]
         s = await client.call_tool("get_app_state", {"app": calculator.pid})
-        turn = runtime.turns.peek("default")
+        turn = runtime.turns.peek(client.agent_session)  # type: ignore[attr-defined]
         turn.recovery = Recovery(
             app=AppKey(pid=calculator.pid, window_id="0x0"),
             app_name="gnome-calculator",
@@ -286,9 +286,10 @@ async def test_idle_release_and_other_observation_tools(calculator: App) -> None
         assert not snap.is_error, text_of(snap)
         assert json.loads(text_of(snap).split("\n\n")[0])["snapshotId"]
         s = await client.call_tool("get_app_state", {"app": calculator.pid})
-        assert runtime.core.sessions.get("default") is not None
+        agent_session = client.agent_session  # type: ignore[attr-defined]
+        assert runtime.core.sessions.get(agent_session) is not None
         await asyncio.sleep(0.6)
-        assert runtime.core.sessions.get("default") is None  # released while idle
+        assert runtime.core.sessions.get(agent_session) is None  # released while idle
         assert runtime.core.sessions.released >= 1
         r = await client.call_tool(
             "click", {"state_id": state_id_of(s), "element_id": element_id(s, '"1 1"')}

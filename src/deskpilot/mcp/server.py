@@ -8,17 +8,20 @@ protocol versions are all the SDK's.
 
 Identity (docs/mcp.md, "Sessions and turns"): a request that came without HTTP headers came
 over stdio (or in memory), and a stdio server process has exactly one client connection, so
-every such request is the one agent session ``default`` — whatever protocol version was
-negotiated and whatever per-request objects the SDK builds. Over Streamable HTTP the agent
+every such request is the one agent session ``stdio:<server id>`` — whatever protocol version
+was negotiated and whatever per-request objects the SDK builds. Over Streamable HTTP the agent
 session is ``http:<mcp-session-id>``; requests that carry no session id (the stateless
 2026-07-28 protocol, or a client that never sends one) all share the one agent session
-``http:sessionless`` of this server. The turn is ``turn_id`` (or ``turnId``) in the request's
-``_meta`` when sent.
+``http-sessionless:<server id>`` of this server. The server id is random per server object, so
+a restarted server is a new client session for the kernel (a kill-switch halt engaged before
+it does not bind it) and two servers on one database never share a session. The turn is
+``turn_id`` (or ``turnId``) in the request's ``_meta`` when sent.
 """
 
 from __future__ import annotations
 
 import base64
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,10 +42,6 @@ from deskpilot.runtime.core import ToolOutcome
 from deskpilot.runtime.tool_args import input_schema
 
 DIAGNOSTIC_META_KEY = "deskpilot/diagnostic"
-#: the agent session of this process's one stdio (or in-memory) connection
-STDIO_SESSION = "default"
-#: the agent session shared by HTTP requests that carry no ``mcp-session-id``
-SESSIONLESS_HTTP_SESSION = "http:sessionless"
 
 
 def _tool_list() -> list[MCPTool]:
@@ -95,6 +94,11 @@ class DeskpilotMCPServer(MCPServer[Any]):
         )
         self.runtime = runtime
         self._tools = _tool_list()
+        server_id = secrets.token_hex(6)
+        #: the agent session of this server's one stdio (or in-memory) connection
+        self.stdio_session = f"stdio:{server_id}"
+        #: the agent session shared by HTTP requests that carry no ``mcp-session-id``
+        self.sessionless_session = f"http-sessionless:{server_id}"
 
     async def list_tools(self) -> list[MCPTool]:
         return list(self._tools)
@@ -113,24 +117,23 @@ class DeskpilotMCPServer(MCPServer[Any]):
 
     def _identity(self, context: Context[Any, Any] | None) -> tuple[str, str | None]:
         if context is None:
-            return STDIO_SESSION, None
+            return self.stdio_session, None
         try:
             rc = context.request_context
         except ValueError:
-            return STDIO_SESSION, None
-        return agent_session_of(context.headers), turn_id_of(rc.meta)
+            return self.stdio_session, None
+        return self.agent_session_of(context.headers), turn_id_of(rc.meta)
 
+    def agent_session_of(self, headers: Mapping[str, str] | None) -> str:
+        """The agent session a request belongs to, from its transport (module docstring).
 
-def agent_session_of(headers: Mapping[str, str] | None) -> str:
-    """The agent session a request belongs to, from its transport (see the module docstring).
-
-    Only the transport decides: the SDK may build a new session or context object for every
-    request of one stdio connection, so nothing per-object may name the session.
-    """
-    if headers is None:
-        return STDIO_SESSION
-    http_session = headers.get("mcp-session-id")
-    return f"http:{http_session}" if http_session else SESSIONLESS_HTTP_SESSION
+        Only the transport decides: the SDK may build a new session or context object for
+        every request of one stdio connection, so nothing per-object may name the session.
+        """
+        if headers is None:
+            return self.stdio_session
+        http_session = headers.get("mcp-session-id")
+        return f"http:{http_session}" if http_session else self.sessionless_session
 
 
 def turn_id_of(meta: object) -> str | None:
