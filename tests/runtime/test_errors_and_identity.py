@@ -29,16 +29,22 @@ def test_backend_error_bodies_are_replaced_by_our_own_messages() -> None:
     assert code is ErrorCode.INTERNAL_ERROR and "secret" not in message and details == {}
 
 
-async def test_each_legacy_connection_is_its_own_client_session() -> None:
+async def test_a_server_is_one_client_session_whatever_the_protocol_era() -> None:
+    """Every call of one connection is one agent session (a handshake-era client once got a
+    new session per call); each server object is its own client session."""
     runtime = Runtime(default_backend())
-    server = build_server(runtime)
     try:
         turns = []
-        for _ in range(2):
-            async with Client(server, mode="legacy") as client:
-                result = await client.call_tool("status", {})
-                text = result.content[0].text  # type: ignore[union-attr]
-                turns.append(json.loads(text.split("\n\n")[0])["turn"]["id"])
-        assert turns[0] != turns[1] and all(t.startswith("session:conn:") for t in turns)
+        for mode in ("legacy", "legacy", "2026-07-28"):
+            server = build_server(runtime)
+            async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
+                seen = set()
+                for _ in range(3):
+                    result = await client.call_tool("status", {})
+                    text = result.content[0].text  # type: ignore[union-attr]
+                    seen.add(json.loads(text.split("\n\n")[0])["turn"]["id"])
+                assert seen == {f"session:{server.stdio_session}"}, (mode, seen)
+                turns.append(seen.pop())
+        assert len(set(turns)) == 3
     finally:
         await runtime.close()
