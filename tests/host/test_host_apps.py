@@ -381,6 +381,8 @@ def test_observe_after_carries_the_settled_state_that_the_next_action_uses(
         result, png = act_observing(host, obs, {"kind": "click", "elementId": button}, "carry")
         assert result["type"] == "action_result", result
         assert result["settled"] is True
+        # GTK emits clicked 250 ms after answering DoAction: reported as the toolkit's delay
+        assert result["toolkitDelayMs"] >= 100, result["toolkitDelayMs"]
         carried = result["observation"]
         assert carried is not None and carried["frameId"] != obs["frameId"]
         assert carried["app"]["pid"] == calculator.pid

@@ -96,3 +96,42 @@ async def test_two_agents_racing_for_the_desktop_end_with_one_driver(
     with pytest.raises(DeskpilotError) as e:
         await kernel.resume(agents[loser][0])
     assert e.value.code == ErrorCode.INVALID_STATE_TRANSITION
+
+
+async def test_a_stopped_sessions_refusals_are_marked_as_nothing_dispatched(
+    kernel: Kernel, backend: RecordedBackend
+) -> None:
+    """Another agent's claim stops agent A's sessions: the action it cut off in flight ends
+    with an unmarked session_canceled (it may have run), while the one waiting for the lane,
+    and any later one, are refused by the session's state, marked so: nothing reached the
+    desktop."""
+    backend.delay = 1.0
+    a1 = await kernel.open_session("agent-a")
+    a2 = await kernel.open_session("agent-a")
+    b1 = await kernel.open_session("agent-b")
+    frames = {s: (await kernel.observe(s)).observation for s in (a1, a2, b1)}
+
+    def scroll(sid: str) -> asyncio.Future[object]:
+        obs = frames[sid]
+        return asyncio.ensure_future(
+            kernel.execute(sid, obs.frame_id, obs.tree_version, ScrollAction(direction="down"))
+        )
+
+    in_flight = scroll(a1)
+    await asyncio.sleep(0.05)
+    waiting = scroll(a2)  # same agent: takes the lane over, waits for a1's action to end
+    await asyncio.sleep(0.05)
+    claim = scroll(b1)  # another agent: stops a1 and a2
+    results = await asyncio.gather(in_flight, waiting, claim, return_exceptions=True)
+    cut, refused, ok = results
+    assert isinstance(cut, DeskpilotError) and cut.code == ErrorCode.SESSION_CANCELED
+    assert "refusedBy" not in cut.details
+    assert isinstance(refused, DeskpilotError) and refused.code == ErrorCode.SESSION_CANCELED
+    assert refused.details == {"reason": "desktop_claimed", "refusedBy": "session_state"}
+    assert not isinstance(ok, BaseException), ok
+    assert [s for s, _ in backend.executed] == [b1]
+    with pytest.raises(DeskpilotError) as later:
+        await kernel.execute(a1, "f-any", "tv-any", ScrollAction(direction="down"))
+    assert later.value.details["refusedBy"] == "session_state"
+    assert kernel.session_ended(a1) == kernel.session_ended(a2) == "desktop_claimed"
+    assert kernel.session_ended(b1) is None

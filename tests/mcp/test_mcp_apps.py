@@ -238,6 +238,9 @@ async def test_chromium_click_over_stdio(dp_desktop: Any) -> None:
             assert not r.is_error, text_of(r)
             d = diag_of(r)
             assert d["actionOutcome"] == "call_returned"
+            # Chromium reacts to DoAction at once: no GTK-like 250 ms activation delay
+            assert d["timings"]["toolkitDelayMs"] is not None, d["timings"]
+            assert d["timings"]["toolkitDelayMs"] < 200, d["timings"]
             if d["observationOutcome"] == "available":
                 assert 'button "Done"' in text_of(r) and has_image(r)
             else:

@@ -128,27 +128,45 @@ class Accessibility:
         return min(frames, key=lambda f: frame_score(f, window))
 
     async def tree_for(
-        self, window: XWindow, *, max_elements: int, text_budget: int
+        self,
+        window: XWindow,
+        *,
+        max_elements: int,
+        text_budget: int,
+        hint: FrameInfo | None = None,
     ) -> TreeResult | TreeUnavailable | None:
         """The window's tree; None when it has no accessible frame (no tree to speak of),
-        ``TreeUnavailable`` when it has one but reading it failed."""
+        ``TreeUnavailable`` when it has one but reading it failed.
+
+        ``hint``: the frame this window had last time. Its snapshot starts at once, next to
+        the frame lookup (which costs two round trips to an app that may be busy drawing),
+        and is kept only if the lookup picks that same frame; otherwise it is dropped once
+        done and the looked-up frame is read, as without a hint."""
         start = time.perf_counter()
+        early: asyncio.Future[TreeSnapshot | None] | None = None
+        if hint is not None:
+            early = asyncio.ensure_future(self._snapshot(hint, max_elements, text_budget))
+            early.add_done_callback(_retrieved)  # even when this read is itself cancelled
         try:
             frame = await self.frame_for(window)
         except Exception as exc:
             log.info("AT-SPI frame lookup failed: %s", type(exc).__name__)
+            await _drop(early)
             return TreeUnavailable(type(exc).__name__)
         if frame is None:
+            await _drop(early)
             return None
+        if early is not None and (hint is None or hint.ref != frame.ref):
+            await _drop(early)
+            early = None
         snapshot: TreeSnapshot | None = None
         while True:
             try:
-                snapshot = await asyncio.wait_for(
-                    self.client.snapshot(
-                        frame.ref, max_elements=max_elements, text_budget=text_budget
-                    ),
-                    SNAPSHOT_TIMEOUT_S,
-                )
+                if early is not None:
+                    future, early = early, None
+                    snapshot = await future
+                else:
+                    snapshot = await self._snapshot(frame, max_elements, text_budget)
             except Exception as exc:
                 log.info("AT-SPI snapshot failed: %s", type(exc).__name__)
                 return TreeUnavailable(type(exc).__name__)
@@ -161,6 +179,14 @@ class Accessibility:
         if snapshot is None:
             return None
         return TreeResult(snapshot, frame, (time.perf_counter() - start) * 1000)
+
+    async def _snapshot(
+        self, frame: FrameInfo, max_elements: int, text_budget: int
+    ) -> TreeSnapshot | None:
+        return await asyncio.wait_for(
+            self.client.snapshot(frame.ref, max_elements=max_elements, text_budget=text_budget),
+            SNAPSHOT_TIMEOUT_S,
+        )
 
     async def perform(self, element: ElementRef, op: SemanticOp) -> SemanticResult | None:
         """Run a semantic op; None = cannot. Settling is the caller's (host/settle.py)."""
@@ -183,6 +209,14 @@ class Accessibility:
     def went_quiet(self, bus_name: str, since: float, now: float, *, quiet_s: float) -> bool:
         return self.client.went_quiet(bus_name, since, now, quiet_s=quiet_s)
 
+    def first_event_after(self, bus_name: str, since: float) -> float | None:
+        """When (monotonic) the app's first accessibility event after ``since`` arrived."""
+        return self.client.first_event_after(bus_name, since)
+
+    async def next_event(self, bus_name: str, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the app's next event; True if one came."""
+        return await self.client.next_event(bus_name, timeout)
+
     async def still_valid(self, element: ElementRef) -> bool:
         try:
             return bool(await asyncio.wait_for(self.client.still_valid(element), 3.0))
@@ -197,6 +231,14 @@ class Accessibility:
         except Exception:
             return None
 
+    async def action_names(self, element: ElementRef) -> tuple[str, ...]:
+        """The element's action names, read now (a snapshot does not read them for every
+        item, and Chromium leaves them blank there); () when it has none or does not answer."""
+        try:
+            return await asyncio.wait_for(self.client.action_names(element), 3.0)
+        except Exception:
+            return ()
+
     async def extents(self, element: ElementRef) -> Rect | None:
         if element.extents is not None:
             return element.extents
@@ -208,3 +250,16 @@ class Accessibility:
     async def close(self) -> None:
         with contextlib.suppress(Exception):
             await self.client.close()
+
+
+async def _drop(future: asyncio.Future[TreeSnapshot | None] | None) -> None:
+    """Let a snapshot that is no longer wanted finish (its D-Bus calls are not abandoned half
+    way), and forget its outcome."""
+    if future is not None:
+        with contextlib.suppress(Exception):
+            await future
+
+
+def _retrieved(future: asyncio.Future[TreeSnapshot | None]) -> None:
+    if not future.cancelled():
+        future.exception()

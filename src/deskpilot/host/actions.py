@@ -27,12 +27,13 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Literal
 
 from deskpilot.host.accessibility import Accessibility
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
+from deskpilot.host.item_clicks import ItemClicks, clicked_item
 from deskpilot.host.observer import Binding, Observer
+from deskpilot.host.outcome import Outcome
 from deskpilot.host.sessions import SessionRegistry
 from deskpilot.host.settle import Settler
 from deskpilot.host.x11.desktop import X11Desktop
@@ -82,15 +83,6 @@ def test_hang_target() -> str | None:
     return os.environ.get(HANG_ENV) or None
 
 
-@dataclass(slots=True)
-class Outcome:
-    method: Literal["semantic", "synthetic", "mixed", "none"]
-    detail: str
-    dispatched: bool = True
-    #: a semantic op that still has to settle on the app's events, counted from this moment
-    events_since: float | None = None
-
-
 Post = tuple[ObservationBody, bytes | None]
 
 
@@ -110,6 +102,7 @@ class ActionDispatcher:
         self.running = False
         self._settle_ms = DEFAULT_SETTLE_MS
         self._after_settle: list[Callable[[], None]] = []
+        self._items = ItemClicks(self._semantic, self._pointer_click, self._action_names)
 
     @property
     def accessibility(self) -> Accessibility | None:
@@ -220,16 +213,23 @@ class ActionDispatcher:
             xinput.check = lambda: self._check_canceled(request.session_id)
         self._settle_ms = request.settle_ms if request.settle_ms is not None else DEFAULT_SETTLE_MS
         post: Post | None = None
+        toolkit_delay_ms: float | None = None
         bus = binding.tree.frame.ref.bus_name if binding.tree is not None else None
         try:
-            baseline = self.settler.fingerprint(rect)
+            # the "before" pixels only matter to the no-tree rule (pixels_only)
+            no_tree = bus is None or self.accessibility is None
+            baseline = self.settler.fingerprint(rect) if no_tree else None
             since = time.monotonic()
-            outcome = await self._dispatch(request, window, rect, element)
+            outcome = await self._dispatch(request, window, rect, element, binding)
             if outcome.events_since is not None and element is not None:
                 # a semantic op: the app's events decide, counted from the op itself
                 settled, post = await self._settle(
                     request, window, element.bus_name, outcome.events_since, None
                 )
+                if outcome.answered_at is not None:
+                    toolkit_delay_ms = self.settler.toolkit_delay_ms(
+                        element.bus_name, outcome.events_since, outcome.answered_at
+                    )
             elif bus is not None and self.accessibility is not None:
                 settled, post = await self._settle(request, window, bus, since, rect)
             else:
@@ -264,7 +264,9 @@ class ActionDispatcher:
             detail=outcome.detail,
             settled=settled,
             duration_ms=round((time.perf_counter() - started) * 1000, 2),
+            toolkit_delay_ms=toolkit_delay_ms,
             observation=body,
+            item_click=outcome.item_click,
         )
         return result, png
 
@@ -293,23 +295,27 @@ class ActionDispatcher:
         since: float,
         pixels: Rect | None,
     ) -> tuple[bool, Post | None]:
-        """Wait for the UI to settle; with observeAfter, the tree is read during the wait and
-        the pixels added once it ended (see :mod:`deskpilot.host.settle`)."""
+        """Wait for the UI to settle; with observeAfter, the tree (and, where that tends to
+        hold, the screenshot) is read during the wait, and the pixels are checked or taken
+        once it ended (see :mod:`deskpilot.host.settle`)."""
         if not request.observe_after:
             settled, _ = await self.settler.settle(bus, since, self._settle_ms, pixels=pixels)
             return settled, None
 
+        early = self.observer.early_screenshot(window)
+
         async def read() -> Post | None:
-            return await self._observe_after(request, window, screenshot=False)
+            return await self._observe_after(request, window, screenshot=early, keep_pixels=early)
 
         settled, tree_only = await self.settler.settle(
             bus, since, self._settle_ms, pixels=pixels, read=read
         )
         if tree_only is None:
             return settled, None
-        body, _ = tree_only
+        body, png = tree_only
         try:
-            return settled, await self.observer.add_screenshot(request.session_id, body)
+            # the read's screenshot, if the window still looks exactly like it (else a new one)
+            return settled, await self.observer.confirm_screenshot(request.session_id, body, png)
         except DeskpilotError as exc:
             log.info("post-action screenshot failed: %s", exc.code.value)
             return settled, None
@@ -333,7 +339,12 @@ class ActionDispatcher:
         return await self._observe_after(request, window, screenshot=True)
 
     async def _observe_after(
-        self, request: ExecuteAction, window: XWindow, *, screenshot: bool
+        self,
+        request: ExecuteAction,
+        window: XWindow,
+        *,
+        screenshot: bool,
+        keep_pixels: bool = False,
     ) -> Post | None:
         """The window as the action left it (it becomes the session's binding); None when it
         cannot be observed (closed, now a credential app...): the action still happened."""
@@ -345,7 +356,8 @@ class ActionDispatcher:
                     session_id=request.session_id,
                     target=TargetSpec(window_id=window.window_id),
                     include_screenshot=screenshot,
-                )
+                ),
+                keep_pixels=keep_pixels,
             )
         except DeskpilotError as exc:
             log.info("post-action observation failed: %s", exc.code.value)
@@ -394,8 +406,24 @@ class ActionDispatcher:
         result = await self.accessibility.perform(element, op)
         if result is None:
             return None
+        answered = time.monotonic()
         # settling on the app's events is done by execute(), so it can overlap the next read
-        return Outcome("semantic", result.detail, events_since=since if settle else None)
+        return Outcome(
+            "semantic",
+            result.detail,
+            events_since=since if settle else None,
+            answered_at=answered if settle else None,
+        )
+
+    async def _pointer_click(self, element: ElementRef, rect: Rect, count: int) -> None:
+        """A left click (``count`` times) at the element's centre."""
+        x, y = await self._center(element, rect)
+        await asyncio.to_thread(self._input().click, x, y, "left", count)
+
+    async def _action_names(self, element: ElementRef) -> tuple[str, ...]:
+        if self.accessibility is None:
+            return ()
+        return await self.accessibility.action_names(element)
 
     async def _ensure_focus(self, window: XWindow) -> str | None:
         if self.desktop.has_focus(window):
@@ -434,12 +462,13 @@ class ActionDispatcher:
         window: XWindow,
         rect: Rect,
         element: ElementRef | None,
+        binding: Binding,
     ) -> Outcome:
         action = request.action
         if action.kind != "press_key":
             await self._hang_if_asked(action.kind, request.session_id)
         if isinstance(action, ClickAction):
-            return await self._click(action, rect, element)
+            return await self._click(action, rect, element, binding)
         if isinstance(action, TypeTextAction):
             return await self._type(action, window, rect, element)
         if isinstance(action, PasteTextAction):
@@ -462,10 +491,20 @@ class ActionDispatcher:
             return await self._secondary(rect, _need(element))
         raise DeskpilotError(ErrorCode.UNSUPPORTED_ACTION, "unknown action kind")
 
-    async def _click(self, action: ClickAction, rect: Rect, element: ElementRef | None) -> Outcome:
+    async def _click(
+        self, action: ClickAction, rect: Rect, element: ElementRef | None, binding: Binding
+    ) -> Outcome:
         if element is None and action.point is None:
             raise DeskpilotError(ErrorCode.INVALID_REQUEST, "click needs elementId or point")
-        if element is not None and action.button == "left" and action.count == 1:
+        item = None
+        if element is not None and action.button == "left":
+            # a row, cell, list item or option: one click selects, two activate (item_clicks)
+            item = clicked_item(element, binding.tree.snapshot.elements if binding.tree else {})
+        if item is not None:
+            done = await self._items.click(item, rect, action.count)
+            if done is not None:
+                return done
+        elif element is not None and action.button == "left" and action.count == 1:
             done = await self._semantic(element, SemanticOp.invoke())
             if done is not None:
                 return done

@@ -18,7 +18,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from deskpilot.host.accessibility import Accessibility, TreeResult, TreeUnavailable
-from deskpilot.host.x11.capture import encode_png
+from deskpilot.host.atspi.model import FrameInfo
+from deskpilot.host.x11.capture import Frame, encode_png
 from deskpilot.host.x11.desktop import X11Desktop
 from deskpilot.host.x11.windows import XWindow
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
@@ -35,6 +36,11 @@ from deskpilot.protocol.wire import (
 log = logging.getLogger("deskpilot.host.observer")
 
 MAX_BINDINGS = 256
+#: after an early screenshot of a window was thrown away (its pixels still changed after the
+#: app went quiet), that window's next early screenshots are skipped, and one in this many
+#: actions tries again
+EARLY_RETRY = 8
+MAX_EARLY_WINDOWS = 64
 DEFAULT_MAX_ELEMENTS = 2000
 DEFAULT_TEXT_BUDGET = 48_000
 
@@ -77,6 +83,14 @@ class Observer:
         self.accessibility = accessibility
         self._bindings: OrderedDict[str, Binding] = OrderedDict()
         self._lock = threading.Lock()
+        #: the raw pixels of the last observation asked to keep them (frameId, capture), for
+        #: confirm_screenshot; one slot, so at most one window's pixels are held
+        self._kept: tuple[str, Frame] | None = None
+        #: windows whose last early screenshot missed: actions since (see early_screenshot)
+        self._early_misses: OrderedDict[int, int] = OrderedDict()
+        #: the AT-SPI frame each X window's last tree was read from: a hint for the next read
+        #: of it (Accessibility.tree_for checks it against a fresh lookup)
+        self._frames: OrderedDict[int, FrameInfo] = OrderedDict()
 
     # ---------------------------------------------------------------- bindings
 
@@ -97,7 +111,10 @@ class Observer:
 
     # ---------------------------------------------------------------- observe
 
-    async def observe(self, request: Observe) -> tuple[ObservationBody, bytes | None]:
+    async def observe(
+        self, request: Observe, *, keep_pixels: bool = False
+    ) -> tuple[ObservationBody, bytes | None]:
+        """``keep_pixels``: remember this capture's raw pixels for :meth:`confirm_screenshot`."""
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         window, windows = self.desktop.resolve(request.target)
@@ -116,12 +133,14 @@ class Observer:
                     window,
                     max_elements=request.max_elements or DEFAULT_MAX_ELEMENTS,
                     text_budget=request.text_budget or DEFAULT_TEXT_BUDGET,
+                    hint=self._frames.get(window.xid),
                 )
             )
             await asyncio.sleep(0)  # let the tree's first D-Bus calls go out before capturing
         capture_rect = self.desktop.visible_rect(window)
         png: bytes | None = None
         image: ImageDescriptor | None = None
+        frame: Frame | None = None
         if request.include_screenshot:
             _, _, capturer = self.desktop.require()
             t1 = time.perf_counter()
@@ -142,7 +161,11 @@ class Observer:
             timings["tree_wait"] = _ms(t3)
             unavailable = isinstance(read, TreeUnavailable)
             tree = read if isinstance(read, TreeResult) else None
+            self._frames.pop(window.xid, None)
             if tree is not None:
+                self._frames[window.xid] = tree.frame
+                while len(self._frames) > MAX_BINDINGS:
+                    self._frames.popitem(last=False)
                 timings["tree"] = tree.elapsed_ms
                 if tree.app_name:
                     window.app_name = tree.app_name
@@ -181,6 +204,7 @@ class Observer:
             image=image,
             timings_ms={k: round(v, 2) for k, v in {**timings, "total": _ms(t0)}.items()},
         )
+        self._kept = (body.frame_id, frame) if keep_pixels and frame is not None else None
         self._bind(
             Binding(
                 session=session_key(request.session_id),
@@ -194,26 +218,67 @@ class Observer:
         )
         return body, png
 
-    async def add_screenshot(
-        self, session_id: str | None, body: ObservationBody
+    async def confirm_screenshot(
+        self, session_id: str | None, body: ObservationBody, png: bytes | None
     ) -> tuple[ObservationBody, bytes]:
-        """Give a tree-only observation (still the session's binding) its screenshot now.
-
-        After an action the tree is read while the host is still confirming that the app went
-        quiet; the pixels are taken only once it has, so they show the settled UI.
-        """
-        binding = self.binding(session_id)
-        if binding is None or binding.frame_id != body.frame_id:
-            raise DeskpilotError(ErrorCode.STALE_FRAME, "the observation is no longer current")
+        """The screenshot of a post-action observation (still the session's binding), taken
+        once the app went quiet. After an action the tree — and, with
+        ``observe(keep_pixels=True)``, the screenshot — is read while the host is still
+        confirming that quiet; ``png`` is that early image (None: the read was tree-only). It
+        is kept when the window's pixels now are exactly the same (a grab and a compare, no
+        encoding); otherwise this new grab is encoded. Either way the image is what the screen
+        shows once the app settled."""
+        binding = self._current(session_id, body)
+        kept, self._kept = self._kept, None
         _, _, capturer = self.desktop.require()
         t1 = time.perf_counter()
         frame = capturer.grab(binding.window.bounds)
-        capture_ms = _ms(t1)
+        if png is None or kept is None or kept[0] != body.frame_id:
+            return await self._with_pixels(body, binding, frame)
+        same = kept[1].rect == frame.rect and kept[1].bgrx == frame.bgrx
+        self._early_result(binding.window.xid, same)
+        if same:
+            timings = {**body.timings_ms, "confirm": round(_ms(t1), 2)}
+            return body.model_copy(update={"timings_ms": timings}), png
+        return await self._with_pixels(body, binding, frame)
+
+    def early_screenshot(self, window: XWindow) -> bool:
+        """Should a post-action read of ``window`` take its screenshot with the tree (kept if
+        :meth:`confirm_screenshot` finds the pixels unchanged), rather than only after the
+        wait? Yes, unless the last early one of this window was thrown away: a GTK button
+        plays its release transition for ≈ 200 ms after ``clicked``, so its window is never
+        still that early, and encoding it next to the tree read only slows the read. Such a
+        window tries again every ``EARLY_RETRY`` actions."""
+        misses = self._early_misses.get(window.xid)
+        if misses is None:
+            return True
+        if misses + 1 >= EARLY_RETRY:
+            del self._early_misses[window.xid]
+            return True
+        self._early_misses[window.xid] = misses + 1
+        return False
+
+    def _early_result(self, xid: int, kept: bool) -> None:
+        self._early_misses.pop(xid, None)
+        if not kept:
+            self._early_misses[xid] = 0
+            while len(self._early_misses) > MAX_EARLY_WINDOWS:
+                self._early_misses.popitem(last=False)
+
+    def _current(self, session_id: str | None, body: ObservationBody) -> Binding:
+        binding = self.binding(session_id)
+        if binding is None or binding.frame_id != body.frame_id:
+            raise DeskpilotError(ErrorCode.STALE_FRAME, "the observation is no longer current")
+        return binding
+
+    async def _with_pixels(
+        self, body: ObservationBody, binding: Binding, frame: Frame
+    ) -> tuple[ObservationBody, bytes]:
         t2 = time.perf_counter()
         png = await asyncio.to_thread(encode_png, frame.image())
         timings = {
             **body.timings_ms,
-            "capture": round(capture_ms, 2),
+            "capture": round(frame.capture_ms, 2),
             "encode": round(_ms(t2), 2),
         }
         binding.capture_rect = frame.rect

@@ -136,6 +136,17 @@ class Kernel:
     def session(self, session_id: str) -> SessionRow | None:
         return self.sessions.get(session_id)
 
+    def session_ended(self, session_id: str) -> str | None:
+        """None while the session lives (paused counts); once it ended, why: its cancel
+        reason (``desktop_claimed``, ``kill_switch``, …) or else its terminal state. Read from
+        the database, so a stop by another process on this data dir shows too."""
+        row = self.sessions.get(session_id)
+        if row is None:
+            return "session_not_found"
+        if not row.terminal:
+            return None
+        return row.cancel_reason or row.state.value
+
     # ------------------------------------------------------------------ halt
     def client_session_began(self, agent_session_id: str) -> None:
         """Call when an MCP client session (or an own agent run) begins: a halt engaged before

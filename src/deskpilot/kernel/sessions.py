@@ -32,6 +32,10 @@ from deskpilot.store.timeline import TimelineEventRow, TimelineRepository
 
 SessionListener = Callable[[SessionRow, TimelineEventRow | None], None]
 
+#: the details key (and its value) of a refusal by a session's state: see require_executable
+REFUSED_BY = "refusedBy"
+SESSION_STATE = "session_state"
+
 #: The event each state change produces; phase moves inside an active session produce none
 #: (actions have their own events).
 _STATE_EVENTS: dict[SessionState, EventType] = {
@@ -76,6 +80,11 @@ class SessionManager:
         return row
 
     def require_executable(self, session_id: str) -> SessionRow:
+        """The session's row while it may act; otherwise its refusal, which carries
+        ``details[REFUSED_BY] == SESSION_STATE``. That marks an error this check raised, and a
+        check sends nothing to the desktop: ``session_canceled`` is also what an action cut off
+        in flight ends with (the host was stopped under it, so it may have run), and only the
+        marker tells the two apart for whoever reports what happened."""
         row = self.require(session_id)
         if row.state in EXECUTABLE_STATES:
             return row
@@ -84,13 +93,13 @@ class SessionManager:
                 ErrorCode.SESSION_CANCELED,
                 f"session {session_id} was canceled ({row.cancel_reason or 'no reason'}); "
                 "start a new one",
-                details={"reason": row.cancel_reason or ""},
+                details={"reason": row.cancel_reason or "", REFUSED_BY: SESSION_STATE},
             )
         raise DeskpilotError(
             ErrorCode.SESSION_NOT_EXECUTABLE,
             f"session {session_id} is {row.state.value}; actions run only while it is "
             "observing, planning, waiting_approval or acting",
-            details={"state": row.state.value},
+            details={"state": row.state.value, REFUSED_BY: SESSION_STATE},
         )
 
     def active(self, agent_session_id: str | None = None) -> list[SessionRow]:

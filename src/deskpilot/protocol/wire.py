@@ -380,7 +380,14 @@ class ActionResult(_Response):
     detail: str | None = None  # e.g. the AT-SPI action name used; never typed text
     settled: bool | None = None
     duration_ms: float | None = None
+    #: the toolkit's delay: after a semantic action, ms from the app answering the call to its
+    #: first accessibility event (GTK buttons: ≈ 250, their activate animation); None when
+    #: the action was not semantic or the app reported no reaction (host/settle.py)
+    toolkit_delay_ms: float | None = None
     observation: ObservationBody | None = None  # complete post-action state, when carried
+    #: a click on a list, table or tree item: "select" (a single click selects it, it does
+    #: not activate it) or "activate" (count 2); None for every other action
+    item_click: Literal["select", "activate"] | None = None
 
 
 class Ack(_Response):

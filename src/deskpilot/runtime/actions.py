@@ -2,10 +2,14 @@
 
 A tool call becomes one to three wire actions (a ledger row each):
 
-* a left single click on an element is sent as ``invoke_element`` (semantic, steals no
-  pointer); other clicks and all coordinate clicks are pointer clicks;
-* ``type_text``/``paste`` with ``element_id`` first focus that element, and ``submit`` adds
-  an Enter;
+* a click on an element is sent as a ``click`` on it: the host decides what it means (a left
+  single click on a list, table or tree item selects it and two activate it; on anything
+  else a left single click is the element's own action, semantic, stealing no pointer;
+  other clicks are pointer clicks), and the result says what a click on an item did
+  (:mod:`deskpilot.runtime.item_clicks`); coordinate clicks are pointer clicks;
+* ``type_text``/``paste`` go only into an element that takes text
+  (:mod:`deskpilot.runtime.text_targets`: refused before the stateId is spent otherwise);
+  with ``element_id`` they first focus that element, and ``submit`` adds an Enter;
 * coordinates are pixels of the image the model was given with the state, converted to
   normalised window coordinates and clamped.
 
@@ -47,11 +51,18 @@ from deskpilot.runtime.apps import app_windows, dialogs_of
 from deskpilot.runtime.coords import to_window_point
 from deskpilot.runtime.core import Call, RuntimeCore, ToolOutcome, app_label, digest
 from deskpilot.runtime.diagnostics import ActionOutcome, ObservationOutcome, StepRecord
-from deskpilot.runtime.errors import PRE_DISPATCH_CODES, SELF_HEALING_CODES, refusal, safe_error
+from deskpilot.runtime.errors import (
+    SELF_HEALING_CODES,
+    refusal,
+    refused_before_dispatch,
+    safe_error,
+)
+from deskpilot.runtime.item_clicks import ItemClick
 from deskpilot.runtime.kernel_seam import GateOutcome
 from deskpilot.runtime.recovery import Recovery
 from deskpilot.runtime.reuse import reuse_refusals
 from deskpilot.runtime.state_ids import StateRecord
+from deskpilot.runtime.text_targets import check_text_target
 from deskpilot.runtime.tree import element_lines, remap
 
 
@@ -149,17 +160,10 @@ def build_plan(tool: str, args: ta.ToolArgs, record: StateRecord) -> Plan:
         button = MouseButton(args.button)
         if args.element_id is not None:
             el = plan.element(args.element_id)
-            if button is MouseButton.LEFT and args.count == 1:
-                plan.add(
-                    "invoke_element",
-                    lambda f: InvokeElementAction(element_id=el(f)),
-                    fallback=lambda f: ClickAction(element_id=el(f)),
-                )
-            else:
-                plan.add(
-                    "click",
-                    lambda f: ClickAction(element_id=el(f), button=button, count=args.count),
-                )
+            plan.add(
+                "click",
+                lambda f: ClickAction(element_id=el(f), button=button, count=args.count),
+            )
         else:
             assert args.x is not None and args.y is not None
             point = to_window_point(args.x, args.y, size)
@@ -171,6 +175,8 @@ def build_plan(tool: str, args: ta.ToolArgs, record: StateRecord) -> Plan:
     elif isinstance(args, ta.TypeTextArgs | ta.PasteArgs):
         paste = isinstance(args, ta.PasteArgs)
         text = args.text
+        # nothing is typed "into" a label: the keys would go to whatever has the focus
+        check_text_target(record.tree, args.element_id, tool)
         into: Callable[[Frame], int | None] = lambda f: None  # noqa: E731
         if args.element_id is not None:
             el = plan.element(args.element_id)
@@ -240,7 +246,7 @@ def build_plan(tool: str, args: ta.ToolArgs, record: StateRecord) -> Plan:
 
 
 def _outcome_of(exc: BaseException) -> ActionOutcome:
-    if isinstance(exc, DeskpilotError) and exc.code in PRE_DISPATCH_CODES:
+    if refused_before_dispatch(exc):
         return ActionOutcome.NOT_DISPATCHED
     return ActionOutcome.UNKNOWN
 
@@ -271,6 +277,7 @@ async def _run_step(
                     observe_after=True,
                 )
             call.watch.add("approval", gate.approval_ms / 1000.0)
+            call.diag.timings.add_toolkit_delay(gate.result.toolkit_delay_ms)
             call.diag.steps.append(
                 StepRecord(
                     kind, ActionOutcome.CALL_RETURNED, method=gate.result.method, healed=healed
@@ -336,12 +343,7 @@ async def act(core: RuntimeCore, call: Call, args: ta.ToolArgs) -> ToolOutcome:
     tool = call.tool
     turn = call.turn
     call.diag.action_outcome = ActionOutcome.NOT_DISPATCHED
-    core.kernel.check_halt(call.agent_session)
-    if turn.stopped:
-        raise refusal(
-            ErrorCode.SESSION_CANCELED,
-            "The user stopped this task; no more actions in this turn. Report to the user.",
-        )
+    core.check_may_act(call)
     if turn.recovery is not None:
         turn.recovery.check(tool, None)
     turn.budget.admit_action()
@@ -357,18 +359,20 @@ async def act(core: RuntimeCore, call: Call, args: ta.ToolArgs) -> ToolOutcome:
             sess.check_contract()
             frame = Frame(record.frame_id, record.tree_version, record.tree)
             post: ObservedState | None = None
+            clicked: ItemClick | None = None
             for i, step in enumerate(plan.steps):
                 if step.pause_before_s > 0:
                     await asyncio.sleep(step.pause_before_s)
                 gate, frame = await _run_step(core, call, record, step, frame, target)
                 sess.steps += 1
                 post = gate.post
+                clicked = ItemClick.of(gate.result, getattr(args, "element_id", None))
                 if i < len(plan.steps) - 1:
                     if post is None:
                         post = await core.observe(call, target, screenshot=False)
                     frame = Frame.of(post.observation)
             call.diag.action_outcome = _overall(call)
-            return await _after(core, call, record, target, sess, post)
+            return await _after(core, call, record, target, sess, post, clicked)
     except DeskpilotError as exc:
         call.diag.action_outcome = _overall(call) if call.diag.steps else _outcome_of(exc)
         if exc.code is ErrorCode.STATE_CHANGED:
@@ -403,6 +407,7 @@ async def _after(
     target: TargetSpec,
     sess: object,
     post: ObservedState | None,
+    clicked: ItemClick | None = None,
 ) -> ToolOutcome:
     """The state after the action (carried in its result, else observed once); issue the next
     stateId only if it is safe to reuse."""
@@ -413,6 +418,8 @@ async def _after(
         code, _, _, _ = safe_error(exc)
         call.diag.observation_outcome = ObservationOutcome.UNAVAILABLE
         call.diag.extra["observationCode"] = code.value
+        if clicked is not None:
+            summary += "\n" + clicked.note(record.tree, None)
         text = (
             f"{summary}\nThe action call returned, but the window could not be observed "
             f"afterwards ({code.value}); it may have closed. That does not prove the action "
@@ -422,6 +429,8 @@ async def _after(
         return ToolOutcome(text=text, diagnostic=call.diag)
     obs = observed.observation
     png = observed.png
+    if clicked is not None:
+        summary += "\n" + clicked.note(record.tree, obs.tree)
     # a dialog the action opened is a window of its own: the acted-on window's tree does not
     # show it, and without a window manager it does not even take the focus
     windows = await core.windows(call)

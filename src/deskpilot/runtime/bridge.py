@@ -36,10 +36,15 @@ from deskpilot.runtime.diagnostics import (
     Timings,
 )
 from deskpilot.runtime.errors import refusal, safe_error
-from deskpilot.runtime.implicit import IDLE_RELEASE_S, ImplicitSession, ImplicitSessions
+from deskpilot.runtime.implicit import (
+    IDLE_RELEASE_S,
+    EndedSession,
+    ImplicitSession,
+    ImplicitSessions,
+)
 from deskpilot.runtime.kernel_seam import KernelPort, kernel_port
 from deskpilot.runtime.snapshots import SnapshotPort
-from deskpilot.runtime.state_ids import STATE_ID_TTL_S, StateIdRegistry
+from deskpilot.runtime.state_ids import STATE_ID_TTL_S, StateIdRegistry, void_reason
 from deskpilot.runtime.turns import Turn, TurnTracker
 
 log = logging.getLogger(__name__)
@@ -83,7 +88,10 @@ class Runtime:
         states = StateIdRegistry(ttl_s=self.config.state_ttl_s)
         self.turns = TurnTracker(self._new_budget, self.config.budget_mode, self._turn_ended)
         sessions = ImplicitSessions(
-            kernel, idle_release_s=self.config.idle_release_s, on_release=self._session_released
+            kernel,
+            idle_release_s=self.config.idle_release_s,
+            on_release=self._session_released,
+            on_ended=self._session_ended,
         )
         self.core = RuntimeCore(backend, kernel, sessions, states, self.turns, snapshots)
         self._last_end: dict[str, float] = {}
@@ -107,6 +115,18 @@ class Runtime:
 
     def _session_released(self, sess: ImplicitSession) -> None:
         self.core.states.invalidate(agent_session=sess.agent_session, reason="released")
+
+    def _session_ended(self, ended: EndedSession) -> None:
+        """The kernel ended an agent's implicit session under it: its stateIds die with it,
+        saying why; a stop by the user from outside this runtime stops the turn, as the
+        ``stop`` tool does."""
+        self.core.states.invalidate(
+            agent_session=ended.agent_session, reason=void_reason(ended.reason)
+        )
+        turn = self.turns.peek(ended.agent_session)
+        if ended.reason == CancelReason.USER_STOP and turn is not None and not turn.stopped:
+            turn.stopped = True
+            turn.stopped_at = time.time()
 
     def set_budget_mode(self, mode: BudgetMode) -> None:
         """Switch limits on or off for open tasks and new ones; counters are never reset."""
@@ -154,6 +174,10 @@ class Runtime:
             # a kill-switch halt binds agent sessions that began before it, not later ones
             self._known_sessions.add(agent_session)
             self.core.kernel.client_session_began(agent_session)
+        # a session the kernel ended under this agent (another agent took the desktop, the
+        # kill switch) is retired first, in the turn the agent was in until now
+        before = self.turns.peek(agent_session)
+        self.core.sessions.survey(agent_session, before.key if before is not None else None)
         turn = self.turns.current(agent_session, turn_id)
         call = Call(tool, agent_session, turn, diag, Stopwatch(timings))
         if spec is not None and spec.kind == "act":
@@ -170,6 +194,8 @@ class Runtime:
             outcome = self._failure(call, exc)
         except Exception:
             log.exception("tool %s failed unexpectedly", tool)
+            if call.dispatched and diag.action_outcome is ActionOutcome.NOT_DISPATCHED:
+                diag.action_outcome = ActionOutcome.UNKNOWN  # it reached the kernel: may have run
             outcome = self._failure(call, DeskpilotError(ErrorCode.INTERNAL_ERROR, "internal"))
         end = time.perf_counter()
         timings.tool_elapsed_ms = (end - t0) * 1000.0
@@ -376,9 +402,10 @@ _SPECS = [
         "action",
         ta.ClickArgs,
         actions.act,
-        "Click an element (element_id; a left single click is sent as the element's default "
-        "action) or a point (x, y in pixels of the last image you saw). button: left|right|"
-        "middle; count: 1-3." + _STATE_HINT,
+        "Click an element (element_id) or a point (x, y in pixels of the last image you "
+        "saw). A left single click on a list, table or tree row selects it (count 2 "
+        "activates/opens it); on other elements it runs the element's own action. button: "
+        "left|right|middle; count: 1-3." + _STATE_HINT,
         "act",
     ),
     ToolSpec(
@@ -386,8 +413,10 @@ _SPECS = [
         "action",
         ta.TypeTextArgs,
         actions.act,
-        "Type text. With element_id the element is focused first; submit=true presses Enter "
-        "after." + _STATE_HINT,
+        "Type text into an element that takes text (a text field, an editable document, a "
+        "terminal; refused otherwise). With element_id the element is focused first, "
+        "without it the text goes to the focused element; submit=true presses Enter after."
+        + _STATE_HINT,
         "act",
     ),
     ToolSpec(
@@ -395,8 +424,9 @@ _SPECS = [
         "action",
         ta.PasteArgs,
         actions.act,
-        "Paste text through the clipboard (fast for long text). With element_id the element "
-        "is focused first; submit=true presses Enter after." + _STATE_HINT,
+        "Paste text through the clipboard (fast for long text) into an element that takes "
+        "text (refused otherwise). With element_id the element is focused first; "
+        "submit=true presses Enter after." + _STATE_HINT,
         "act",
     ),
     ToolSpec(

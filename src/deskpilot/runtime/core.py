@@ -99,6 +99,22 @@ class RuntimeCore:
         self.snapshots = snapshots
         self.redact_sensitive = True
 
+    # ------------------------------------------------------------------ admission
+
+    def check_may_act(self, call: Call) -> None:
+        """What refuses any desktop-changing tool before anything else is looked at (nothing
+        is dispatched, the stateId is not spent): the kill-switch halt (until unhalt or a new
+        client session), a user's stop (for the rest of the turn), and a displacement by
+        another agent session (until this one observes again or starts a new turn)."""
+        self.kernel.check_halt(call.agent_session)
+        if call.turn.stopped:
+            raise refusal(
+                ErrorCode.SESSION_CANCELED,
+                "The user stopped this task; no more actions in this turn. Report to the user.",
+                reason="user_stop",
+            )
+        self.sessions.check_displaced(call.agent_session, call.turn.key)
+
     # ------------------------------------------------------------------ stages
 
     async def preflight(self, call: Call, *, acting: bool) -> Capabilities:

@@ -50,6 +50,14 @@ class Timings:
     ``approvalMs`` is a *subset* of ``rpcMs`` (never add them). ``betweenCallsMs`` is the gap
     since the previous call of the same agent session ended: it contains the model's planning,
     other tools and user waits, so it is not model latency.
+
+    ``toolkitDelayMs`` is another *subset* of ``rpcMs``: the time the app itself took to start
+    reacting to the call's semantic actions, as the host measured it (from the app answering
+    the AT-SPI call to its first accessibility event; GTK buttons ≈ 250 ms, see
+    ``host/settle.py``), summed over the call's actions. ``None`` when no action of the call
+    was semantic with a reaction to time (reads, controls, synthetic input, an action the app
+    showed no reaction to). deskpilot's own share of a call is ``toolElapsedMs`` −
+    ``toolkitDelayMs`` − ``approvalMs``.
     """
 
     initialize_ms: float = 0.0
@@ -60,6 +68,12 @@ class Timings:
     format_ms: float = 0.0
     tool_elapsed_ms: float = 0.0
     between_calls_ms: float | None = None
+    toolkit_delay_ms: float | None = None
+
+    def add_toolkit_delay(self, ms: float | None) -> None:
+        """Count one action's toolkit delay (from its host result); None adds nothing."""
+        if ms is not None:
+            self.toolkit_delay_ms = (self.toolkit_delay_ms or 0.0) + ms
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,6 +87,9 @@ class Timings:
             "betweenCallsMs": None
             if self.between_calls_ms is None
             else round(self.between_calls_ms, 2),
+            "toolkitDelayMs": None
+            if self.toolkit_delay_ms is None
+            else round(self.toolkit_delay_ms, 2),
         }
 
 

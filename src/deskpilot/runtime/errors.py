@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from deskpilot.kernel.sessions import REFUSED_BY, SESSION_STATE
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 
 #: Codes that are raised before anything reaches the desktop. An action that fails with one
@@ -55,6 +56,19 @@ PRE_DISPATCH_CODES = frozenset(
         ErrorCode.NO_WINDOWS_AVAILABLE,
     }
 )
+
+
+def refused_before_dispatch(exc: BaseException) -> bool:
+    """True when ``exc`` proves an action was not sent to the desktop: its code is only ever
+    raised before dispatch, or it is the kernel's refusal by the session's state (a session
+    already canceled or paused when the action was checked). ``session_canceled`` alone proves
+    nothing: an action cut off in flight ends with it too, and that one may have run."""
+    if not isinstance(exc, DeskpilotError):
+        return False
+    if exc.code in PRE_DISPATCH_CODES:
+        return True
+    return exc.details.get(REFUSED_BY) == SESSION_STATE
+
 
 #: Stale errors heal themselves once: re-observe, rebuild the action, retry.
 SELF_HEALING_CODES = frozenset(
@@ -153,8 +167,16 @@ REASON_ADVICE: dict[str, str] = {
     "desktop_leased": "Another deskpilot process drives this desktop right now (details."
     "holderPid); nothing was sent. Wait (details.retryAfterMs, when known) and read the state "
     "again before retrying, or ask the user to stop the other agent.",
+    "not_editable": "type_text and paste go only into an element that takes text (a text "
+    "field, an editable document or section, a terminal); to send keys to a control, use "
+    "press_key.",
     "no_matching_action": "Use a name from the element's [actions: …] list (a name cut short "
     "with … matches by its prefix), or click the element instead.",
+    "desktop_claimed": "Another agent session of this deskpilot server (or of another "
+    "deskpilot server on this desktop) took the desktop: its action stopped this agent's "
+    "computer session, and nothing of this call was done. To continue, observe again "
+    "(get_app_state) and act on the new state: acting takes the desktop back (the session "
+    "that acted last holds it) and stops the other agent's session.",
 }
 
 

@@ -6,6 +6,19 @@ dispatch and re-armed in ``finally``, so it can never fire in the middle of an a
 would fake a ``session_canceled``). It is an event-loop timer, so it never keeps the process
 alive. A released session is rebuilt transparently on the next call.
 
+The kernel can also end the session under its agent: another agent session's action claims
+the desktop and stops it (``desktop_claimed``, the coordinator's last-claim rule), the kill
+switch stops every session, or another process on the data dir does either. Left in place, a
+dead session would refuse every later call of its agent, reads included, until the idle
+release. So every call first *surveys* it (``survey``: one read of its row): an ended session
+is retired, its stateIds are voided with the kernel's reason, and the next observe opens a
+fresh one. A displaced agent (``desktop_claimed``) is told so on its next action in that turn
+(``check_displaced``: ``session_canceled``, nothing dispatched), because its plan was made on
+a desktop another agent has since changed; observing again (or a new turn) ends the notice,
+and acting then takes the desktop back. The stricter rules stay where they are: a user's
+``stop`` refuses actions for the rest of the turn (``Turn.stopped``), the kill switch until
+unhalt or a new client session (the kernel's halt).
+
 Contract of the atomic path: 2,000 steps, 12 hours, 20 consecutive no-op actions.
 """
 
@@ -18,7 +31,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-from deskpilot.protocol.errors import ErrorCode
+from deskpilot.kernel.sessions import REFUSED_BY, SESSION_STATE
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.session import ATOMIC_CONTRACT_LIMITS, CancelReason, TaskContract
 from deskpilot.runtime.errors import refusal
 from deskpilot.runtime.kernel_seam import KernelPort
@@ -93,6 +107,30 @@ class ImplicitSession:
         }
 
 
+@dataclass(frozen=True)
+class EndedSession:
+    """An implicit session the kernel ended under its agent (not released by this runtime)."""
+
+    agent_session: str
+    session_id: str
+    #: the kernel's cancel reason (``desktop_claimed``, ``kill_switch``, …)
+    reason: str
+    #: the agent's turn when the end was found; a displacement notice holds only in it
+    turn: str | None
+
+
+def displaced_error() -> DeskpilotError:
+    """The refusal of a displaced agent's action: the same error the kernel raises for an
+    action of its canceled session (``session_canceled``, reason ``desktop_claimed``, marked
+    as a refusal by the session's state, so nothing was dispatched), so its words come from
+    one place, ``REASON_ADVICE`` in runtime/errors.py."""
+    return DeskpilotError(
+        ErrorCode.SESSION_CANCELED,
+        "another agent session took the desktop",
+        details={"reason": CancelReason.DESKTOP_CLAIMED.value, REFUSED_BY: SESSION_STATE},
+    )
+
+
 class ImplicitSessions:
     def __init__(
         self,
@@ -100,16 +138,57 @@ class ImplicitSessions:
         *,
         idle_release_s: float = IDLE_RELEASE_S,
         on_release: Callable[[ImplicitSession], None] | None = None,
+        on_ended: Callable[[EndedSession], None] | None = None,
     ) -> None:
         self.kernel = kernel
         self.idle_release_s = idle_release_s
         self._on_release = on_release
+        self._on_ended = on_ended
         self._sessions: dict[str, ImplicitSession] = {}
+        #: agent session → the displacement it has not been told about by an action yet
+        self._displaced: dict[str, EndedSession] = {}
         self._lock = asyncio.Lock()
         self.released = 0
+        self.ended = 0
 
     def get(self, agent_session: str) -> ImplicitSession | None:
         return self._sessions.get(agent_session)
+
+    def displaced(self, agent_session: str) -> EndedSession | None:
+        return self._displaced.get(agent_session)
+
+    def survey(self, agent_session: str, turn: str | None) -> EndedSession | None:
+        """Retire the agent's session if the kernel has ended it (module docstring); the
+        caller passes the agent's turn *before* this call's ``turn_id`` is applied, so a
+        displacement found on the first call of a new turn does not hold in that turn."""
+        sess = self._sessions.get(agent_session)
+        if sess is None:
+            return None
+        reason = self.kernel.session_ended(sess.session_id)
+        if reason is None:
+            return None
+        del self._sessions[agent_session]
+        if sess.idle_handle is not None:
+            sess.idle_handle.cancel()
+            sess.idle_handle = None
+        ended = EndedSession(agent_session, sess.session_id, reason, turn)
+        self.ended += 1
+        if reason == CancelReason.DESKTOP_CLAIMED:
+            self._displaced[agent_session] = ended
+        if self._on_ended is not None:
+            self._on_ended(ended)
+        return ended
+
+    def check_displaced(self, agent_session: str, turn: str) -> None:
+        """Before an action: refuse it (nothing dispatched) when another agent session took
+        the desktop from this one in this turn and it has not observed since."""
+        notice = self._displaced.get(agent_session)
+        if notice is None:
+            return
+        if notice.turn != turn:  # a new turn starts afresh
+            del self._displaced[agent_session]
+            return
+        raise displaced_error()
 
     async def _ensure(self, agent_session: str) -> ImplicitSession:
         sess = self._sessions.get(agent_session)
@@ -125,7 +204,12 @@ class ImplicitSessions:
 
     @contextlib.asynccontextmanager
     async def using(self, agent_session: str) -> AsyncIterator[ImplicitSession]:
-        """Hold the session for one observe or dispatch: idle timer off inside, on after."""
+        """Hold the session for one observe or dispatch: idle timer off inside, on after.
+
+        Using the session again (an observation, a control; an action only gets here past
+        ``check_displaced``) ends a displacement notice: what the agent does next is based on
+        what it reads now."""
+        self._displaced.pop(agent_session, None)
         sess = await self._ensure(agent_session)
         if sess.idle_handle is not None:
             sess.idle_handle.cancel()
@@ -155,6 +239,7 @@ class ImplicitSessions:
         task.add_done_callback(_log_failure)
 
     async def release(self, agent_session: str, reason: CancelReason) -> None:
+        self._displaced.pop(agent_session, None)
         sess = self._sessions.pop(agent_session, None)
         if sess is None:
             return

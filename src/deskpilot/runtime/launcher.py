@@ -272,9 +272,7 @@ class _Launch:
 async def open_app(core: RuntimeCore, call: Call, args: OpenAppArgs) -> ToolOutcome:
     turn = call.turn
     call.diag.action_outcome = ActionOutcome.NOT_DISPATCHED
-    core.kernel.check_halt(call.agent_session)
-    if turn.stopped:
-        raise refusal(ErrorCode.SESSION_CANCELED, "The user stopped this task.")
+    core.check_may_act(call)
     if turn.recovery is not None:
         turn.recovery.check("open_app", None)
     turn.budget.admit_action()

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from deskpilot.protocol.errors import ErrorCode
+from deskpilot.protocol.session import CancelReason
 from deskpilot.protocol.wire import AppIdentity, WindowInfo
 from deskpilot.runtime.errors import RuntimeRefusal, refusal
 
@@ -80,8 +81,30 @@ _VOID_TEXT: dict[str, tuple[str, str]] = {
         "get_app_state again.",
         "session_released",
     ),
+    "desktop_claimed": (
+        "This state_id was voided when another agent session took the desktop (its action "
+        "stopped this agent's computer session); nothing was done with it. Call get_app_state "
+        "and act on the new state: acting takes the desktop back.",
+        "desktop_claimed",
+    ),
+    "kill_switch": (
+        "This state_id was voided when the kill switch stopped every computer session. Call "
+        "get_app_state for a new one (actions stay refused while the halt lasts).",
+        "kill_switch",
+    ),
+    "session_ended": (
+        "This state_id was voided because its computer session was ended. Call get_app_state "
+        "again.",
+        "session_ended",
+    ),
     "invalidated": ("This state_id is no longer valid. Call get_app_state again.", "invalidated"),
 }
+
+
+def void_reason(cancel_reason: str) -> str:
+    """The void reason for the stateIds of a session the kernel ended with ``cancel_reason``."""
+    kept = (CancelReason.DESKTOP_CLAIMED, CancelReason.KILL_SWITCH)
+    return cancel_reason if cancel_reason in kept else "session_ended"
 
 
 class StateIdRegistry:

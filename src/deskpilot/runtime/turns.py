@@ -1,11 +1,20 @@
 """Turns: the boundary that stateIds, preview tokens and the bounded budget end at.
 
 MCP has no turn of its own. A turn is named by ``turn_id`` in the request's ``_meta`` when the
-client sends one, otherwise it is the whole MCP client session. A new ``turn_id`` ends the
-previous turn of that agent session (its stateIds die, its preview tokens are revoked, a new
-budget starts). A call *without* a ``turn_id`` while an explicit turn is open belongs to that
-turn: clients do not always stamp every request. Explicit turns are kept by id across
-connections, so reconnecting does not reset a bounded budget.
+client sends one, otherwise it is the whole MCP client session (``session:<agent session>``).
+A call *without* a ``turn_id`` while an explicit turn is open belongs to that turn: clients do
+not always stamp every request.
+
+Explicit turns are kept by id, not by agent session, so reconnecting with the same
+``turn_id`` keeps its bounded budget, and two agent sessions that send the same ``turn_id``
+are in one turn (one budget, each other's stateIds, one ``stop``). A turn therefore has
+*members*: a new ``turn_id`` moves only the agent session that sent it, and the turn it left
+ends (its stateIds die, its preview tokens are revoked) once no agent session is in it any
+more. Ending it on the first member's move would end another agent's task under it: its next
+action, on a state it had just read, would be refused ``other_turn`` although that agent never
+started a new turn. The cost is that a member that went away without moving on (a reconnect
+under a new session id) keeps its turn open; its stateIds still run out after 60 s and its
+preview tokens after their own TTL.
 """
 
 from __future__ import annotations
@@ -21,9 +30,10 @@ from deskpilot.runtime.recovery import Recovery
 @dataclass
 class Turn:
     key: str
-    agent_session: str
     explicit: bool
     budget: TaskBudget
+    #: the agent sessions in this turn now; the turn ends when the last one leaves
+    members: set[str] = field(default_factory=set)
     recovery: Recovery | None = None
     #: the user stopped this task; actions are refused until a new turn
     stopped: bool = False
@@ -46,8 +56,8 @@ class TurnTracker:
         self._by_session: dict[str, str] = {}
 
     def current(self, agent_session: str, turn_id: str | None) -> Turn:
-        cur_key = self._by_session.get(agent_session)
-        cur = self._turns.get(cur_key) if cur_key is not None else None
+        """The turn of a call of ``agent_session`` carrying ``turn_id`` (None: not sent)."""
+        cur = self.peek(agent_session)
         if turn_id is None:
             if cur is not None:
                 return cur
@@ -57,16 +67,14 @@ class TurnTracker:
             if cur is not None and cur.key == key:
                 return cur
         if cur is not None:
-            self._end(cur)
+            self._leave(cur, agent_session)
         turn = self._turns.get(key)
         if turn is None:
             turn = Turn(
-                key=key,
-                agent_session=agent_session,
-                explicit=turn_id is not None,
-                budget=self._budget_factory(self.mode),
+                key=key, explicit=turn_id is not None, budget=self._budget_factory(self.mode)
             )
             self._turns[key] = turn
+        turn.members.add(agent_session)
         self._by_session[agent_session] = key
         return turn
 
@@ -83,10 +91,11 @@ class TurnTracker:
         for turn in self._turns.values():
             turn.budget.switch(mode)
 
-    def _end(self, turn: Turn) -> None:
+    def _leave(self, turn: Turn, agent_session: str) -> None:
+        turn.members.discard(agent_session)
+        self._by_session.pop(agent_session, None)
+        if turn.members:
+            return  # another agent session is still working in it
         self._turns.pop(turn.key, None)
-        for session, key in list(self._by_session.items()):
-            if key == turn.key:
-                del self._by_session[session]
         if self._on_turn_end is not None:
             self._on_turn_end(turn)

@@ -46,6 +46,7 @@ from deskpilot.host.atspi.model import (
     TreeSnapshot,
 )
 from deskpilot.host.atspi.render import RenderOptions, clean_name, is_hidden, render
+from deskpilot.host.atspi.selection import ActFn, deselect_other_children, deselect_other_rows
 from deskpilot.host.atspi.vocab import (
     ALWAYS_SHOWN_ROLES,
     CLICK_ACTIONS,
@@ -71,6 +72,8 @@ COLD_START_RETRIES: Final = (0.1, 0.2, 0.3)  # seconds; bounded (≤ 0.6 s in al
 SNAPSHOT_TIMEOUT_S: Final = 10.0
 CALL_TIMEOUT_S: Final = 5.0
 ENRICH_FACTOR: Final = 3  # read details for at most max_elements × this many candidates
+#: how far up select_child looks for a container with Selection (cell → row → grid → …)
+SELECT_ANCESTOR_LEVELS: Final = 4
 
 _UNSUPPORTED_ERRORS: Final = frozenset(
     {
@@ -525,15 +528,23 @@ class AtspiClient:
     # ------------------------------------------------------------------ staleness
 
     async def still_valid(self, element: ElementRef) -> bool:
-        """The object still exists, is not defunct, and its bus name still belongs to its pid."""
-        try:
-            body = await self._a11y.call(element.bus_name, element.path, I_ACCESSIBLE, "GetState")
-        except AtspiCallError:
-            return False
-        if state_mask(body[0]) & bit(State.DEFUNCT):
-            return False
+        """The object still exists, is not defunct, and its bus name still belongs to its pid.
+
+        The two questions go out at once (the app answers one, the bus daemon the other)."""
         self._pids.pop(element.bus_name, None)
-        pid = await self._pid(element.bus_name)
+        state, pid = await asyncio.gather(
+            self._a11y.call(element.bus_name, element.path, I_ACCESSIBLE, "GetState"),
+            self._pid(element.bus_name),
+            return_exceptions=True,
+        )
+        if isinstance(state, BaseException):
+            if isinstance(state, AtspiCallError):
+                return False
+            raise state
+        if isinstance(pid, BaseException):
+            raise pid
+        if state_mask(state[0]) & bit(State.DEFUNCT):
+            return False
         return pid is not None and pid == element.pid
 
     # ------------------------------------------------------------------ actions
@@ -574,6 +585,14 @@ class AtspiClient:
     def went_quiet(self, bus_name: str, since: float, now: float, *, quiet_s: float) -> bool:
         """The settle rule of :mod:`.events`, with the given quiet interval."""
         return self._events.went_quiet(bus_name, since, now, quiet_s=quiet_s)
+
+    def first_event_after(self, bus_name: str, since: float) -> float | None:
+        """When ``bus_name``'s first accessibility event after ``since`` arrived; None if none."""
+        return self._events.first_event_after(bus_name, since)
+
+    async def next_event(self, bus_name: str, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for ``bus_name``'s next event (True if one came)."""
+        return await self._events.next_event(bus_name, timeout)
 
     async def perform(
         self,
@@ -747,9 +766,15 @@ class AtspiClient:
         return await self._actions.call(b, el.pid, conn, p, iface, member, signature, body)
 
     async def _select_child(self, conn: Conn, el: ElementRef, op: SemanticOp) -> str:
-        """Select via the nearest ancestor with Selection (a row's table, a tab's tab list)."""
+        """Select the element through the nearest ancestor that implements Selection.
+
+        A table cell whose parent is a Table is selected as GTK selects it on a click: the
+        table selects the cell's row (``Table.AddRowSelection``; a GTK3 tree view refuses
+        ``SelectChild`` on its cells). Otherwise the container selects its child on the path
+        to the element (the row of a cell, say). Raises UNSUPPORTED_ACTION when no ancestor
+        within ``SELECT_ANCESTOR_LEVELS`` has Selection, or the container refuses."""
         b, p = el.bus_name, el.path
-        for _ in range(3):
+        for level in range(SELECT_ANCESTOR_LEVELS):
             props = await conn.get_all(b, p, I_ACCESSIBLE)
             parent = props.get("Parent")
             if not parent or parent[1] in ("/org/a11y/atspi/null", ROOT_PATH):
@@ -758,28 +783,62 @@ class AtspiClient:
             pb, pp = (str(parent[0]) or b), str(parent[1])
             ifs = (await conn.call(pb, pp, I_ACCESSIBLE, "GetInterfaces"))[0]
             index = int(idx[0])
-            if I_TABLE in ifs:
-                # GTK3 tree views refuse SelectChild; selecting the cell's row works
-                row = await conn.call(pb, pp, I_TABLE, "GetRowAtIndex", "i", (index,))
-                if int(row[0]) >= 0:
-                    ok = await self._act(
-                        conn, el, I_TABLE, "AddRowSelection", "i", (int(row[0]),), path=(pb, pp)
-                    )
-                    if ok is None:
-                        return f"Table.AddRowSelection; {_STILL_RUNNING}"
-                    if ok[0]:
-                        return "Table.AddRowSelection"
+            if level == 0 and I_TABLE in ifs and el.role == "cell":
+                done = await self._select_row_of_cell(conn, el, (pb, pp), index)
+                if done is not None:
+                    return done
             if I_SELECTION in ifs:
+                cleared = await deselect_other_children(
+                    conn, self._act_on(conn, el), (pb, pp), index
+                )
                 body = await self._act(
                     conn, el, I_SELECTION, "SelectChild", "i", (index,), path=(pb, pp)
                 )
+                done = (
+                    "Selection.ClearSelection, SelectChild" if cleared else "Selection.SelectChild"
+                )
                 if body is None:
-                    return f"Selection.SelectChild; {_STILL_RUNNING}"
+                    return f"{done}; {_STILL_RUNNING}"
                 if not body[0]:
                     raise _unsupported(op, el, "SelectChild returned false")
-                return "Selection.SelectChild"
+                return done
             b, p = pb, pp
         raise _unsupported(op, el, "no ancestor with a Selection interface")
+
+    async def _select_row_of_cell(
+        self, conn: Conn, el: ElementRef, table: tuple[str, str], index: int
+    ) -> str | None:
+        """The table selects the row of its child cell ``index``; None when it will not (the
+        caller tries the table's Selection next)."""
+        tb, tp = table
+        row = int((await conn.call(tb, tp, I_TABLE, "GetRowAtIndex", "i", (index,)))[0])
+        if row < 0:
+            return None
+        try:
+            selected = bool((await conn.call(tb, tp, I_TABLE, "IsRowSelected", "i", (row,)))[0])
+        except AtspiCallError as exc:
+            if exc.gone:
+                raise
+            selected = False
+        removed = await deselect_other_rows(conn, self._act_on(conn, el), table, row)
+        also = f" (and removed {removed} other selected rows)" if removed else ""
+        if selected:
+            # GTK3 answers AddRowSelection with false for a row that is already selected
+            return f"Table: the row was already selected{also}"
+        ok = await self._act(conn, el, I_TABLE, "AddRowSelection", "i", (row,), path=table)
+        if ok is None:
+            return f"Table.AddRowSelection{also}; {_STILL_RUNNING}"
+        return f"Table.AddRowSelection{also}" if ok[0] else None
+
+    def _act_on(self, conn: Conn, el: ElementRef) -> ActFn:
+        """``_act`` for calls on another object of ``el``'s app (its container)."""
+
+        async def act(
+            path: tuple[str, str], iface: str, member: str, sig: str, body: tuple[Any, ...]
+        ) -> list[Any] | None:
+            return await self._act(conn, el, iface, member, sig, body, path=path)
+
+        return act
 
     async def _caret_or_end(self, conn: Conn, el: ElementRef) -> int:
         """Where typing would land: the caret of a focused field, else the end of the text

@@ -17,8 +17,10 @@ classes it counts with the registry once, at start.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import time
+from collections import deque
 from typing import Final
 
 from dbus_fast import Message, MessageType
@@ -45,14 +47,20 @@ _POLL_S: Final = 0.01
 #: the rule's two numbers (see the module docstring)
 FIRST_EVENT_S: Final = 0.6
 EVENT_QUIET_S: Final = 0.05
+#: arrival times kept per sender, to find the first event after a moment (one action's
+#: reaction is a few to a few hundred events; older ones only matter while it settles)
+_RECENT_EVENTS: Final = 1024
 
 
 class EventWatcher:
-    """Records, per sending connection, when its last accessibility event arrived."""
+    """Records, per sending connection, when its accessibility events arrived."""
 
     def __init__(self, bus: MessageBus) -> None:
         self._bus = bus
         self._last: dict[str, float] = {}
+        self._recent: dict[str, deque[float]] = {}
+        #: set by every event of that sender; a settle loop waits on it instead of polling
+        self._arrived: dict[str, asyncio.Event] = {}
         self._started = False
 
     async def start(self) -> None:
@@ -92,11 +100,44 @@ class EventWatcher:
 
     def _on_message(self, msg: Message) -> bool:
         if msg.message_type == MessageType.SIGNAL and msg.interface in _EVENT_IFACES and msg.sender:
-            self._last[msg.sender] = time.monotonic()
+            now = time.monotonic()
+            sender = msg.sender
+            self._last[sender] = now
+            recent = self._recent.get(sender)
+            if recent is None:
+                recent = self._recent[sender] = deque(maxlen=_RECENT_EVENTS)
+            recent.append(now)
+            arrived = self._arrived.get(sender)
+            if arrived is not None:
+                arrived.set()
         return False  # never consume: other handlers may want it
 
     def last_event(self, sender: str) -> float:
         return self._last.get(sender, 0.0)
+
+    def first_event_after(self, sender: str, since: float) -> float | None:
+        """When the first event of ``sender`` after ``since`` (monotonic) arrived; None if none
+        did. Past the kept window (more than ``_RECENT_EVENTS`` events since), the oldest kept
+        one: a later time, never an earlier one."""
+        recent = self._recent.get(sender)
+        if not recent or recent[-1] <= since:
+            return None
+        return recent[bisect.bisect_right(recent, since)]
+
+    async def next_event(self, sender: str, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for ``sender``'s next event; True if one came."""
+        arrived = self._arrived.get(sender)
+        if arrived is None:
+            arrived = self._arrived[sender] = asyncio.Event()
+        arrived.clear()
+        if timeout <= 0:
+            return False
+        try:
+            async with asyncio.timeout(timeout):
+                await arrived.wait()
+        except TimeoutError:
+            return False
+        return True
 
     def went_quiet(
         self,

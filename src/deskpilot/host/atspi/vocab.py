@@ -253,6 +253,24 @@ DOCUMENT_ROLES: Final = _roles(
     "document spreadsheet", "document presentation",
 )  # fmt: skip
 
+#: Items of a list, table, tree or list box: rows, cells, list items, tree items and options
+#: (ARIA ``option`` and ``<select size>`` options are "list item" in AT-SPI; ARIA grid rows
+#: and grid cells are "table row" / "table cell").
+#:
+#: A single click on one of these *selects* it; only a double click (or Enter) *activates*
+#: it. Their own default AT-SPI action is not a click: a GTK tree-view cell's is "Activate",
+#: which emits row-activated — a ``zenity --list`` dialog returns as if the row had been
+#: double-clicked, a file manager opens the file. So a left single click on one is sent as a
+#: selection (see ``host/item_clicks.py``), never as that action. Menu items are not here:
+#: choosing one is what a click on it means (a ``<select>`` dropdown's options are menu
+#: items whose only action is "select").
+SELECT_ON_CLICK_ROLES: Final = _roles("list item", "table cell", "table row", "tree item")
+
+#: Rendered roles of a text leaf that stands for the item it labels: a click on the label of
+#: a GTK 4 list row (the row itself is unnamed, its label child carries the text) is a click
+#: on the row.
+ITEM_LABEL_ROLES: Final[frozenset[str]] = frozenset({"label", "text"})
+
 
 class State(enum.IntEnum):
     """AtspiStateType; a node's state set is a 64-bit mask of ``1 << State``."""
@@ -385,6 +403,12 @@ NOISE_ACTIONS: Final[frozenset[str]] = frozenset(
     {"", "doDefault", "clickAncestor", "showContextMenu", "scrollToMakeVisible",
      "scrollToPoint", "setSequentialFocusNavigationStartingPoint"}
 )  # fmt: skip
+#: An item's own action that selects it without activating it (Chromium's list box options:
+#: the verb of ``<option>`` and ARIA ``option``), compared case-insensitively and exactly.
+SELECT_ACTIONS: Final[tuple[str, ...]] = ("select",)
+#: An item's own action that activates it, as a double click would (GTK cells and rows:
+#: "Activate"), compared case-insensitively and exactly, in this order.
+ACTIVATE_ACTIONS: Final[tuple[str, ...]] = ("activate", "open")
 SECONDARY_ACTIONS: Final[tuple[str, ...]] = (
     "menu", "showmenu", "showMenu", "popup", "menu.popup", "showContextMenu", "context menu",
 )  # fmt: skip

@@ -1,0 +1,169 @@
+"""Where typed text can go: ``type_text`` and ``paste`` into something that cannot take text are
+refused before anything is dispatched.
+
+Typing "into" a page's static text used to focus the label (GrabFocus, else a click on it)
+and send the keys to whatever had the focus: the browser's tab strip reacted. A careful
+person types only into something that takes text, so the runtime checks the target in the
+state's tree — the one the agent acted on — before the state_id is spent, the kernel asked or
+the host told anything: a refusal costs nothing and changes nothing on the desktop.
+
+The tree is the host's rendering (docs/host-tree.md): ``[editable]`` marks an editable
+element of any role, ``[readonly]`` a text field that is read only or not editable. An
+element takes text when it is
+
+* a text or password field that is not ``[readonly]``;
+* shown ``[editable]`` (contenteditable text and sections, documents in edit mode, editable
+  spin buttons and combo boxes);
+* a terminal;
+* a combo box with a text field inside (GTK 3's combo box with an entry).
+
+``type_text`` without ``element_id`` types into the focused element, so that one must take
+text; when nothing in the tree is focused the keys go wherever the app sends them and the
+call is not refused (the tree does not say where that is).
+
+The refusal points at the element that would take the text — a focused one that does, else
+the one nearest the target in the tree (fewest steps through common ancestors, then the
+closest line), else it says there is none — by element id and role only: a diagnostic carries
+no UI text (runtime/diagnostics.py), and the agent has the names in the tree it acted on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from deskpilot.protocol.errors import ErrorCode
+from deskpilot.runtime.errors import REASON_ADVICE, refusal
+
+#: rendered roles that take text unless they are [readonly]
+TEXT_FIELD_ROLES = frozenset({"textField", "passwordField"})
+#: rendered roles that take typed keys whatever their states say
+TERMINAL_ROLES = frozenset({"terminal"})
+#: rendered roles that take text when a text field sits inside them (an entry combo box)
+ENTRY_CONTAINER_ROLES = frozenset({"comboBox"})
+REASON = "not_editable"
+
+_LINE = re.compile(r'^(?P<indent> *)- (?P<role>[A-Za-z]+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?')
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+_STATE = re.compile(r"\[([a-z]+)\]")
+_ID = re.compile(r"\[(\d+)\]\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One element line of a rendered tree."""
+
+    id: int
+    depth: int
+    role: str
+    name: str
+    states: frozenset[str]
+    parent: int | None
+
+
+def parse_tree(tree: str) -> dict[int, Node]:
+    """id → node, for every element line (elision and truncation lines are skipped)."""
+    nodes: dict[int, Node] = {}
+    stack: list[Node] = []
+    for line in tree.splitlines():
+        m, end = _LINE.match(line), _ID.search(line)
+        if m is None or end is None:
+            continue
+        depth = len(m.group("indent")) // 2
+        while stack and stack[-1].depth >= depth:
+            stack.pop()
+        rest = _QUOTED.sub("", line[m.end("role") :])
+        node = Node(
+            id=int(end.group(1)),
+            depth=depth,
+            role=m.group("role"),
+            name=m.group("name") or "",
+            states=frozenset(_STATE.findall(rest)),
+            parent=stack[-1].id if stack else None,
+        )
+        nodes.setdefault(node.id, node)
+        stack.append(node)
+    return nodes
+
+
+def takes_text(node: Node, nodes: dict[int, Node]) -> bool:
+    """Whether typing into ``node`` puts text into it (the rules in the module docstring)."""
+    if node.role in TEXT_FIELD_ROLES:
+        return "readonly" not in node.states
+    if "editable" in node.states or node.role in TERMINAL_ROLES:
+        return True
+    if node.role in ENTRY_CONTAINER_ROLES:
+        return any(
+            n.parent == node.id and n.role in TEXT_FIELD_ROLES and "readonly" not in n.states
+            for n in nodes.values()
+        )
+    return False
+
+
+def check_text_target(tree: str, element_id: int | None, tool: str) -> None:
+    """Refuse (``unsupported_action``, ``details.reason = "not_editable"``) a ``type_text`` or
+    ``paste`` whose text would not go into an element that takes it."""
+    nodes = parse_tree(tree)
+    if element_id is not None:
+        target = nodes.get(element_id)
+        if target is None or takes_text(target, nodes):
+            return
+        subject = f"Element {element_id} ({target.role})"
+    else:
+        focused = [n for n in nodes.values() if "focused" in n.states]
+        if not focused or any(takes_text(n, nodes) for n in focused):
+            return
+        target = focused[0]
+        subject = f"The focused element {target.id} ({target.role})"
+    why = "it is read only" if target.role in TEXT_FIELD_ROLES else "it is not an editable field"
+    suggestion = nearest_text_target(nodes, target)
+    if suggestion is None:
+        where = "No element in this state takes text."
+    else:
+        where = (
+            f"The element that would take it is {suggestion.id} ({suggestion.role}): "
+            f"{tool} with element_id={suggestion.id}."
+        )
+    raise refusal(
+        ErrorCode.UNSUPPORTED_ACTION,
+        f"{subject} cannot take typed text ({why}); nothing was typed "
+        f"and the state_id is still valid. {where} {REASON_ADVICE[REASON]}",
+        reason=REASON,
+        elementId=target.id,
+        role=target.role,
+        suggestedElementId=suggestion.id if suggestion is not None else None,
+    )
+
+
+def nearest_text_target(nodes: dict[int, Node], anchor: Node) -> Node | None:
+    """The element that takes text nearest ``anchor``: a focused one first, else the fewest
+    steps through their common ancestor (a field beside a label beats the browser's address
+    bar), then the closest line; None when nothing takes text."""
+    candidates = [n for n in nodes.values() if n.id != anchor.id and takes_text(n, nodes)]
+    if not candidates:
+        return None
+    focused = [n for n in candidates if "focused" in n.states]
+    if focused:
+        return focused[0]
+    mine = _ancestors(nodes, anchor)
+    return min(candidates, key=lambda n: (_steps(nodes, mine, n), abs(n.id - anchor.id), n.id))
+
+
+def _ancestors(nodes: dict[int, Node], node: Node) -> list[int]:
+    """The node's id and its ancestors' ids, itself first."""
+    chain = [node.id]
+    parent = node.parent
+    while parent is not None and parent in nodes:
+        chain.append(parent)
+        parent = nodes[parent].parent
+    return chain
+
+
+def _steps(nodes: dict[int, Node], anchor_chain: list[int], other: Node) -> int:
+    """Edges between the anchor and ``other`` through their lowest common ancestor."""
+    theirs = _ancestors(nodes, other)
+    common = set(theirs)
+    for up, ancestor in enumerate(anchor_chain):
+        if ancestor in common:
+            return up + theirs.index(ancestor)
+    return len(anchor_chain) + len(theirs)
