@@ -10,8 +10,8 @@ default AT-SPI action is not a click — a GTK tree-view cell's is "Activate", w
   (Chromium's list box options); else a pointer click at the item's centre — a real single
   click, which selects in GTK and Chromium lists — and ``detail`` says that this fallback
   ran. Never the item's activate/default action.
-* **count 2 → activate**: the item's "activate" action (GTK cells and rows); else a real
-  double click at its centre.
+* **count 2 → activate**: select it as above, then the item's "activate" action (GTK cells
+  and rows act on the selection); else a real double click at its centre.
 * **count 3** is no item gesture: the caller sends the pointer triple click.
 
 The result carries ``item_click`` ("select" / "activate") so the runtime can tell the agent
@@ -44,7 +44,10 @@ POINTER_SELECT_DETAIL = (
     "xtest left x1 at the item's centre: it has no accessible selection (no Selection "
     "container, no select action), and a real single click selects"
 )
-POINTER_ACTIVATE_DETAIL = "xtest left x2 at the item's centre: it has no activate action"
+POINTER_ACTIVATE_DETAIL = (
+    "xtest left x2 at the item's centre: it has no activate action, or it cannot be selected "
+    "semantically first"
+)
 
 
 def clicked_item(element: ElementRef, elements: Mapping[int, ElementRef]) -> ElementRef | None:
@@ -88,11 +91,7 @@ class ItemClicks:
         return None
 
     async def select(self, item: ElementRef, rect: Rect) -> Outcome:
-        done = await self.semantic(item, SemanticOp(OpKind.SELECT_CHILD))
-        if done is None:
-            name = named_action(await self.action_names(item), SELECT_ACTIONS)
-            if name is not None:
-                done = await self.semantic(item, SemanticOp.invoke(name))
+        done = await self._select_semantically(item)
         if done is not None:
             done.item_click = "select"
             done.detail = f"selected, not activated: {done.detail}"
@@ -101,11 +100,26 @@ class ItemClicks:
         return Outcome("synthetic", POINTER_SELECT_DETAIL, item_click="select")
 
     async def activate(self, item: ElementRef, rect: Rect) -> Outcome:
+        """A double click's first click selects the item, and apps act on that selection: a
+        GTK tree view's row activation makes zenity print its *selected* row, so activating
+        an unselected row alone returned the wrong one. The item is selected first; when it
+        cannot be selected semantically, a real double click does both."""
         name = named_action(await self.action_names(item), ACTIVATE_ACTIONS)
-        done = await self.semantic(item, SemanticOp.invoke(name)) if name is not None else None
-        if done is not None:
-            done.item_click = "activate"
-            done.detail = f"activated: {done.detail}"
-            return done
+        if name is not None and (selected := await self._select_semantically(item)) is not None:
+            done = await self.semantic(item, SemanticOp.invoke(name))
+            if done is not None:
+                done.item_click = "activate"
+                done.detail = f"selected ({selected.detail}), then activated: {done.detail}"
+                return done
         await self.pointer(item, rect, 2)
         return Outcome("synthetic", POINTER_ACTIVATE_DETAIL, item_click="activate")
+
+    async def _select_semantically(self, item: ElementRef) -> Outcome | None:
+        """Select through the container's Selection, else the item's own "select" action;
+        None when neither can."""
+        done = await self.semantic(item, SemanticOp(OpKind.SELECT_CHILD))
+        if done is None:
+            name = named_action(await self.action_names(item), SELECT_ACTIONS)
+            if name is not None:
+                done = await self.semantic(item, SemanticOp.invoke(name))
+        return done
