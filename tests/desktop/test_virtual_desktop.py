@@ -128,6 +128,14 @@ def test_a_bare_down_never_guesses_and_dead_desktops_are_forgotten(tmp_path: Pat
         assert bare.returncode == 1 and "several deskpilot desktops" in bare.stderr
         assert _alive(first["pids"]["xvfb"]) and _alive(second["pids"]["xvfb"])
         assert cli("env", "--display", "../desktops/x").returncode != 0
+        # env (read only) follows this shell's $DISPLAY when it names one of them; down does not
+        bare_env = cli("env")
+        assert bare_env.returncode == 1 and "several deskpilot desktops" in bare_env.stderr
+        env["DISPLAY"] = second["display"]
+        mine = cli("env")
+        assert mine.returncode == 0 and f"export DISPLAY={second['display']}" in mine.stdout
+        assert cli("down").returncode == 1 and _alive(second["pids"]["xvfb"])
+        del env["DISPLAY"]
         # the second dies without `down`: its record goes, and the first is the only one
         os.kill(second["pids"]["xvfb"], 9)
         for _ in range(50):

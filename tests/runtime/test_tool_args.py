@@ -61,3 +61,12 @@ def test_schemas_forbid_extra_properties() -> None:
         assert schema["additionalProperties"] is False
     drag = ta.input_schema(ta.DragArgs)
     assert set(drag["required"]) == {"state_id", "from", "to"}
+
+
+def test_a_boolean_id_and_a_field_sent_twice_are_named_for_what_they_are() -> None:
+    err = _bad(ta.ClickArgs, {"state_id": "s", "element_id": True})
+    assert "element_id: should be a number, not a boolean" in err.message
+    assert "string" not in err.message
+    err = _bad(ta.ClickArgs, {"state_id": "s", "stateId": "t", "element_id": 1})
+    assert "state_id and stateId: the same field twice; send one spelling" in err.message
+    assert "unknown field" not in err.message and "element_id" in err.details["allowedFields"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 
 import typer
@@ -58,9 +59,11 @@ def env(
     display: str | None = typer.Option(None, help="Display, e.g. :99."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Print the environment of a running desktop (eval "$(deskpilot desktop env)")."""
+    """Print the environment of a running desktop (eval "$(deskpilot desktop env)").
+
+    Without --display and with several desktops up, the one this shell's $DISPLAY names."""
     try:
-        state = vdesk.load(display)
+        state = vdesk.load(display, prefer=os.environ.get("DISPLAY"))
     except vdesk.DesktopError as exc:
         raise _fail(exc) from None
     _print_state(state, as_json)

@@ -203,12 +203,14 @@ def _kill_group(pid: int, grace: float = 2.0) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def load(display: str | None = None) -> DesktopState:
+def load(display: str | None = None, *, prefer: str | None = None) -> DesktopState:
     """The state of a running desktop started by ``up``: by display, or the only one.
 
     A desktop whose X server died without ``down`` is ended (what is left of it, pids
     checked against their start times) and its record removed on sight. With no display
-    named and several desktops up (a test suite's, another agent's), nothing is guessed.
+    named and several desktops up (a test suite's, another agent's), nothing is guessed:
+    only ``prefer`` (the caller's own ``$DISPLAY``, for read-only uses) picks among them,
+    when it names one of them exactly.
     """
     if display is not None and not _DISPLAY.fullmatch(display):
         raise DesktopError(f"{display!r} is not a display like :1")
@@ -232,6 +234,9 @@ def load(display: str | None = None) -> DesktopState:
     if not live:
         raise DesktopError("no deskpilot desktop is up")
     if len(live) > 1:
+        mine = [s for s in live if display is None and prefer and s.display == prefer]
+        if mine:
+            return mine[0]
         shown = ", ".join(s.display for s in live)
         raise DesktopError(f"several deskpilot desktops are up ({shown}): name one with --display")
     return live[0]

@@ -230,25 +230,45 @@ def validate_args(tool: str, model: type[ToolArgs], raw: Any) -> Any:
         raw = {}
     if not isinstance(raw, dict):
         raise refusal(ErrorCode.INVALID_REQUEST, f"Arguments for {tool} must be an object.")
-    try:
-        return model.model_validate(raw)
-    except ValidationError as exc:
-        problems: list[str] = []
-        for err in exc.errors(include_input=False, include_url=False):
-            loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-            if err["type"] == "extra_forbidden":
-                problems.append(f"{loc}: unknown field")
-            else:
-                problems.append(f"{loc}: {err['msg']}")
-        allowed = sorted(
-            (f.alias or n) if n.endswith("_") else n for n, f in model.model_fields.items()
-        )
-        raise refusal(
-            ErrorCode.INVALID_REQUEST,
-            f"Invalid arguments for {tool}: " + "; ".join(problems[:10]),
-            problems=problems[:10],
-            allowedFields=allowed,
-        ) from None
+    problems = _double_spellings(model, raw)
+    if not problems:
+        try:
+            return model.model_validate(raw)
+        except ValidationError as exc:
+            problems = _problems(exc, raw)
+    allowed = sorted(
+        (f.alias or n) if n.endswith("_") else n for n, f in model.model_fields.items()
+    )
+    raise refusal(
+        ErrorCode.INVALID_REQUEST,
+        f"Invalid arguments for {tool}: " + "; ".join(problems[:10]),
+        problems=problems[:10],
+        allowedFields=allowed,
+    )
+
+
+def _problems(exc: ValidationError, raw: dict[str, Any]) -> list[str]:
+    """One line per broken rule, naming the field and the rule, never the value."""
+    problems: list[str] = []
+    for err in exc.errors(include_input=False, include_url=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        if err["type"] == "extra_forbidden":
+            problems.append(f"{loc}: unknown field")
+        elif len(err["loc"]) == 1 and isinstance(raw.get(str(err["loc"][0])), bool):
+            problems.append(f"{loc}: should be a number, not a boolean")
+        else:
+            problems.append(f"{loc}: {err['msg']}")
+    return problems
+
+
+def _double_spellings(model: type[ToolArgs], raw: dict[str, Any]) -> list[str]:
+    """A field sent under both its spellings (``state_id`` and ``stateId``): which one is meant
+    cannot be told, and pydantic would report the second as an unknown field."""
+    return [
+        f"{name} and {to_camel(name)}: the same field twice; send one spelling"
+        for name in model.model_fields
+        if name != to_camel(name) and name in raw and to_camel(name) in raw
+    ]
 
 
 def input_schema(model: type[ToolArgs]) -> dict[str, Any]:
