@@ -170,8 +170,9 @@ REASON_ADVICE: dict[str, str] = {
     "not_editable": "type_text and paste go only into an element that takes text (a text "
     "field, an editable document or section, a terminal); to send keys to a control, use "
     "press_key.",
-    "no_matching_action": "Use a name from the element's [actions: …] list (a name cut short "
-    "with … matches by its prefix), or click the element instead.",
+    "no_matching_action": "Use a name from the element's [actions: …] list in the tree (a name "
+    "cut short with … matches by its prefix). An element shows no list when its one action is "
+    "a plain click (or it has none but toolkit plumbing): click the element instead.",
     "desktop_claimed": "Another agent session of this deskpilot server (or of another "
     "deskpilot server on this desktop) took the desktop: its action stopped this agent's "
     "computer session, and nothing of this call was done. To continue, observe again "
