@@ -13,11 +13,8 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import threading
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -278,57 +275,6 @@ async def _transport(
 
 
 # ---------------------------------------------------------------------- the HTTP server
-
-
-@dataclass
-class HttpServer:
-    url: str
-    #: never shown (not in the repr a failing assertion prints)
-    token: str = field(repr=False)
-
-    @property
-    def target(self) -> tuple[str, str]:
-        return self.url, self.token
-
-
-@contextmanager
-def http_server() -> Iterator[HttpServer]:
-    """``deskpilot serve --transport http --port 0``; the URL and the bearer token are read
-    from its stderr (the token is printed once; it never goes into test output)."""
-    proc = subprocess.Popen(
-        [DESKPILOT, "serve", "--transport", "http", "--port", "0"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=dict(os.environ),
-        text=True,
-    )
-    tail: list[str] = []
-    try:
-        assert proc.stderr is not None
-        url = token = None
-        deadline = time.monotonic() + 60
-        while (url is None or token is None) and time.monotonic() < deadline:
-            line = proc.stderr.readline()
-            if not line:
-                break
-            if m := re.search(r"(http://127\.0\.0\.1:\d+/mcp)", line):
-                url = m.group(1)
-            if m := re.search(r"bearer token \(shown once[^)]*\): (\S+)", line):
-                token = m.group(1)
-            elif len(tail) < 50:
-                tail.append(line.rstrip())
-        assert url and token, f"the HTTP server announced no URL and token: {tail}"
-        # keep reading stderr, so a chatty server never blocks on a full pipe
-        threading.Thread(target=proc.stderr.read, daemon=True).start()
-        yield HttpServer(url, token)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 # ---------------------------------------------------------------------- the TypeScript SDK

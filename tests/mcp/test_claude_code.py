@@ -17,21 +17,18 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from mcp_helpers import DESKPILOT, ROOT, stdio_params, text_of
+from mcp_helpers import DESKPILOT, ROOT, http_server, stdio_params, text_of
 from scripted_anthropic import (
     CLICK,
     FINAL_PREFIX,
@@ -154,42 +151,6 @@ def _explain(p: subprocess.CompletedProcess[str], extra: str = "") -> str:
     )
 
 
-@contextmanager
-def http_server() -> Iterator[tuple[str, str]]:
-    """``deskpilot serve --transport http`` on a free port: (url, bearer token)."""
-    proc = subprocess.Popen(
-        [DESKPILOT, "serve", "--transport", "http", "--port", "0"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=dict(os.environ),
-        text=True,
-    )
-    log: list[str] = []  # drained in a thread: a full pipe would block the server
-    stderr = proc.stderr
-    assert stderr is not None
-    threading.Thread(target=lambda: log.extend(stderr), daemon=True).start()
-    try:
-        url = token = None
-        deadline = time.monotonic() + 30
-        while proc.poll() is None and time.monotonic() < deadline:
-            said = "".join(log)
-            url = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", said)
-            token = re.search(r"bearer token \(shown once[^)]*\): (\S+)", said)
-            if url and token:
-                break
-            time.sleep(0.05)
-        assert url and token, f"deskpilot serve did not announce its URL and token:\n{''.join(log)}"
-        yield url.group(1), token.group(1)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def add_server(claude: ClaudeCode, transport: str, stack: ExitStack) -> str:
     """``claude mcp add`` exactly as the README shows it; returns what `mcp list` must show."""
     if transport == "stdio":
@@ -201,7 +162,7 @@ def add_server(claude: ClaudeCode, transport: str, stack: ExitStack) -> str:
             "--", DESKPILOT, "serve",
         )  # fmt: skip
         return f"deskpilot: {DESKPILOT} serve"
-    url, token = stack.enter_context(http_server())
+    url, token = stack.enter_context(http_server()).target
     claude.ok(
         "mcp", "add", "--transport", "http", "deskpilot", url,
         "--header", f"Authorization: Bearer {token}",

@@ -27,16 +27,14 @@ import os
 import re
 import signal
 import subprocess
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_helpers import DESKPILOT, ROOT, memory_client, text_of
+from mcp_helpers import DESKPILOT, ROOT, http_server, memory_client, text_of
 from scripted_openai import (
     DISPLAY,
     STATE_ID,
@@ -307,49 +305,6 @@ def run_pi(home: Path, install: PiInstall, env: dict[str, str], prompt: str = PR
 # ---------------------------------------------------------------------- deskpilot over HTTP
 
 
-@contextmanager
-def http_server() -> Iterator[tuple[str, str]]:
-    """``deskpilot serve --transport http --port 0``: (url, bearer token from stderr)."""
-    proc = subprocess.Popen(
-        [DESKPILOT, "serve", "--transport", "http", "--port", "0"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=dict(os.environ),
-        text=True,
-        start_new_session=True,
-    )
-    lines: list[str] = []
-    found = threading.Event()
-
-    def drain() -> None:  # keeps the pipe from filling; the lines explain a failure
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line)
-            joined = "".join(lines)
-            if re.search(r"http://127\.0\.0\.1:\d+/mcp", joined) and "bearer token" in joined:
-                found.set()
-        found.set()
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    try:
-        found.wait(timeout=60)
-        joined = "".join(lines)
-        url = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", joined)
-        token = re.search(r"bearer token \(shown once[^)]*\): (\S+)", joined)
-        assert url and token, f"deskpilot serve did not announce its URL and token:\n{joined}"
-        yield url.group(1), token.group(1)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        reader.join(timeout=10)
-
-
 # ---------------------------------------------------------------------- assertions
 
 
@@ -504,7 +459,8 @@ async def test_pi_drives_calculator_over_http(
     pi_install: PiInstall, calculator: App, tmp_path: Path, direct: bool, vision: bool
 ) -> None:
     tools = await deskpilot_tools()
-    with http_server() as (url, token), ScriptedOpenAI(CalculatorAgent()) as model:
+    with http_server() as server, ScriptedOpenAI(CalculatorAgent()) as model:
+        url, token = server.target
         server = readme_http_server(url)
         if direct:
             server["directTools"] = True

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from mcp_helpers import diag_of, element_id, state_id_of, text_of
+from mcp_helpers import HttpServer, diag_of, element_id, http_server, state_id_of, text_of
 from mcp_types.version import (
     HANDSHAKE_PROTOCOL_VERSIONS,
     KNOWN_PROTOCOL_VERSIONS,
@@ -42,12 +42,10 @@ from real_clients import (
     SESSIONLESS_SESSION_RE,
     STDIO_SESSION_RE,
     Chain,
-    HttpServer,
     Opened,
     assert_chain,
     assert_one_turn,
     display_of,
-    http_server,
     open_python,
     run_chain,
     run_ts_chain,

@@ -17,9 +17,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from mcp_helpers import diag_of, element_id, has_image, memory_client, state_id_of, text_of
+from mcp_helpers import (
+    HttpServer,
+    diag_of,
+    element_id,
+    has_image,
+    http_server,
+    memory_client,
+    state_id_of,
+    text_of,
+)
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
-from real_clients import HttpServer, Opened, display_of, http_server, open_python, status_json
+from real_clients import Opened, display_of, open_python, status_json
 
 from deskpilot.desktop.apps import App
 
