@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 
 from deskpilot.host.atspi.client import AtspiClient
+from deskpilot.host.atspi.combo import ComboParts
 from deskpilot.host.atspi.model import (
     ElementRef,
     FrameInfo,
@@ -238,6 +239,21 @@ class Accessibility:
             return await asyncio.wait_for(self.client.action_names(element), 3.0)
         except Exception:
             return ()
+
+    async def combo_parts(self, element: ElementRef) -> ComboParts | None:
+        """The combo box's options and popup state, read now; None when it has no options
+        list or does not answer."""
+        try:
+            return await asyncio.wait_for(self.client.combo_parts(element), 3.0)
+        except Exception:
+            return None
+
+    async def combo_of_option(self, element: ElementRef) -> ComboParts | None:
+        """The combo box ``element`` is an option of (read now); None for anything else."""
+        try:
+            return await asyncio.wait_for(self.client.combo_of_option(element), 3.0)
+        except Exception:
+            return None
 
     async def extents(self, element: ElementRef) -> Rect | None:
         if element.extents is not None:

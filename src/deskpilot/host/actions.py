@@ -30,7 +30,9 @@ from collections.abc import Callable
 from typing import Literal
 
 from deskpilot.host.accessibility import Accessibility
+from deskpilot.host.atspi.combo import ComboParts
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
+from deskpilot.host.combo_boxes import ComboBoxes
 from deskpilot.host.item_clicks import ItemClicks, clicked_item
 from deskpilot.host.observer import Binding, Observer
 from deskpilot.host.outcome import Outcome
@@ -103,6 +105,9 @@ class ActionDispatcher:
         self._settle_ms = DEFAULT_SETTLE_MS
         self._after_settle: list[Callable[[], None]] = []
         self._items = ItemClicks(self._semantic, self._pointer_click, self._action_names)
+        self._combos = ComboBoxes(
+            self._semantic, self._action_names, self._combo_parts, self._combo_of_option
+        )
 
     @property
     def accessibility(self) -> Accessibility | None:
@@ -425,6 +430,16 @@ class ActionDispatcher:
             return ()
         return await self.accessibility.action_names(element)
 
+    async def _combo_parts(self, element: ElementRef) -> ComboParts | None:
+        if self.accessibility is None:
+            return None
+        return await self.accessibility.combo_parts(element)
+
+    async def _combo_of_option(self, element: ElementRef) -> ComboParts | None:
+        if self.accessibility is None:
+            return None
+        return await self.accessibility.combo_of_option(element)
+
     async def _ensure_focus(self, window: XWindow) -> str | None:
         if self.desktop.has_focus(window):
             return None
@@ -505,7 +520,10 @@ class ActionDispatcher:
             if done is not None:
                 return done
         elif element is not None and action.button == "left" and action.count == 1:
-            done = await self._semantic(element, SemanticOp.invoke())
+            # an option of a <select> popup: choose it (never unchoose it) and close the popup
+            done = await self._combos.click_option(element) or await self._semantic(
+                element, SemanticOp.invoke()
+            )
             if done is not None:
                 return done
         if element is not None:
@@ -561,7 +579,12 @@ class ActionDispatcher:
     async def _set_value(
         self, action: SetValueAction, window: XWindow, rect: Rect, element: ElementRef
     ) -> Outcome:
-        done = await self._semantic(element, SemanticOp(OpKind.SET_VALUE, value=action.value))
+        # a combo box takes the name of one of its options (refused before dispatch if none)
+        done = await self._combos.set_value(element, _as_text(action.value))
+        if done is None:
+            done = await self._semantic(
+                element, SemanticOp(OpKind.SET_VALUE, value=action.value)
+            )
         if done is not None:
             return done
         if "editable" not in element.states or "Text" not in element.interfaces:
@@ -705,6 +728,13 @@ def _need(element: ElementRef | None) -> ElementRef:
     if element is None:
         raise DeskpilotError(ErrorCode.INVALID_REQUEST, "this action needs an elementId")
     return element
+
+
+def _as_text(value: str | float) -> str:
+    """A set_value value as an option's text: 3.0 is "3"."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def _dialogs(tree: str) -> set[str]:

@@ -34,6 +34,7 @@ from deskpilot.host.atspi.bus import (
     enable_accessibility,
 )
 from deskpilot.host.atspi.collect import RawNode
+from deskpilot.host.atspi.combo import ComboParts, combo_of_option, read_combo
 from deskpilot.host.atspi.events import EventWatcher
 from deskpilot.host.atspi.model import (
     AppInfo,
@@ -636,6 +637,18 @@ class AtspiClient:
             duration_ms=(time.perf_counter() - t0) * 1000,
         )
 
+    async def combo_parts(self, element: ElementRef) -> ComboParts | None:
+        """The combo box ``element`` as it is now (options, popup state); see atspi/combo."""
+        conn = await self._conn_for(element.bus_name)
+        return await read_combo(conn, element.ref)
+
+    async def combo_of_option(self, element: ElementRef) -> ComboParts | None:
+        """The combo box whose popup list ``element`` is an option of, read now; None for
+        an item of anything else."""
+        conn = await self._conn_for(element.bus_name)
+        combo = await combo_of_option(conn, element.ref)
+        return None if combo is None else await read_combo(conn, combo)
+
     async def _interfaces(self, conn: Conn, element: ElementRef) -> frozenset[str]:
         if element.interfaces:
             return element.interfaces
@@ -746,6 +759,14 @@ class AtspiClient:
             return "Component.ScrollTo"
         if kind == OpKind.SELECT_CHILD:
             return await self._select_child(conn, el, op)
+        if kind == OpKind.CHOOSE_OPTION:
+            if "Selection" not in ifaces or op.index is None:
+                raise _unsupported(op, el, "no Selection interface")
+            body = await self._act(conn, el, I_SELECTION, "SelectChild", "i", (op.index,))
+            if body is not None and not body[0]:
+                raise _unsupported(op, el, "SelectChild returned false")
+            done = "Selection.SelectChild on the combo box"
+            return done if body is not None else f"{done}; {_STILL_RUNNING}"
         raise _unsupported(op, el, "unknown operation")
 
     async def _act(

@@ -107,6 +107,7 @@ class OpKind(enum.StrEnum):
     SELECT_CHILD = "select_child"  # parent's Selection.SelectChild(index in parent)
     SECONDARY = "secondary"  # a second named action such as "menu" (else unsupported)
     SCROLL_TO = "scroll_to"  # Component.ScrollTo (anywhere)
+    CHOOSE_OPTION = "choose_option"  # the element's own Selection.SelectChild(index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +118,7 @@ class SemanticOp:
     value: float | str | None = None  # SET_VALUE
     start: int | None = None  # SELECT_TEXT
     end: int | None = None
+    index: int | None = None  # CHOOSE_OPTION: the option's index among the combo's options
 
     @classmethod
     def invoke(cls, action: str | None = None) -> SemanticOp:
