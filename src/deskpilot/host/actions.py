@@ -582,9 +582,7 @@ class ActionDispatcher:
         # a combo box takes the name of one of its options (refused before dispatch if none)
         done = await self._combos.set_value(element, _as_text(action.value))
         if done is None:
-            done = await self._semantic(
-                element, SemanticOp(OpKind.SET_VALUE, value=action.value)
-            )
+            done = await self._semantic(element, SemanticOp(OpKind.SET_VALUE, value=action.value))
         if done is not None:
             return done
         if "editable" not in element.states or "Text" not in element.interfaces:

@@ -150,8 +150,11 @@ REASON_ADVICE: dict[str, str] = {
     "read the state again, then act on it.",
     "no_extents": "The element has no position on screen: try invoke_element, or click the "
     "point on the image.",
-    "no_value_interface": "set_value works on editable text fields and on elements with a "
-    "value (sliders, spin buttons); click, select or type instead.",
+    "no_value_interface": "set_value works on editable text fields, on elements with a "
+    "value (sliders, spin buttons) and on combo boxes (the text of one of their options); "
+    "click, select or type instead.",
+    "not_an_option": "set_value on a combo box takes the text of one of its options "
+    "(details.optionCount says how many it has): click the combo box to see them.",
     "range_too_long": "The range is longer than the element's text can be selected with keys.",
     "unknown_key": "Key names are X keysym names (Return, Tab, Escape, BackSpace, Delete, "
     "Left, Home, Page_Down, F5 …) or single characters, with modifiers ctrl, shift, alt, super "
@@ -201,6 +204,7 @@ def safe_error(exc: BaseException) -> tuple[ErrorCode, str, bool, dict[str, Any]
             "cause",
             "holderPid",
             "retryAfterMs",
+            "optionCount",
         ):
             value = exc.details.get(key)
             if (

@@ -263,7 +263,7 @@ DOCUMENT_ROLES: Final = _roles(
 #: double-clicked, a file manager opens the file. So a left single click on one is sent as a
 #: selection (see ``host/item_clicks.py``), never as that action. Menu items are not here:
 #: choosing one is what a click on it means (a ``<select>`` dropdown's options are menu
-#: items whose only action is "select").
+#: items whose only action is "select", which toggles: ``host/combo_boxes.py``).
 SELECT_ON_CLICK_ROLES: Final = _roles("list item", "table cell", "table row", "tree item")
 
 #: Rendered roles of a text leaf that stands for the item it labels: a click on the label of

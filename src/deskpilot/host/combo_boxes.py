@@ -1,0 +1,147 @@
+"""Choosing an option of a combo box, as a person's click in its popup does.
+
+A person's click on an option of an open ``<select>`` popup chooses it and closes the popup;
+a click on the option already chosen keeps it. The option's own AT-SPI action does not do
+that everywhere (see ``atspi/combo.py`` for what each toolkit exposes):
+
+* **Chromium**: the option's only action is "select", which *toggles* it (on the chosen
+  option it empties the ``<select>`` — a state no mouse can produce) and leaves the popup
+  open. So a left click on such an option runs "select" only when the option is not chosen
+  yet, then closes the popup with the combo box's own action ("open" toggles it) when it is
+  still expanded.
+* **GTK 3**: the option's action is "click", which chooses and closes the popup as a real
+  click does; such options keep the ordinary invoke (no rule here).
+
+``set_value`` on a combo box (one without text of its own) with an option's name chooses
+that option without opening the popup: through the combo box's Selection (GTK 3), else the
+option's "select" action when it is not chosen yet (Chromium). A name that is none of the
+options is refused before anything is dispatched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from deskpilot.host.atspi.combo import ComboOption, ComboParts, match_option
+from deskpilot.host.atspi.model import ElementRef, NodeRef, OpKind, SemanticOp
+from deskpilot.host.atspi.vocab import CLICK_ACTIONS, COMBO_ROLES, ROLE_NUMBER, SELECT_ACTIONS
+from deskpilot.host.item_clicks import NamesFn, SemanticFn, named_action
+from deskpilot.host.outcome import Outcome
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+
+#: the combo box (or an option's combo box) read now; None when it has no options list
+PartsFn = Callable[[ElementRef], Awaitable[ComboParts | None]]
+
+R_MENU_ITEM = ROLE_NUMBER["menu item"]
+R_COMBO_BOX = ROLE_NUMBER["combo box"]
+ALREADY_CHOSEN = "the option is already chosen (its 'select' action would unchoose it)"
+
+
+def _live(ref: NodeRef, like: ElementRef, role: str, atspi_role: int) -> ElementRef:
+    """An element for a node the observation did not show (a hidden option, the combo of an
+    option): interfaces and actions are read live when it is acted on."""
+    return ElementRef(
+        id=like.id,
+        ref=ref,
+        pid=like.pid,
+        role=role,
+        atspi_role=atspi_role,
+        name="",
+        states=frozenset(),
+        interfaces=frozenset(),
+        actions=(),
+        extents=None,
+    )
+
+
+@dataclass(slots=True)
+class ComboBoxes:
+    """The combo box rules, run with the dispatcher's primitives."""
+
+    semantic: SemanticFn
+    action_names: NamesFn
+    parts_of: PartsFn
+    combo_of_option: PartsFn
+
+    async def click_option(self, item: ElementRef) -> Outcome | None:
+        """A left single click on an option of a combo box whose options only toggle (see
+        the module doc); None for anything else, which keeps the ordinary click."""
+        if item.atspi_role != R_MENU_ITEM:
+            return None
+        names = await self.action_names(item)
+        if named_action(names, CLICK_ACTIONS) is not None:
+            return None  # GTK 3: "click" chooses and closes, as a person's click
+        if named_action(names, SELECT_ACTIONS) is None:
+            return None
+        parts = await self.combo_of_option(item)
+        option = _option_at(parts, item.ref) if parts is not None else None
+        if parts is None or option is None:
+            return None
+        return await self._choose(parts, option, item)
+
+    async def set_value(self, element: ElementRef, value: str) -> Outcome | None:
+        """Choose the option named ``value`` of a combo box; None when the element is no
+        combo box with an options list (the ordinary set_value rules apply). Raises
+        UNSUPPORTED_ACTION (reason ``not_an_option``) when no option has that name."""
+        if element.atspi_role not in COMBO_ROLES or "EditableText" in element.interfaces:
+            return None
+        parts = await self.parts_of(element)
+        if parts is None or not parts.options:
+            return None
+        option = match_option(parts.options, value)
+        if option is None:
+            raise DeskpilotError(
+                ErrorCode.UNSUPPORTED_ACTION,
+                f"the combo box has no option with that name (it has {len(parts.options)} "
+                "options): set_value takes the text of one of them",
+                details={
+                    "elementId": element.id,
+                    "reason": "not_an_option",
+                    "optionCount": len(parts.options),
+                },
+            )
+        return await self._choose(parts, option, element)
+
+    async def _choose(self, parts: ComboParts, option: ComboOption, like: ElementRef) -> Outcome:
+        """Make ``option`` the chosen one and leave the popup closed."""
+        combo = _live(parts.combo, like, "comboBox", R_COMBO_BOX)
+        done = None
+        if parts.has_selection:
+            done = await self.semantic(combo, SemanticOp(OpKind.CHOOSE_OPTION, index=option.index))
+        if done is None and not option.selected:
+            target = _live(option.ref, like, "menuItem", R_MENU_ITEM)
+            done = await self.semantic(target, SemanticOp.invoke(SELECT_ACTIONS[0]))
+            if done is None:
+                raise DeskpilotError(
+                    ErrorCode.UNSUPPORTED_ACTION,
+                    "the combo box's options cannot be chosen through accessibility: click "
+                    "the combo box, then the option",
+                    details={"elementId": like.id, "reason": "no_value_interface"},
+                )
+        steps = [done.detail if done is not None else ALREADY_CHOSEN]
+        closed = await self._close_popup(combo)
+        if closed is not None:
+            steps.append(f"then closed the popup: {closed.detail}")
+        first = done or closed
+        detail = f"chose option {option.index + 1} of {len(parts.options)}: " + ", ".join(steps)
+        if first is None:
+            return Outcome("none", detail, dispatched=False)
+        return Outcome(
+            "semantic", detail, events_since=first.events_since, answered_at=first.answered_at
+        )
+
+    async def _close_popup(self, combo: ElementRef) -> Outcome | None:
+        """The combo box's own action (Chromium "open", GTK "press" toggle the popup) when its
+        popup is open now; None when it is closed."""
+        now = await self.parts_of(combo)
+        if now is None or not now.expanded:
+            return None
+        return await self.semantic(combo, SemanticOp.invoke())
+
+
+def _option_at(parts: ComboParts, ref: NodeRef) -> ComboOption | None:
+    for option in parts.options:
+        if option.ref == ref:
+            return option
+    return None
