@@ -10,6 +10,7 @@ import contextlib
 import itertools
 import os
 import queue
+import re
 import subprocess
 import sys
 import tempfile
@@ -201,3 +202,52 @@ def launch_accessible(argv: list[str], *, capture_stdout: bool = False) -> apps.
             if attempt:
                 raise
     raise AssertionError("unreachable")
+
+
+def line_id(tree: str, pattern: str) -> int:
+    """The element id of the first tree line matching ``pattern`` (a regex)."""
+    for line in tree.splitlines():
+        if re.search(pattern, line):
+            return int(line.rsplit("[", 1)[1].rstrip("]"))
+    raise AssertionError(f"no line matches {pattern!r} in:\n{tree}")
+
+
+def observe_until(
+    host: HostProcess, target: dict[str, Any], pattern: str, session: str, timeout: float = 30
+) -> dict[str, Any]:
+    """Observe (no screenshot) until a tree line matches ``pattern``; the last tree is shown
+    when it never does."""
+    last: list[str] = []
+
+    def look() -> dict[str, Any] | None:
+        response = host.call(
+            {"type": "observe", "target": target, "sessionId": session, "includeScreenshot": False}
+        )
+        if response["type"] == "observation" and re.search(pattern, response["tree"], re.M):
+            return response
+        last[:] = [str(response.get("tree") or response)]
+        return None
+
+    try:
+        found: dict[str, Any] = wait_for(look, timeout=timeout, interval=0.2)
+    except AssertionError:
+        raise AssertionError(f"{pattern!r} never appeared; last tree:\n{last}") from None
+    return found
+
+
+def click(
+    host: HostProcess, obs: dict[str, Any], element: int, session: str, count: int = 1
+) -> dict[str, Any]:
+    """A left click with ``observeAfter``: the result carries the settled window."""
+    response, _ = host.request(
+        {
+            "type": "execute_action",
+            "sessionId": session,
+            "frameId": obs["frameId"],
+            "treeVersion": obs["treeVersion"],
+            "action": {"kind": "click", "elementId": element, "count": count},
+            "observeAfter": True,
+        }
+    )
+    assert response["type"] == "action_result", response
+    return response

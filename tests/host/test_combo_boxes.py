@@ -14,8 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from host_harness import HostProcess, launch_accessible
-from test_item_clicks import click, line_id, observe_until
+from host_harness import HostProcess, click, launch_accessible, line_id, observe_until
 
 from deskpilot.desktop import apps
 
@@ -36,12 +35,6 @@ setInterval(report, 20);
 </script>
 </body></html>
 """
-
-
-@pytest.fixture(scope="module")
-def host(desktop: object) -> Iterator[HostProcess]:
-    with HostProcess() as h:
-        yield h
 
 
 @pytest.fixture(scope="module")

@@ -9,47 +9,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from host_harness import HostProcess, act, launch_accessible, observe, wait_for
+from host_harness import (
+    HostProcess,
+    act,
+    launch_accessible,
+    line_id,
+    observe,
+    observe_until,
+)
 
 from deskpilot.desktop import apps
 from deskpilot.protocol.wire import RESPONSE_ADAPTER
 
 pytestmark = pytest.mark.desktop
-
-
-@pytest.fixture(scope="module")
-def host(desktop: object) -> Iterator[HostProcess]:
-    with HostProcess() as h:
-        yield h
-
-
-def line_id(tree: str, pattern: str) -> int:
-    """The element id of the first tree line matching ``pattern`` (a regex)."""
-    for line in tree.splitlines():
-        if re.search(pattern, line):
-            return int(line.rsplit("[", 1)[1].rstrip("]"))
-    raise AssertionError(f"no line matches {pattern!r} in:\n{tree}")
-
-
-def observe_until(
-    host: HostProcess, target: dict[str, Any], pattern: str, session: str, timeout: float = 20
-) -> dict[str, Any]:
-    seen: list[str] = []
-
-    def look() -> dict[str, Any] | None:
-        response = host.call(
-            {"type": "observe", "target": target, "sessionId": session, "includeScreenshot": False}
-        )
-        if response["type"] == "observation" and re.search(pattern, response["tree"], re.M):
-            return response
-        seen[:] = [str(response.get("tree") or response)]
-        return None
-
-    try:
-        found: dict[str, Any] = wait_for(look, timeout=timeout, interval=0.2)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; {pattern!r} not in the last observation:\n{seen}") from None
-    return found
 
 
 # ------------------------------------------------------------------------------ calculator

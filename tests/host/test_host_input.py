@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import queue
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,12 +14,6 @@ from deskpilot.desktop import apps
 from deskpilot.protocol.wire import RESPONSE_ADAPTER
 
 pytestmark = pytest.mark.desktop
-
-
-@pytest.fixture(scope="module")
-def host(desktop: object) -> Iterator[HostProcess]:
-    with HostProcess() as h:
-        yield h
 
 
 def start_zenity(title: str) -> apps.App:

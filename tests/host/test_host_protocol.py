@@ -7,7 +7,6 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,12 +16,6 @@ from deskpilot.protocol.frames import HEADER, MAX_PAYLOAD_BYTES, FrameKind, enco
 from deskpilot.protocol.wire import RESPONSE_ADAPTER
 
 pytestmark = pytest.mark.desktop
-
-
-@pytest.fixture(scope="module")
-def host(desktop: object) -> Iterator[HostProcess]:
-    with HostProcess() as h:
-        yield h
 
 
 def test_ping_answers_with_the_same_id_and_a_pong(host: HostProcess) -> None:

@@ -20,12 +20,6 @@ pytestmark = pytest.mark.desktop
 
 
 @pytest.fixture(scope="module")
-def host(desktop: object) -> Iterator[HostProcess]:
-    with HostProcess() as h:
-        yield h
-
-
-@pytest.fixture(scope="module")
 def two_apps(desktop: object) -> Iterator[tuple[apps.App, apps.App]]:
     zen = apps.launch(["zenity", "--entry", "--title=Window list test", "--text=hi"])
     calc = apps.launch(["gnome-calculator"])

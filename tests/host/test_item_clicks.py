@@ -16,63 +16,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from host_harness import HostProcess, act, launch_accessible, wait_for
+from host_harness import (
+    HostProcess,
+    act,
+    click,
+    launch_accessible,
+    line_id,
+    observe_until,
+    wait_for,
+)
 
 from deskpilot.desktop import apps
 
 pytestmark = pytest.mark.desktop
-
-
-@pytest.fixture(scope="module")
-def host(desktop: object) -> Iterator[HostProcess]:
-    with HostProcess() as h:
-        yield h
-
-
-def line_id(tree: str, pattern: str) -> int:
-    for line in tree.splitlines():
-        if re.search(pattern, line):
-            return int(line.rsplit("[", 1)[1].rstrip("]"))
-    raise AssertionError(f"no line matches {pattern!r} in:\n{tree}")
-
-
-def observe_until(
-    host: HostProcess, target: dict[str, Any], pattern: str, session: str, timeout: float = 30
-) -> dict[str, Any]:
-    last: list[str] = []
-
-    def look() -> dict[str, Any] | None:
-        response = host.call(
-            {"type": "observe", "target": target, "sessionId": session, "includeScreenshot": False}
-        )
-        if response["type"] == "observation" and re.search(pattern, response["tree"], re.M):
-            return response
-        last[:] = [str(response.get("tree") or response)]
-        return None
-
-    try:
-        found: dict[str, Any] = wait_for(look, timeout=timeout, interval=0.2)
-    except AssertionError:
-        raise AssertionError(f"{pattern!r} never appeared; last tree:\n{last}") from None
-    return found
-
-
-def click(
-    host: HostProcess, obs: dict[str, Any], element: int, session: str, count: int = 1
-) -> dict[str, Any]:
-    """A left click with ``observeAfter``: the result carries the settled window."""
-    response, _ = host.request(
-        {
-            "type": "execute_action",
-            "sessionId": session,
-            "frameId": obs["frameId"],
-            "treeVersion": obs["treeVersion"],
-            "action": {"kind": "click", "elementId": element, "count": count},
-            "observeAfter": True,
-        }
-    )
-    assert response["type"] == "action_result", response
-    return response
 
 
 # ------------------------------------------------------------------------------ GTK 3
