@@ -1,7 +1,7 @@
 """Which sessions were canceled: sticky, bounded, readable from any thread.
 
 A canceled session stays canceled (its later actions are refused with ``session_canceled``)
-until it falls out of a FIFO of 64 — the same bound and eviction the seed's macOS host uses,
+until it falls out of a FIFO of 64 — a fixed bound and eviction,
 so a long-lived host cannot grow without limit. Eviction forgets the oldest cancellation
 first; a session evicted that way would be served again, which is why the bound is far above
 the number of sessions one client keeps open.

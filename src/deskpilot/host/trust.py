@@ -1,4 +1,6 @@
-"""Who may start the host: verified at start, before anything else (seed 003 §9.2, Linux).
+"""Who may start the host: verified at start, before anything else.
+
+The rules and what they protect: docs/security.md, "Host → parent".
 
 The host drives the desktop, so it only runs for the deskpilot process that spawned it:
 
@@ -15,8 +17,8 @@ the shell, so the host refuses to run.
 
 ``DESKPILOT_HOST_LOCAL_TRUST=1`` skips the check, for development only: it is honoured when
 this deskpilot is an editable install (PEP 610 ``direct_url.json`` says ``editable``) or not
-installed at all (run from a source tree), and refused (exit 77) for a regular install, the
-way the seed refuses local trust for a signed app.
+installed at all (run from a source tree), and refused (exit 77) for a regular install, as
+local trust is refused for a signed app.
 
 These checks guard the wiring (who talks to the host), not the display: on X11 any client of
 the display can capture and inject. See docs/security.md.

@@ -1,19 +1,18 @@
 """Is the host we are about to run the one that was installed?
 
-The seed's products check a code signature (Team ID, signer thumbprint) before spawning their
-native host. A Python install has no signature, but a wheel install has the next best thing:
-the distribution's RECORD, which lists a sha256 and a size for every installed file. Before
-each spawn the client checks every module the host process will execute (the ``deskpilot``
-package's ``__init__``, ``deskpilot/host/**`` and ``deskpilot/protocol/**``) against RECORD:
-present, a regular file and not a symlink, not group- or world-writable, within size limits,
-size and hash as recorded; and no file in those trees that RECORD does not list. The
-distribution's version must be at least 0.1.0. Anything else is ``native_host_untrusted`` and
-nothing is spawned.
+A signed native host has its code signature checked before it is spawned. A Python install has
+no signature, but a wheel install has the next best thing: the distribution's RECORD, which
+lists a sha256 and a size for every installed file. Before each spawn the client checks every
+module the host process will execute (the ``deskpilot`` package's ``__init__``,
+``deskpilot/host/**`` and ``deskpilot/protocol/**``) against RECORD: present, a regular file and
+not a symlink, not group- or world-writable, within size limits, size and hash as recorded; and
+no file in those trees that RECORD does not list. The distribution's version must be at least
+0.1.0. Anything else is ``native_host_untrusted`` and nothing is spawned.
 
 An editable (development) install has no RECORD entries for its sources, so it cannot be
 verified. It is run only when ``DESKPILOT_HOST_LOCAL_TRUST=1`` is set by whoever starts the
-client (the test suite and ``scripts/`` do); a regular install refuses that override, the way
-the seed refuses local trust for a signed app. What this protects, and what it does not, is
+client (the test suite and ``scripts/`` do); a regular install refuses that override, as local trust
+is refused for a signed app. What this protects, and what it does not, is
 written down in docs/security.md.
 """
 

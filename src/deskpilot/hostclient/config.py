@@ -1,4 +1,4 @@
-"""The numbers that govern the host connection (DESIGN.md, seed 003 §9.3–9.4).
+"""The numbers that govern the host connection (docs/architecture.md, "Numbers that matter").
 
 They live in one frozen dataclass so a test can shrink a timeout or an interval without
 monkeypatching, and production code reads the defaults from one place.

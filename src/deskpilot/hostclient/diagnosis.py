@@ -1,6 +1,6 @@
 """``deskpilot doctor``: is the desktop usable, and how fast is it?
 
-The report follows the seed's diagnosis block: runtime, permissions, protocol state and the
+The report says runtime, permissions, protocol state and the
 latencies of observe, action and post-action observe, never a screenshot, a tree, a window
 title or typed content. ``ready`` is true only when the host is available and screen,
 accessibility and input are all granted.

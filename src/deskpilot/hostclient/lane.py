@@ -2,7 +2,8 @@
 
 Up to ``max_in_flight`` calls may be outstanding at the host at once and up to ``max_queued``
 more wait, first come first served; anything past that is refused at once instead of piling
-up behind a slow host (seed 003 §9.3). Admission never awaits when a slot is free, so a burst
+up behind a slow host (docs/hostclient.md, "One FIFO lane"). Admission never awaits when a
+slot is free, so a burst
 of calls started in one event-loop turn is admitted or refused deterministically, before any
 response can free a slot.
 """

@@ -1,4 +1,4 @@
-"""Keeps one host connection usable, within a restart budget (seed 003 §9.4).
+"""Keeps one host connection usable, within a restart budget (docs/hostclient.md, "The supervisor").
 
 Two ways a host is found dead, handled differently:
 

@@ -1,11 +1,11 @@
 """One session drives the desktop at a time.
 
-The rule is asymmetric, as in the seed (§6.2): a claim from the same agent session only
-transfers the lane (an agent's delegated task and its own atomic clicks coexist); a claim from a
-different agent session stops the previous holder and every sibling session of that agent,
-with the cancel reason ``desktop_claimed``. Claims are serialised by a lock, so two agents
-racing end with exactly one holder. The holder is mirrored in the ``leases`` table (resource
-``desktop``), which is also what a second kernel process on the same data dir sees.
+The rule is asymmetric (docs/kernel.md, "Desktop coordinator"): a claim from the same agent
+session only transfers the lane (an agent's delegated task and its own atomic clicks coexist); a
+claim from a different agent session stops the previous holder and every sibling session of that
+agent, with the cancel reason ``desktop_claimed``. Claims are serialised by a lock, so two
+agents racing end with exactly one holder. The holder is mirrored in the ``leases`` table
+(resource ``desktop``), which is also what a second kernel process on the same data dir sees.
 
 Actions themselves are serialised by :attr:`action_lock`: even two sessions of one agent never
 interleave input on the desktop.

@@ -1,14 +1,14 @@
 """Feature flags from ``DESKPILOT_*`` environment variables, with automatic off-only rollback.
 
-Parsing rule (the seed's): a flag is on by default; only ``0``, ``false``, ``no`` or ``off``
-(any case, surrounding blanks ignored) turn it off, and any other non-empty value — even
-``anything`` — leaves it on. A flag can be turned off at run time by the rollout controller,
-never on; that lasts for the process only.
+Parsing rule (docs/kernel.md, "Flags and rollback"): a flag is on by default; only ``0``,
+``false``, ``no`` or ``off`` (any case, surrounding blanks ignored) turn it off, and any other
+non-empty value — even ``anything`` — leaves it on. A flag can be turned off at run time by the
+rollout controller, never on; that lasts for the process only.
 
 Every flag below has a production reader, named in :attr:`FlagSpec.consumer`; a test checks
-that the named module really reads it. The seed's flags that had no reader
+that the named module really reads it. A flag with no reader
 (installedArtifactDiagnostics, backgroundSemanticLane, activityTimeline,
-visibleControlIndicator) are not declared; flags whose readers live in parts not built yet
+visibleControlIndicator) is not declared; flags whose readers live in parts not built yet
 (action batches of the delegated operator, a picture-in-picture panel) are declared when their
 reader lands, not before.
 """

@@ -1,6 +1,7 @@
 """Automatic, off-only rollback of flags from what this process observes.
 
-Thresholds and the 2,048-sample window are the seed's (§13.2). Each metric names the flag it
+Thresholds and the 2,048-sample window: docs/architecture.md, "Numbers that matter"
+(rollback thresholds) and docs/kernel.md, "Flags and rollback". Each metric names the flag it
 really concerns; a metric whose flag is not declared in this build is still counted (status
 shows it) but has nothing to turn off. Process-local: nothing is persisted, a restart starts
 clean with the flags the environment says.

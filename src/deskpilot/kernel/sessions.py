@@ -1,7 +1,7 @@
 """Session state machine and timeline: every state change is checked against TRANSITIONS and
 lands in the same transaction as the timeline event that tells it.
 
-Events the seed lacked are produced here: ``session_paused`` (with who paused and whether it
+Events that tell who did what: ``session_paused`` (with who paused and whether it
 was a takeover), ``session_resumed``, and ``session_canceled`` always carries its reason, so
 a kill-switch stop (``kill_switch``) is told apart from a person's stop (``user_stop``).
 """

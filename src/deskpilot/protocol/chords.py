@@ -2,7 +2,8 @@
 
 The store validates the ``killSwitch`` setting when it is written and the kernel grabs it on
 the X display; both read the spellings below so a chord the store accepts is one the kernel can
-arm (the seed's product stored any text and silently never armed). The parse mirrors
+arm (a store that took any text would leave a kill switch that silently never arms). The
+parse mirrors
 ``kernel.policy.signals.chord_parts``: modifiers and one key joined by ``+``, case-insensitive,
 the key reduced to its letters and digits. The key names are the X keysyms python-xlib knows
 whose name is already in that reduced form, plus the aliases and F1–F35; ``tests/protocol``

@@ -80,7 +80,8 @@ class ErrorCode(enum.StrEnum):
 
     @property
     def drops_connection(self) -> bool:
-        """Only these end the host connection (DESIGN.md, seed 003 §9.4)."""
+        """Only these end the host connection (docs/hostclient.md, "Which errors drop the
+        connection")."""
         return self in _DROPS_CONNECTION
 
 

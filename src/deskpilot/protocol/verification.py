@@ -1,9 +1,8 @@
 """Verification specs for delegated tasks.
 
-Only kinds that an engine can actually decide are declared. The seed's product declared
-``dom``, ``file`` and ``external_readback`` kinds that its engine never evaluated, so tasks
-using them could never pass; here ``file`` is decidable (the runtime reads the file) and the
-other two are not offered at all.
+Only kinds that an engine can actually decide are declared: a declared kind that no engine
+evaluates (``dom``, ``external_readback``) would make every task using it fail for good.
+``file`` is decidable (the runtime reads the file); the other two are not offered at all.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ A tool call becomes one to three wire actions (a ledger row each):
 ``stale_frame``, ``stale_tree`` and ``focus_mismatch`` heal themselves once: re-observe,
 rebuild the action against the new frame (an element is found again by its signature), retry.
 An outcome that may have run (``unknown``) is never retried. After the last step the window is
-observed once; the result issues a new stateId only when the seed-000 reuse conditions hold,
-and says ``action_noop`` when nothing changed.
+observed once; the result issues a new stateId only when the reuse conditions of
+``runtime/reuse.py`` hold, and says ``action_noop`` when nothing changed.
 """
 
 from __future__ import annotations

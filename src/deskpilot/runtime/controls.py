@@ -1,4 +1,4 @@
-"""pause, resume, stop, takeover and bind_target at the runtime level (seed 003 §7).
+"""pause, resume, stop, takeover and bind_target at the runtime level (docs/mcp.md, "Controls").
 
 * ``pause`` and ``takeover`` are both hard pauses: the kernel cancels what is in flight (a
   half-typed text stops, a held button is released), observations are dropped and every

@@ -1,4 +1,4 @@
-"""What every tool result says about itself (seed 000: a result is not a boolean).
+"""What every tool result says about itself (docs/mcp.md, "Diagnostics": a result is not a boolean).
 
 A diagnostic answers three questions an agent must not guess: was the action dispatched
 (``actionOutcome``), is there a state it can act on (``observationOutcome``), and where the time

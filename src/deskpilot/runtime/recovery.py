@@ -1,4 +1,4 @@
-"""state_changed recovery (seed 000, "general state change recovery").
+"""state_changed recovery (docs/mcp.md, "state_changed recovery").
 
 When an action meets an explicit ``state_changed``, the old stateId is dropped but the task and
 its remaining budget are kept. Until a new state of the *same* app arrives, only

@@ -1,4 +1,4 @@
-"""When an action's result may carry the next stateId (seed 000, "one read fewer").
+"""When an action's result may carry the next stateId (docs/mcp.md, "stateId": one read fewer).
 
 Only when every condition holds: no error, refusal or known state change (the caller checks
 that); the same app identity as the state acted on; a complete window header; a window root;

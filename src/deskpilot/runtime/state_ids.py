@@ -1,4 +1,4 @@
-"""stateIds: single use, valid 60 s, bound to the app and the agent's turn (seed 000).
+"""stateIds: single use, valid 60 s, bound to the app and the agent's turn (docs/mcp.md, "stateId").
 
 A stateId stands for one observation the agent has read. Acting on it consumes it; the
 action's result may issue the next one. Binding it to the app stops a state of one window from

@@ -3,7 +3,7 @@
 Every field here has a production reader (named in its comment); a setting that changes no
 behaviour is not declared. :meth:`Settings.load` always answers a complete model: keys never
 written fall back to their defaults, so a fresh install behaves exactly like the defaults say
-(the seed's product read the raw row and, finding none, never armed its kill switch).
+(reading the raw row and, finding none, doing nothing would leave the kill switch unarmed).
 
 Vault and kernel code read settings through this module::
 

@@ -1,5 +1,5 @@
 """The ``verifications`` table: each success-criterion check of a delegated task and its
-verdict, so a result survives the process (the seed's product never persisted them)."""
+verdict, so a result survives the process (a verdict kept only in memory would be lost with it)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The image products of a capture and the redaction that precedes all of them.
 
-A capture yields up to four different things, never to be confused (seed 003 §11.1):
+A capture yields up to four different things, never to be confused (docs/vault.md, "What a
+capture produces"):
 
 =================  ===================================  ===========  ================
 product            size                                 encoding     stored
@@ -44,7 +45,8 @@ MAX_PREVIEW_WIDTH = 1_200
 MAX_EVIDENCE_WIDTH = 1_200
 MAX_MODEL_LONG_EDGE = 1_600
 MODEL_JPEG_QUALITY = 85
-#: Opaque mid-grey: distinguishable from any real UI at a glance, identical to the seed's fill.
+#: Opaque mid-grey: distinguishable from any real UI at a glance; the one fill wherever an
+#: image is painted out.
 REDACTION_FILL = (128, 128, 128, 255)
 #: zlib level for PNGs we encode ourselves. Level 1 is ~5x faster than Pillow's default 6 and
 #: only ~15 % larger on UI screenshots; evidence frames are written on every observation.

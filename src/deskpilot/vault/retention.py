@@ -1,6 +1,6 @@
 """How long snapshots live, how much disk they may take, and the job that enforces both.
 
-Rules (seed 003 §11.2, with its gaps closed):
+Rules (docs/vault.md, "Retention"):
 
 * evidence frames: ``ttl`` mode, deleted 24 h after capture;
 * app snapshots with a session: ``session`` mode, deleted with their session (the foreign

@@ -420,4 +420,4 @@ def is_noise_action(name: str) -> bool:
     return name in NOISE_ACTIONS or ("." in name and " " not in name)
 
 
-MAX_ACTIONS_SHOWN: Final = 20  # actions kept per element (seed: ≤ 20)
+MAX_ACTIONS_SHOWN: Final = 20  # actions kept per element (architecture.md: ≤ 20)

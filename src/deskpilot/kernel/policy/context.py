@@ -3,8 +3,8 @@
 Inputs are what the broker really has before an action runs: the action itself and the
 session's current observation (its rendered tree, app identity, window, page URL and the
 sensitive regions the host reported). Every effect class and target kind can come out of here
-from a real screen, which the seed's producer could not do (it never produced high_impact,
-restricted or unknown):
+from a real screen (a producer that never yields high_impact, restricted or unknown would
+leave those rules dead):
 
 * restricted (L4): text written into a password/secure field, or into a point inside a
   sensitive region; text that looks like a secret anywhere; any non-read action in a

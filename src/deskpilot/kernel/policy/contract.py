@@ -1,4 +1,4 @@
-"""Enforce the task contract: every field the seed declared and never read can deny here.
+"""Enforce the task contract: every field of the contract is read, and each can deny here.
 
 Each check returns a reason code or None. Matching rules:
 

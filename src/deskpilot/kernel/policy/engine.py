@@ -3,7 +3,7 @@
 Order of checks (the first that fires decides):
 
 1. focus_mismatch — the observation is not of the session's bound window/app (or of the app
-   the caller named): a hard deny, as in the seed.
+   the caller named): a hard deny.
 2. kill_switch_chord — a press_key that would send the kill-switch chord: the agent neither
    triggers nor imitates the person's emergency stop.
 3. the task contract (forbiddenActions, allowedApps — the contract's and the settings' —,

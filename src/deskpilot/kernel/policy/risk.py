@@ -1,10 +1,10 @@
 """Risk L0–L4: the larger of the action's baseline and its effect class, then escalations.
 
-Baseline and effect tables are the seed's (§4.1). Escalations:
+Baseline and effect tables: docs/policy.md, "Risk". Escalations:
 
 * an unknown target is at least L2 (we do not know what the input lands on);
 * a text write into a sensitive target is L4 when the data is a credential, else at least L2;
-* any credential text write is L4 (DESIGN.md), wherever it lands;
+* any credential text write is L4 (docs/architecture.md), wherever it lands;
 * a local text write of non-public data is at least L2.
 """
 
