@@ -6,15 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from deskpilot.kernel.policy.tree import parse_tree
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import ActionResult
 from deskpilot.runtime.item_clicks import ItemClick
-from deskpilot.runtime.text_targets import (
-    check_text_target,
-    nearest_text_target,
-    parse_tree,
-    takes_text,
-)
+from deskpilot.runtime.text_targets import check_text_target, nearest_text_target, takes_text
 
 CHROMIUM = """\
 - window "Edit - Chromium" [1]
@@ -50,12 +46,12 @@ CALCULATOR = """\
 
 
 def test_the_rendered_states_decide() -> None:
-    nodes = parse_tree(CHROMIUM)
+    nodes = parse_tree(CHROMIUM).elements
     takes = {n.id for n in nodes.values() if takes_text(n, nodes)}
     # editable text, sections, fields, spin buttons and entry combo boxes; not the read-only
     # field, a <select>, static text (a name that *contains* "[editable]" does not count)
     assert takes == {4, 6, 7, 8, 9, 11, 12}
-    gtk = parse_tree(GTK3_COMBO)
+    gtk = parse_tree(GTK3_COMBO).elements
     assert takes_text(gtk[3], gtk) and takes_text(gtk[4], gtk)  # combo box with an entry
     assert not takes_text(gtk[2], gtk) and not takes_text(gtk[5], gtk)
 
@@ -97,7 +93,7 @@ def test_without_an_element_the_focused_one_must_take_text() -> None:
 
 
 def test_the_focused_field_is_suggested_first_and_none_is_said() -> None:
-    nodes = parse_tree(CALCULATOR)
+    nodes = parse_tree(CALCULATOR).elements
     suggestion = nearest_text_target(nodes, nodes[4])
     assert suggestion is not None and suggestion.id == 3  # focused, not the read-only one
     with pytest.raises(DeskpilotError) as err:

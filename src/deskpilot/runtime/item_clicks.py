@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from deskpilot.kernel.policy.tree import parse_tree
 from deskpilot.protocol.wire import ActionResult
-from deskpilot.runtime.text_targets import parse_tree
 from deskpilot.runtime.tree import remap
 
 
@@ -67,7 +67,7 @@ class ItemClick:
 def _selected(tree: str, element_id: int) -> bool:
     """The element, or its parent (the row of a cell, the item of a label), is shown
     ``[selected]``."""
-    nodes = parse_tree(tree)
+    nodes = parse_tree(tree).elements
     node = nodes.get(element_id)
     if node is None:
         return False

@@ -7,7 +7,8 @@ person types only into something that takes text, so the runtime checks the targ
 state's tree — the one the agent acted on — before the state_id is spent, the kernel asked or
 the host told anything: a refusal costs nothing and changes nothing on the desktop.
 
-The tree is the host's rendering (docs/host-tree.md): ``[editable]`` marks an editable
+The tree is the host's rendering (docs/host-tree.md), read back by the policy's parser
+(``kernel/policy/tree.py``): ``[editable]`` marks an editable
 element of any role, ``[readonly]`` a text field that is read only or not editable. An
 element takes text when it is
 
@@ -29,9 +30,7 @@ no UI text (runtime/diagnostics.py), and the agent has the names in the tree it 
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
+from deskpilot.kernel.policy.tree import TreeElement, parse_tree
 from deskpilot.protocol.errors import ErrorCode
 from deskpilot.runtime.errors import REASON_ADVICE, refusal
 
@@ -43,50 +42,8 @@ TERMINAL_ROLES = frozenset({"terminal"})
 ENTRY_CONTAINER_ROLES = frozenset({"comboBox"})
 REASON = "not_editable"
 
-_LINE = re.compile(r'^(?P<indent> *)- (?P<role>[A-Za-z]+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?')
-_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
-_STATE = re.compile(r"\[([a-z]+)\]")
-_ID = re.compile(r"\[(\d+)\]\s*$")
 
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    """One element line of a rendered tree."""
-
-    id: int
-    depth: int
-    role: str
-    name: str
-    states: frozenset[str]
-    parent: int | None
-
-
-def parse_tree(tree: str) -> dict[int, Node]:
-    """id → node, for every element line (elision and truncation lines are skipped)."""
-    nodes: dict[int, Node] = {}
-    stack: list[Node] = []
-    for line in tree.splitlines():
-        m, end = _LINE.match(line), _ID.search(line)
-        if m is None or end is None:
-            continue
-        depth = len(m.group("indent")) // 2
-        while stack and stack[-1].depth >= depth:
-            stack.pop()
-        rest = _QUOTED.sub("", line[m.end("role") :])
-        node = Node(
-            id=int(end.group(1)),
-            depth=depth,
-            role=m.group("role"),
-            name=m.group("name") or "",
-            states=frozenset(_STATE.findall(rest)),
-            parent=stack[-1].id if stack else None,
-        )
-        nodes.setdefault(node.id, node)
-        stack.append(node)
-    return nodes
-
-
-def takes_text(node: Node, nodes: dict[int, Node]) -> bool:
+def takes_text(node: TreeElement, nodes: dict[int, TreeElement]) -> bool:
     """Whether typing into ``node`` puts text into it (the rules in the module docstring)."""
     if node.role in TEXT_FIELD_ROLES:
         return "readonly" not in node.states
@@ -103,7 +60,7 @@ def takes_text(node: Node, nodes: dict[int, Node]) -> bool:
 def check_text_target(tree: str, element_id: int | None, tool: str) -> None:
     """Refuse (``unsupported_action``, ``details.reason = "not_editable"``) a ``type_text`` or
     ``paste`` whose text would not go into an element that takes it."""
-    nodes = parse_tree(tree)
+    nodes = parse_tree(tree).elements
     if element_id is not None:
         target = nodes.get(element_id)
         if target is None or takes_text(target, nodes):
@@ -135,7 +92,7 @@ def check_text_target(tree: str, element_id: int | None, tool: str) -> None:
     )
 
 
-def nearest_text_target(nodes: dict[int, Node], anchor: Node) -> Node | None:
+def nearest_text_target(nodes: dict[int, TreeElement], anchor: TreeElement) -> TreeElement | None:
     """The element that takes text nearest ``anchor``: a focused one first, else the fewest
     steps through their common ancestor (a field beside a label beats the browser's address
     bar), then the closest line; None when nothing takes text."""
@@ -149,7 +106,7 @@ def nearest_text_target(nodes: dict[int, Node], anchor: Node) -> Node | None:
     return min(candidates, key=lambda n: (_steps(nodes, mine, n), abs(n.id - anchor.id), n.id))
 
 
-def _ancestors(nodes: dict[int, Node], node: Node) -> list[int]:
+def _ancestors(nodes: dict[int, TreeElement], node: TreeElement) -> list[int]:
     """The node's id and its ancestors' ids, itself first."""
     chain = [node.id]
     parent = node.parent
@@ -159,7 +116,7 @@ def _ancestors(nodes: dict[int, Node], node: Node) -> list[int]:
     return chain
 
 
-def _steps(nodes: dict[int, Node], anchor_chain: list[int], other: Node) -> int:
+def _steps(nodes: dict[int, TreeElement], anchor_chain: list[int], other: TreeElement) -> int:
     """Edges between the anchor and ``other`` through their lowest common ancestor."""
     theirs = _ancestors(nodes, other)
     common = set(theirs)
