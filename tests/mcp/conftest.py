@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from mcp_helpers import start_app
+from mcp_helpers import HttpServer, http_server, start_app
 
 from deskpilot.desktop.apps import App
 from deskpilot.hostclient.config import LOCAL_TRUST_ENV
@@ -33,3 +33,12 @@ def calculator(dp_desktop: Any) -> Iterator[App]:
     app = start_app(["gnome-calculator"])
     yield app
     app.stop()
+
+
+@pytest.fixture
+def server(dp_desktop: Any) -> Iterator[HttpServer]:
+    """A ``deskpilot serve --transport http`` of this test only (a server kept across tests
+    would hold the desktop lease for 30 s after its last action, refusing the next test's
+    stdio server)."""
+    with http_server() as srv:
+        yield srv

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -59,15 +58,6 @@ from deskpilot.desktop.apps import App
 pytestmark = pytest.mark.desktop
 
 CALC = {"app": "gnome-calculator"}
-
-
-@pytest.fixture
-def server(dp_desktop: Any) -> Iterator[HttpServer]:
-    """A ``deskpilot serve --transport http`` of this test only (a server kept across tests
-    would hold the desktop lease for 30 s after its last action, refusing the next test's
-    stdio server)."""
-    with http_server() as srv:
-        yield srv
 
 
 def expected_session(opened: Opened, transport: str) -> str:

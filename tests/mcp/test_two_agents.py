@@ -13,7 +13,6 @@ that sent it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,7 +21,6 @@ from mcp_helpers import (
     diag_of,
     element_id,
     has_image,
-    http_server,
     memory_client,
     state_id_of,
     text_of,
@@ -35,13 +33,6 @@ from deskpilot.desktop.apps import App
 pytestmark = pytest.mark.desktop
 
 CALC = {"app": "gnome-calculator"}
-
-
-@pytest.fixture
-def server(dp_desktop: Any) -> Iterator[HttpServer]:
-    """A server of this test only (one kept across tests would hold the desktop lease)."""
-    with http_server() as srv:
-        yield srv
 
 
 async def _click(opened: Opened, state: Any, label: str, meta: dict[str, Any] | None = None) -> Any:
