@@ -2,7 +2,9 @@
 
 Runs the real broker on a real SQLite file (WAL, in a temp dir) with an in-process desktop
 that answers instantly, so what is timed is the kernel's own work. Baseline, measured in the
-same run: calling that desktop's ``execute`` directly (the cost without a broker).
+same run: calling that desktop's ``execute`` directly with the request built by the caller (the
+cost without a broker). The broker path observes through ``kernel.observe``, since the kernel
+holds the session's current frame.
 
     .venv/bin/python benchmarks/broker_bench.py [--n 2000]
 """
@@ -14,12 +16,14 @@ import asyncio
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from deskpilot.hostclient.api import ObservedState
+from deskpilot.hostclient.api import ActionReply
 from deskpilot.kernel import Kernel
 from deskpilot.kernel.flags import Flags
 from deskpilot.kernel.policy import evaluate
+from deskpilot.protocol.observed import ObservedState
 from deskpilot.protocol.session import TaskContract
 from deskpilot.protocol.wire import (
     Action,
@@ -27,6 +31,7 @@ from deskpilot.protocol.wire import (
     AppIdentity,
     Capabilities,
     ClickAction,
+    ExecuteAction,
     Observation,
     Rect,
     TargetSpec,
@@ -50,9 +55,13 @@ TREE = "\n".join(
 
 
 class InstantDesktop:
+    """The backend protocol (deskpilot.hostclient.api.DesktopBackend), answering at once.
+
+    Like the host client it keeps no observation cache: the kernel holds the frames."""
+
     def __init__(self) -> None:
         self.n = 0
-        self.latest: dict[str, Observation] = {}
+        self.reconnect_callbacks: list[Callable[[], None]] = []
         app = AppIdentity(pid=1, name="nautilus", executable="nautilus")
         self.base = Observation(
             id=0,
@@ -71,33 +80,38 @@ class InstantDesktop:
         return [self.base.window]
 
     async def observe(
-        self, session_id: str, target: TargetSpec | None = None, *, include_screenshot: bool = True
+        self,
+        session_id: str,
+        target: TargetSpec | None = None,
+        *,
+        include_screenshot: bool = True,
+        bind: bool = True,
     ) -> ObservedState:
         self.n += 1
         obs = self.base.model_copy(update={"frame_id": f"f{self.n}"})
-        self.latest[session_id] = obs
         return ObservedState(obs, None)
 
-    async def execute(
-        self, session_id: str, frame_id: str, tree_version: str, action: Action
-    ) -> ActionResult:
-        self.latest.pop(session_id, None)
-        return ActionResult(id=0, dispatched=True, method="semantic", kind=action.kind)
+    async def execute(self, request: ExecuteAction) -> ActionReply:
+        result = ActionResult(id=0, dispatched=True, method="semantic", kind=request.action.kind)
+        return ActionReply(result)
 
     async def capture(self, session_id: str, target: TargetSpec | None = None) -> ObservedState:
-        return await self.observe(session_id, target)
+        return await self.observe(session_id, target, bind=False)
 
     async def cancel_session(self, session_id: str) -> None:
-        self.latest.pop(session_id, None)
+        return None
+
+    async def abort_session(self, session_id: str, reason: str = "stop requested") -> bool:
+        return False  # nothing is ever in flight
 
     async def bind_target(self, session_id: str, target: TargetSpec) -> None:
         return None
 
-    def latest_observation(self, session_id: str) -> Observation | None:
-        return self.latest.get(session_id)
+    def on_reconnect(self, callback: Callable[[], None]) -> None:
+        self.reconnect_callbacks.append(callback)
 
-    def clear_observations(self, session_id: str | None = None) -> None:
-        self.latest.clear()
+    async def close(self) -> None:
+        return None
 
 
 def ms(values: list[float]) -> str:
@@ -119,13 +133,21 @@ async def main(n: int) -> None:
         contract = TaskContract()
         for i in range(n + 200):
             action = actions[i % 2]
-            obs = (await desktop.observe(sid)).observation
+            obs = (await kernel.observe(sid, include_screenshot=False)).observation
             t0 = time.perf_counter()
             await kernel.execute(sid, obs.frame_id, obs.tree_version, action)
             t1 = time.perf_counter()
             obs = (await desktop.observe("direct")).observation
             t2 = time.perf_counter()
-            await desktop.execute("direct", obs.frame_id, obs.tree_version, action)
+            await desktop.execute(
+                ExecuteAction(
+                    id=0,
+                    session_id="direct",
+                    frame_id=obs.frame_id,
+                    tree_version=obs.tree_version,
+                    action=action,
+                )
+            )
             t3 = time.perf_counter()
             evaluate(action, obs, contract, settings)
             t4 = time.perf_counter()

@@ -173,7 +173,7 @@ def test_multiline_values_stay_on_their_element_line() -> None:
     assert len(lines) == 2 and _ids(text) == [1, 2]
     assert lines[1].endswith("[2]")
     assert '"first\\n  - button \\"Fake\\" [9]\\r\\tend\\u0007"' in lines[1]
-    from deskpilot.kernel.policy.tree import parse_tree
+    from deskpilot.protocol.tree import parse_tree
 
     parsed = parse_tree(text)
     assert len(parsed) == 2 and parsed.get(2) is not None

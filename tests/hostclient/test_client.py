@@ -16,7 +16,7 @@ from deskpilot.desktop.apps import App
 from deskpilot.hostclient.backend import HostBackend
 from deskpilot.hostclient.client import HostClient
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
-from deskpilot.protocol.wire import PasteTextAction, PressKeyAction, TargetSpec
+from deskpilot.protocol.wire import ExecuteAction, PasteTextAction, PressKeyAction, TargetSpec
 
 from .conftest import alive, cmdline, eventually, fast_config, proxy_config, wait_window
 
@@ -151,10 +151,13 @@ async def test_a_write_blocked_by_a_stopped_host_still_times_out(
     t0 = time.monotonic()
     call = asyncio.create_task(
         client.execute_action(
-            session_id="big",
-            frame_id="f-x",
-            tree_version="t-x",
-            action=PasteTextAction(text="x" * 500_000, element_id=1),
+            ExecuteAction(
+                id=0,
+                session_id="big",
+                frame_id="f-x",
+                tree_version="t-x",
+                action=PasteTextAction(text="x" * 500_000, element_id=1),
+            ),
             timeout=1.0,
         )
     )
@@ -184,7 +187,14 @@ async def test_hung_key_press_is_killed_and_no_key_stays_pressed(
         assert held_keycodes() == []
         action = PressKeyAction(keys=["shift+ctrl+x"])
         expected = config.action_timeout(action)
-        task = asyncio.create_task(backend.execute("keys", obs.frame_id, obs.tree_version, action))
+        request = ExecuteAction(
+            id=0,
+            session_id="keys",
+            frame_id=obs.frame_id,
+            tree_version=obs.tree_version,
+            action=action,
+        )
+        task = asyncio.create_task(backend.execute(request))
         # while the host hangs, the chord really is held down
         held = await eventually(lambda: bool(held_keycodes()), expected)
         assert held, "the hang switch did not hold any key"

@@ -9,7 +9,7 @@ from deskpilot.desktop.apps import App
 from deskpilot.hostclient.backend import HostBackend
 from deskpilot.hostclient.client import HostClient
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
-from deskpilot.protocol.wire import FocusWindowAction, TargetSpec
+from deskpilot.protocol.wire import ExecuteAction, FocusWindowAction, TargetSpec
 
 from .conftest import proxy_config, wait_window
 
@@ -75,7 +75,15 @@ async def test_actions_and_captures_are_never_retried(
         client = backend.supervisor.client
         assert client is not None
         with pytest.raises(DeskpilotError) as info:
-            await backend.execute("n", obs.frame_id, obs.tree_version, FocusWindowAction())
+            await backend.execute(
+                ExecuteAction(
+                    id=0,
+                    session_id="n",
+                    frame_id=obs.frame_id,
+                    tree_version=obs.tree_version,
+                    action=FocusWindowAction(),
+                )
+            )
         assert info.value.code is ErrorCode.CAPTURE_FAILED and info.value.retryable
         assert client.sent["execute_action"] == 1
         with pytest.raises(DeskpilotError):

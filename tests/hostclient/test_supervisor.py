@@ -14,7 +14,7 @@ from deskpilot.desktop.apps import App
 from deskpilot.hostclient.backend import HostBackend
 from deskpilot.hostclient.supervisor import HostSupervisor
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
-from deskpilot.protocol.wire import FocusWindowAction, TargetSpec
+from deskpilot.protocol.wire import ExecuteAction, FocusWindowAction, TargetSpec
 
 from .conftest import alive, eventually, fast_config, kill9, wait_window
 
@@ -95,30 +95,48 @@ async def test_kill9_mid_observe_recovers_within_budget_then_refuses(
         await backend.close()
 
 
-async def test_reconnect_clears_observations_and_keeps_bindings(
+async def test_reconnect_is_announced_and_keeps_bindings(
     desktop: vdesk.DesktopState, zenity_info: App
 ) -> None:
     backend = HostBackend(fast_config(), heartbeat=False)
+    announced: list[int | None] = []
+
+    def reconnected() -> None:  # runs once the new host is ready
+        client = backend.supervisor.client
+        announced.append(client.pid if client is not None and client.alive else None)
+
+    backend.on_reconnect(reconnected)
     try:
         window = await wait_window(backend, zenity_info.pid)
         await backend.bind_target("A", TargetSpec(window_id=window))
         old = (await backend.observe("A", include_screenshot=False)).observation
-        assert backend.latest_observation("A") is old
         first = backend.supervisor.client
         assert first is not None and first.pid is not None
+        assert announced == []  # the first start is no reconnect
         kill9(first.pid)
         await asyncio.sleep(0.3)
         await backend.observe("B", include_screenshot=False)  # B's acquire reconnects
         second = backend.supervisor.client
         assert second is not None and second is not first
-        assert backend.latest_observation("A") is None
-        assert backend.binding("A") is not None
+        assert announced == [second.pid]  # the kernel drops its frames here
+        assert backend.binding("A") == TargetSpec(window_id=window)
+        # the new host knows none of the old frames: handed over directly, it refuses one
         with pytest.raises(DeskpilotError) as info:
-            await backend.execute("A", old.frame_id, old.tree_version, FocusWindowAction())
+            await backend.execute(
+                ExecuteAction(
+                    id=0,
+                    session_id="A",
+                    frame_id=old.frame_id,
+                    tree_version=old.tree_version,
+                    action=FocusWindowAction(),
+                )
+            )
         assert info.value.code is ErrorCode.STALE_FRAME
-        assert second.sent["execute_action"] == 0  # refused before reaching the host
+        assert second.sent["execute_action"] == 1
+        assert second.alive and backend.supervisor.client is second
         fresh = (await backend.observe("A", include_screenshot=False)).observation
-        assert fresh.window.window_id == window
+        assert fresh.window.window_id == window  # the binding survived the reconnect
+        assert announced == [second.pid]
     finally:
         await backend.close()
 
@@ -135,7 +153,15 @@ async def test_other_errors_keep_the_connection(
         assert client is not None
         # a wrong tree version reaches the host and comes back stale_tree: not a drop
         with pytest.raises(DeskpilotError) as info:
-            await backend.execute("S", obs.frame_id, "t-wrong", FocusWindowAction())
+            await backend.execute(
+                ExecuteAction(
+                    id=0,
+                    session_id="S",
+                    frame_id=obs.frame_id,
+                    tree_version="t-wrong",
+                    action=FocusWindowAction(),
+                )
+            )
         assert info.value.code is ErrorCode.STALE_TREE
         assert client.alive and backend.supervisor.client is client
         # a vanished target is an error, not a drop

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from deskpilot.hostclient.api import ObservedState
+from deskpilot.hostclient.api import ActionReply
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.observed import ObservedState
 from deskpilot.protocol.wire import (
-    Action,
     ActionResult,
     AppIdentity,
     Capabilities,
+    ExecuteAction,
     Observation,
     Rect,
     TargetSpec,
@@ -63,6 +65,9 @@ class RecordedBackend:
     delay: float = 0.0
     executed: list[tuple[str, str]] = field(default_factory=list)  # (session, kind)
     cancelled: list[str] = field(default_factory=list)
+    observed: list[str] = field(default_factory=list)
+    reconnect_listeners: list[Callable[[], None]] = field(default_factory=list)
+    closed: bool = False
     aborted: list[str] = field(default_factory=list)
     fail_with: ErrorCode | None = None
     _frames: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -78,24 +83,25 @@ class RecordedBackend:
         return [self.default.window, *(o.window for o in self.screens.values())]
 
     async def observe(
-        self, session_id: str, target: TargetSpec | None = None, *, include_screenshot: bool = True
+        self,
+        session_id: str,
+        target: TargetSpec | None = None,
+        *,
+        include_screenshot: bool = True,
+        bind: bool = True,
     ) -> ObservedState:
         base = self.screens.get(session_id, self.default)
         n = next(self._frames)
         version = f"tv-{abs(hash(base.tree)) % 10**8}-{base.element_count}"
         obs = base.model_copy(update={"frame_id": f"f{n}", "tree_version": version})
-        self._latest[session_id] = obs
+        if bind:
+            self._latest[session_id] = obs
+        self.observed.append(session_id)
         return ObservedState(obs, b"\x89PNG" if include_screenshot else None)
 
-    async def execute(
-        self,
-        session_id: str,
-        frame_id: str,
-        tree_version: str,
-        action: Action,
-        *,
-        observe_after: bool = False,
-    ) -> ActionResult:
+    async def execute(self, request: ExecuteAction) -> ActionReply:
+        session_id = request.session_id or ""
+        frame_id, action = request.frame_id, request.action
         if session_id in self._forgotten:
             raise DeskpilotError(ErrorCode.SESSION_CANCELED, "session was cancelled")
         latest = self._latest.get(session_id)
@@ -114,11 +120,15 @@ class RecordedBackend:
         if self.fail_with is not None:
             raise DeskpilotError(self.fail_with, "recorded failure")
         self.executed.append((session_id, action.kind))
-        post = None
-        if observe_after:  # the screen the session now shows, as the host would carry it
-            post = (await self.observe(session_id)).observation
-        return ActionResult(
-            id=0, dispatched=True, method="semantic", kind=action.kind, observation=post
+        result = ActionResult(id=0, dispatched=True, method="semantic", kind=action.kind)
+        if not request.observe_after:
+            return ActionReply(result)
+        # the screen the session now shows, as the host would carry it, with the windows
+        post = await self.observe(session_id)
+        windows = tuple(await self.list_windows())
+        return ActionReply(
+            result.model_copy(update={"observation": post.observation}),
+            ObservedState(post.observation, post.png, windows),
         )
 
     async def capture(self, session_id: str, target: TargetSpec | None = None) -> ObservedState:
@@ -140,15 +150,14 @@ class RecordedBackend:
     async def bind_target(self, session_id: str, target: TargetSpec) -> None:
         self._bound[session_id] = target
 
-    def latest_observation(self, session_id: str) -> Observation | None:
-        return self._latest.get(session_id)
+    def on_reconnect(self, callback: Callable[[], None]) -> None:
+        self.reconnect_listeners.append(callback)
 
-    def latest_state(self, session_id: str) -> ObservedState | None:
-        latest = self._latest.get(session_id)
-        return None if latest is None else ObservedState(latest, b"\x89PNG")
+    def reconnect(self) -> None:
+        """As if a new host replaced the old one: it knows none of the frames."""
+        self._latest.clear()
+        for callback in self.reconnect_listeners:
+            callback()
 
-    def clear_observations(self, session_id: str | None = None) -> None:
-        if session_id is None:
-            self._latest.clear()
-        else:
-            self._latest.pop(session_id, None)
+    async def close(self) -> None:
+        self.closed = True

@@ -28,8 +28,8 @@ from deskpilot.protocol.wire import (
     TargetSpec,
     TypeTextAction,
 )
-from deskpilot.store.actions import ActionRepository
 from deskpilot.store.db import Database
+from deskpilot.store.ledger import ActionRepository
 from deskpilot.store.settings import Settings
 
 from . import trees
@@ -225,7 +225,7 @@ async def test_pause_resume_stop_and_takeover_semantics(
     sid = await kernel.open_session("agent-a")
     obs = (await kernel.observe(sid)).observation
     assert await kernel.pause(sid) == SessionState.PAUSED
-    assert backend.latest_observation(sid) is None  # the observation cache was cleared
+    assert kernel.broker.frames.get(sid) is None  # the current frame was dropped
     with pytest.raises(DeskpilotError) as e:
         await kernel.execute(sid, obs.frame_id, obs.tree_version, ScrollAction(direction="up"))
     assert e.value.code == ErrorCode.SESSION_NOT_EXECUTABLE

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from deskpilot.kernel import Kernel
-from deskpilot.kernel.launches import LaunchReport
-from deskpilot.kernel.policy.launch import LaunchRequest, evaluate_launch, rate_launch
+from deskpilot.kernel.governed_launch import LaunchReport
+from deskpilot.kernel.policy.launch_rules import LaunchRequest, evaluate_launch, rate_launch
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.session import (
     EventType,
@@ -24,8 +24,8 @@ from deskpilot.protocol.session import (
     TaskContract,
     UserPresence,
 )
-from deskpilot.store.actions import ActionRepository
 from deskpilot.store.db import Database
+from deskpilot.store.ledger import ActionRepository
 from deskpilot.store.settings import Settings, SettingsModel
 
 SYSTEM_APPS = "/usr/share/applications"

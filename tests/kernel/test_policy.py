@@ -4,7 +4,6 @@ reachable from realistic trees; the contract denies with reason codes."""
 from __future__ import annotations
 
 from deskpilot.kernel.policy import evaluate, policy_context_for
-from deskpilot.kernel.policy.tree import parse_tree
 from deskpilot.protocol.session import (
     DataClass,
     Decision,
@@ -14,6 +13,7 @@ from deskpilot.protocol.session import (
     TaskContract,
     UserPresence,
 )
+from deskpilot.protocol.tree import parse_tree
 from deskpilot.protocol.wire import (
     ClickAction,
     InvokeElementAction,

@@ -16,12 +16,12 @@ from deskpilot.hostclient.backend import HostBackend
 from deskpilot.hostclient.config import LOCAL_TRUST_ENV, HostConfig
 from deskpilot.kernel import Kernel
 from deskpilot.kernel.flags import Flags
-from deskpilot.kernel.policy.tree import parse_tree
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.session import EventType
+from deskpilot.protocol.tree import parse_tree
 from deskpilot.protocol.wire import ClickAction, TargetSpec, TypeTextAction
-from deskpilot.store.actions import ActionRepository
 from deskpilot.store.db import Database
+from deskpilot.store.ledger import ActionRepository
 
 pytestmark = pytest.mark.desktop
 

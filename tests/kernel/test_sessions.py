@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from deskpilot.kernel import Kernel
-from deskpilot.kernel.sessions import operator_state
+from deskpilot.kernel.session_manager import operator_state
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.session import OperatorState, SessionState
 from deskpilot.store.db import Database

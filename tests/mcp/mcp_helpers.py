@@ -18,8 +18,8 @@ from mcp_types import CallToolResult
 
 from deskpilot.desktop.apps import App, launch, wait_accessible
 from deskpilot.mcp.server import build_server
-from deskpilot.runtime.bridge import RuntimeConfig
 from deskpilot.runtime.diagnostics import parse_diagnostic
+from deskpilot.runtime.runtime import RuntimeConfig
 from deskpilot.runtime.wiring import build_runtime
 from mcp import Client, StdioServerParameters
 

@@ -21,10 +21,10 @@ from mcp_helpers import (
 
 from deskpilot.desktop.apps import App
 from deskpilot.mcp.instructions import INSTRUCTIONS
-from deskpilot.runtime.bridge import RuntimeConfig
 from deskpilot.runtime.budget import BudgetMode
 from deskpilot.runtime.diagnostics import ActionOutcome
 from deskpilot.runtime.recovery import Recovery
+from deskpilot.runtime.runtime import RuntimeConfig
 from deskpilot.runtime.state_ids import AppKey
 
 OBSERVATION = {
@@ -132,7 +132,7 @@ async def test_bounded_budget_expiry_cancels_an_in_flight_call(dp_desktop: Any) 
     async with memory_client(config) as client:
         st = json.loads(text_of(await client.call_tool("status", {})).split("\n\n")[0])
         assert st["budget"]["durationMs"] == 1500 and st["budget"]["maxActions"] == 30
-        kernel = client.runtime.core.kernel  # type: ignore[attr-defined]
+        kernel = client.runtime.ctx.kernel  # type: ignore[attr-defined]
 
         async def person() -> None:  # `sleep 30` is an L3 launch: the person confirms it
             while not kernel.confirmations.pending():  # noqa: ASYNC110 - a row in SQLite
@@ -282,15 +282,15 @@ async def test_idle_release_and_other_observation_tools(calculator: App) -> None
         shot = await client.call_tool("screenshot", {"app": calculator.pid})
         assert not shot.is_error and has_image(shot) and "state_id=" not in text_of(shot)
         snap = await client.call_tool("capture_app_snapshot", {"app": calculator.pid})
-        assert runtime.core.snapshots is not None  # the vault opens in the test data dir
+        assert runtime.ctx.snapshots is not None  # the vault opens in the test data dir
         assert not snap.is_error, text_of(snap)
         assert json.loads(text_of(snap).split("\n\n")[0])["snapshotId"]
         s = await client.call_tool("get_app_state", {"app": calculator.pid})
         agent_session = client.agent_session  # type: ignore[attr-defined]
-        assert runtime.core.sessions.get(agent_session) is not None
+        assert runtime.ctx.sessions.get(agent_session) is not None
         await asyncio.sleep(0.6)
-        assert runtime.core.sessions.get(agent_session) is None  # released while idle
-        assert runtime.core.sessions.released >= 1
+        assert runtime.ctx.sessions.get(agent_session) is None  # released while idle
+        assert runtime.ctx.sessions.released >= 1
         r = await client.call_tool(
             "click", {"state_id": state_id_of(s), "element_id": element_id(s, '"1 1"')}
         )
@@ -305,7 +305,7 @@ async def test_snapshot_preview_is_revoked_when_the_turn_ends(calculator: App) -
     from deskpilot.web.preview import PreviewServer
 
     async with memory_client() as client:
-        port = client.runtime.core.snapshots  # type: ignore[attr-defined]
+        port = client.runtime.ctx.snapshots  # type: ignore[attr-defined]
         previews = PreviewServer(port.service)
         await previews.start_async()
         try:

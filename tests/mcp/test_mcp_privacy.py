@@ -32,7 +32,7 @@ def _all_grey(img: Image.Image, region: list[int]) -> bool:
 
 async def test_capture_app_snapshot_paints_the_password_field_out(password_dialog: App) -> None:
     async with memory_client() as client:
-        service = client.runtime.core.snapshots.service  # type: ignore[attr-defined]
+        service = client.runtime.ctx.snapshots.service  # type: ignore[attr-defined]
         snap = await client.call_tool("capture_app_snapshot", {"app": password_dialog.pid})
         assert not snap.is_error, text_of(snap)
         data = json.loads(text_of(snap).split("\n\n")[0])

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from mcp_helpers import DESKPILOT, diag_of, text_of
 
-from deskpilot.store.actions import ActionRepository
 from deskpilot.store.db import Database
+from deskpilot.store.ledger import ActionRepository
 from deskpilot.store.timeline import TimelineRepository
 from mcp import Client, StdioServerParameters
 

@@ -143,7 +143,7 @@ async def test_after_the_kill_switch_reads_work_and_actions_wait_for_unhalt(
     """The kill switch cancels every session: observing still works (a fresh session), actions
     stay refused until ``unhalt``, and a state from before the kill is void, saying why."""
     async with memory_client() as client:
-        kernel: Any = client.runtime.core.kernel  # type: ignore[attr-defined]
+        kernel: Any = client.runtime.ctx.kernel  # type: ignore[attr-defined]
 
         async def call(tool: str, args: dict[str, Any]) -> Any:
             return await client.call_tool(tool, args)

@@ -6,9 +6,9 @@ import json
 
 from deskpilot.mcp.server import build_server
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
-from deskpilot.runtime.bridge import Runtime
-from deskpilot.runtime.errors import refusal, safe_error
-from deskpilot.runtime.wiring import default_backend
+from deskpilot.runtime.refusals import refusal, safe_error
+from deskpilot.runtime.runtime import Runtime
+from deskpilot.runtime.wiring import default_kernel
 from mcp import Client
 
 
@@ -32,7 +32,7 @@ def test_backend_error_bodies_are_replaced_by_our_own_messages() -> None:
 async def test_a_server_is_one_client_session_whatever_the_protocol_era() -> None:
     """Every call of one connection is one agent session (a handshake-era client once got a
     new session per call); each server object is its own client session."""
-    runtime = Runtime(default_backend())
+    runtime = Runtime(default_kernel())
     try:
         turns = []
         for mode in ("legacy", "legacy", "2026-07-28"):

@@ -7,11 +7,11 @@ from typing import cast
 
 import pytest
 
+from deskpilot.kernel.port import KernelPort
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.session import CancelReason, SessionState, TaskContract
-from deskpilot.runtime.errors import refused_before_dispatch, safe_error
-from deskpilot.runtime.implicit import EndedSession, ImplicitSessions
-from deskpilot.runtime.kernel_seam import KernelPort
+from deskpilot.runtime.implicit_sessions import EndedSession, ImplicitSessions
+from deskpilot.runtime.refusals import refused_before_dispatch, safe_error
 
 
 class Sessions:

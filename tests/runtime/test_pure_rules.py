@@ -15,7 +15,7 @@ from deskpilot.protocol.wire import (
 )
 from deskpilot.runtime.apps import resolve_app
 from deskpilot.runtime.coords import to_window_point
-from deskpilot.runtime.reuse import reuse_refusals
+from deskpilot.runtime.state_reuse import reuse_refusals
 from deskpilot.runtime.tree import element_ids, remap
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from deskpilot.kernel.policy.tree import parse_tree
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.tree import parse_tree
 from deskpilot.protocol.wire import ActionResult
 from deskpilot.runtime.item_clicks import ItemClick
 from deskpilot.runtime.text_targets import check_text_target, nearest_text_target, takes_text

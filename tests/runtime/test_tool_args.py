@@ -6,7 +6,7 @@ import pytest
 
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.runtime import tool_args as ta
-from deskpilot.runtime.bridge import TOOLS
+from deskpilot.runtime.runtime import TOOLS
 
 
 def _bad(model: type[ta.ToolArgs], raw: object) -> DeskpilotError:

@@ -13,7 +13,7 @@ from deskpilot.protocol.wire import TargetSpec
 from deskpilot.store import Database, data_dir
 from deskpilot.store.halts import HaltRepository
 from deskpilot.store.leases import LeaseRepository
-from deskpilot.store.sessions import SessionRepository
+from deskpilot.store.session_rows import SessionRepository
 from deskpilot.store.settings import Settings, SettingsModel
 from deskpilot.store.timeline import TimelineRepository
 from deskpilot.store.verifications import VerificationRepository

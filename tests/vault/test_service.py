@@ -145,6 +145,26 @@ def test_model_frame_follows_redact_setting(db: Database, service: SnapshotServi
     assert decode(service.read_blob(rec.id, "image")).getpixel((50, 30)) == GREY
 
 
+@pytest.mark.parametrize("setting", [True, False])
+def test_stored_frames_read_the_redact_setting_and_stay_redacted(
+    db: Database, service: SnapshotService, setting: bool
+) -> None:
+    """Snapshots and evidence record what ``redactSensitiveContent`` said, and paint the
+    secure region out either way (only the in-memory model frame obeys the setting)."""
+    Settings.update(db, redact_sensitive_content=setting)
+    png = make_png(800, 500, GREEN)
+    region = [Rect(x=10, y=10, width=100, height=50)]
+    win = window(800, 500)
+    snap = service.capture_app_snapshot(png, app=win.app, window=win, sensitive_regions=region)
+    assert snap.redaction["redactSensitiveContent"] is setting
+    assert snap.redaction["applied"] is True
+    assert decode(service.read_blob(snap.id, "image")).getpixel((50, 30)) == GREY
+    ev = service.record_evidence(png, app=win.app, window=win, sensitive_regions=region)
+    assert ev is not None and ev.redaction["redactSensitiveContent"] is setting
+    assert decode(service.read_blob(ev.id, "evidence")).getpixel((50, 30)) == GREY
+    assert decode(service.read_blob(ev.id, "evidence")).getpixel((400, 300)) == GREEN
+
+
 def test_quota_too_small_for_one_snapshot(
     db: Database, vault: Vault, clock: Clock, tmp_path: Path
 ) -> None:

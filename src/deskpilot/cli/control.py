@@ -13,7 +13,7 @@ import typer
 
 from deskpilot.kernel.confirmation import Confirmations
 from deskpilot.kernel.halt import Halt
-from deskpilot.kernel.sessions import SessionManager
+from deskpilot.kernel.session_manager import SessionManager
 from deskpilot.protocol.errors import DeskpilotError
 from deskpilot.store.db import Database
 from deskpilot.store.settings import Settings

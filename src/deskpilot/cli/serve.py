@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from deskpilot.runtime.bridge import RuntimeConfig
 from deskpilot.runtime.budget import BOUNDED_DURATION_MS, BOUNDED_MAX_ACTIONS, BudgetMode
+from deskpilot.runtime.runtime import RuntimeConfig
 
 if TYPE_CHECKING:
-    from deskpilot.runtime.bridge import Runtime
+    from deskpilot.runtime.runtime import Runtime
     from deskpilot.web.preview import PreviewServer
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -67,7 +67,7 @@ async def _previews(runtime: Runtime) -> PreviewServer | None:
     from deskpilot.runtime.snapshots import VaultSnapshots
     from deskpilot.web.preview import PreviewServer
 
-    port = runtime.core.snapshots
+    port = runtime.ctx.snapshots
     if not isinstance(port, VaultSnapshots):
         return None
     server = PreviewServer(port.service)

@@ -19,11 +19,12 @@ from pydantic import ValidationError
 
 from deskpilot import __version__
 from deskpilot.host.accessibility import Accessibility
-from deskpilot.host.actions import ActionDispatcher, test_hang_target
+from deskpilot.host.action_dispatch import ActionDispatcher, test_hang_target
 from deskpilot.host.capabilities import Probe, enable_accessibility, probe
 from deskpilot.host.observer import Observer
 from deskpilot.host.server import Reply, error_response
-from deskpilot.host.sessions import SessionRegistry
+from deskpilot.host.session_registry import SessionRegistry
+from deskpilot.host.window_list import window_infos
 from deskpilot.host.x11.desktop import X11Desktop
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.frames import MAX_PAYLOAD_BYTES
@@ -53,7 +54,6 @@ from deskpilot.protocol.wire import (
 log = logging.getLogger("deskpilot.host.handler")
 
 CAPABILITIES_CACHE_S = 1.0
-APP_NAME_TIMEOUT_S = 0.5
 
 
 def validation_details(exc: ValidationError, tag: str | None = None) -> dict[str, Any]:
@@ -247,14 +247,5 @@ class RequestHandler:
         ).wire()
 
     async def _windows(self, request_id: Any) -> dict[str, Any]:
-        windows, ewmh = self.desktop.windows()
-        if self.accessibility is not None:
-            await self.accessibility.fill_missing_pids(windows)
-            try:
-                names = await asyncio.wait_for(self.accessibility.app_names(), APP_NAME_TIMEOUT_S)
-            except TimeoutError:
-                names = {}
-            for w in windows:
-                if w.pid is not None and w.pid in names:
-                    w.app_name = names[w.pid]
-        return Windows(id=request_id, windows=[w.info() for w in windows], ewmh=ewmh).wire()
+        windows, ewmh = await window_infos(self.desktop, self.accessibility)
+        return Windows(id=request_id, windows=windows, ewmh=ewmh).wire()

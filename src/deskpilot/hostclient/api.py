@@ -1,30 +1,34 @@
-"""The interface the kernel and runtime use to reach the desktop.
+"""The interface the kernel uses to reach the desktop (and only the kernel uses it).
 
 ``hostclient.backend`` implements it over the native host process; the kernel depends only on
-this protocol, so a reader can see the whole contract in one place.
+this protocol, so a reader can see the whole contract in one place. The backend keeps no
+observation cache: freshness of a frame is the kernel's business (where the session's current
+observation is known) and the host's (a separate process, which checks it again).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from deskpilot.protocol.observed import ObservedState
 from deskpilot.protocol.wire import (
-    Action,
     ActionResult,
     Capabilities,
-    Observation,
+    ExecuteAction,
     TargetSpec,
     WindowInfo,
 )
 
 
 @dataclass(frozen=True, slots=True)
-class ObservedState:
-    """An observation with its screenshot (PNG bytes, or None when not requested)."""
+class ActionReply:
+    """What an action brought back from the host: how it ran, and the settled window after it
+    (with the desktop's windows then) when that was asked for and could be observed."""
 
-    observation: Observation
-    png: bytes | None
+    result: ActionResult
+    post: ObservedState | None = None
 
 
 class DesktopBackend(Protocol):
@@ -38,23 +42,16 @@ class DesktopBackend(Protocol):
         target: TargetSpec | None = None,
         *,
         include_screenshot: bool = True,
+        bind: bool = True,
     ) -> ObservedState:
-        """Observe the session's bound target (or ``target``, or the foreground window)."""
+        """Observe ``target`` (or the session's bound target, or the foreground window). With
+        ``bind=False`` the host does not make it the session's frame (a screenshot whose
+        secure regions must be known, taken without staling the agent's state)."""
         ...
 
-    async def execute(
-        self,
-        session_id: str,
-        frame_id: str,
-        tree_version: str,
-        action: Action,
-        *,
-        observe_after: bool = False,
-    ) -> ActionResult:
-        """Run one action; raises DeskpilotError(stale_frame) before reaching the host when
-        ``frame_id`` is not the session's latest observation. With ``observe_after`` the
-        result may carry the settled post-action observation, which becomes the latest
-        (see :meth:`latest_state`)."""
+    async def execute(self, request: ExecuteAction) -> ActionReply:
+        """Run one action (the host checks its frame again). With ``observe_after`` the reply
+        may carry the settled post-action state."""
         ...
 
     async def capture(self, session_id: str, target: TargetSpec | None = None) -> ObservedState:
@@ -63,13 +60,15 @@ class DesktopBackend(Protocol):
 
     async def cancel_session(self, session_id: str) -> None: ...
 
-    async def bind_target(self, session_id: str, target: TargetSpec) -> None: ...
-
-    def latest_observation(self, session_id: str) -> Observation | None: ...
-
-    def latest_state(self, session_id: str) -> ObservedState | None:
-        """The latest observation with its screenshot (an observe's, or an action's carried
-        post-action state)."""
+    async def abort_session(self, session_id: str, reason: str = ...) -> bool:
+        """End the session's call in flight (False when it has none)."""
         ...
 
-    def clear_observations(self, session_id: str | None = None) -> None: ...
+    async def bind_target(self, session_id: str, target: TargetSpec) -> None: ...
+
+    def on_reconnect(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when a new host replaced the old one (it knows none of its
+        frames)."""
+        ...
+
+    async def close(self) -> None: ...

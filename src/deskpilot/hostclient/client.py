@@ -43,7 +43,6 @@ from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.frames import FrameError, encode_json
 from deskpilot.protocol.wire import (
     PROTOCOL_VERSION,
-    Action,
     ActionResult,
     Capabilities,
     CaptureResult,
@@ -544,27 +543,17 @@ class HostClient:
         return result, reply.binary
 
     async def execute_action(
-        self,
-        *,
-        session_id: str | None,
-        frame_id: str,
-        tree_version: str,
-        action: Action,
-        settle_ms: int | None = None,
-        timeout: float | None = None,
-        observe_after: bool = False,
+        self, request: ExecuteAction, *, timeout: float | None = None
     ) -> tuple[ActionResult, bytes | None]:
-        request = ExecuteAction(
-            id=0,
-            session_id=session_id,
-            frame_id=frame_id,
-            tree_version=tree_version,
-            action=action,
-            settle_ms=settle_ms,
-            observe_after=observe_after,
-        ).wire()
-        seconds = timeout if timeout is not None else self.config.action_timeout(action, settle_ms)
-        reply = await self.call(_strip_id(request), timeout=seconds, session_id=session_id)
+        """Send one action as the kernel built it (its ``id`` is replaced by this client's)."""
+        seconds = (
+            timeout
+            if timeout is not None
+            else self.config.action_timeout(request.action, request.settle_ms)
+        )
+        reply = await self.call(
+            _strip_id(request.wire()), timeout=seconds, session_id=request.session_id
+        )
         return self._validate(ActionResult, self._expect(reply, "action_result")), reply.binary
 
     async def cancel_session(self, session_id: str) -> None:

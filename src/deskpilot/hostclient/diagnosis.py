@@ -33,6 +33,7 @@ from deskpilot.hostclient.failures import diagnostic_code
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import (
     Capabilities,
+    ExecuteAction,
     FocusWindowAction,
     PermissionState,
     TargetSpec,
@@ -218,7 +219,14 @@ async def _measure(backend: HostBackend, report: Diagnosis, app: str | None) -> 
         sample["app"] = obs.app.executable or obs.app.wm_class or obs.app.name
         sample["elements"] = obs.element_count
         t0 = time.perf_counter()
-        result = await backend.execute(session, obs.frame_id, obs.tree_version, FocusWindowAction())
+        request = ExecuteAction(
+            id=0,
+            session_id=session,
+            frame_id=obs.frame_id,
+            tree_version=obs.tree_version,
+            action=FocusWindowAction(),
+        )
+        result = (await backend.execute(request)).result
         report.latencies_ms["action"] = _ms(t0)
         sample["dispatched"] = result.dispatched
         sample["method"] = result.method

@@ -16,8 +16,8 @@ after that it fails fast with ``native_host_unavailable`` (diagnostic
 budget. The first start is free. Calls without a session share one budget, which every
 session cancellation also resets, so an old crash cannot lock the desktop for good.
 
-On every reconnect the ``on_reconnect`` callbacks run (the backend clears its observation cache
-there; target bindings are kept).
+On every reconnect the ``on_reconnect`` callbacks run (the kernel drops the frames it knows:
+the new host has none of them; target bindings are kept).
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
-"""deskpilot.kernel: broker, policy, sessions and timeline, desktop coordinator, kill switch,
-flags and rollout. Entry points use :class:`Kernel`."""
+"""deskpilot.kernel: the one door from the runtime to the desktop — broker, policy, sessions
+and timeline, frames, desktop coordinator, kill switch, flags and rollout. Callers above hold
+a :class:`KernelPort` (kernel/port.py); :class:`Kernel` implements it."""
 
-from deskpilot.kernel.broker import Broker, BrokerResult
-from deskpilot.kernel.service import HaltInfo, Kernel
+from deskpilot.kernel.broker import Broker
+from deskpilot.kernel.kernel import Kernel
+from deskpilot.kernel.port import KernelPort
+from deskpilot.kernel.results import ExecutedAction, HaltInfo
 
-__all__ = ["Broker", "BrokerResult", "HaltInfo", "Kernel"]
+__all__ = ["Broker", "ExecutedAction", "HaltInfo", "Kernel", "KernelPort"]

@@ -16,7 +16,7 @@ import time
 import uuid
 from typing import Literal
 
-from deskpilot.kernel.sessions import SessionManager
+from deskpilot.kernel.session_manager import SessionManager
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.session import EventType, RiskLevel, SessionState
 from deskpilot.store.confirmations import ConfirmationRepository, ConfirmationRow

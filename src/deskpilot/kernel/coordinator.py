@@ -36,7 +36,7 @@ from deskpilot.kernel.lease import DisplayLease
 from deskpilot.protocol.session import CancelReason
 from deskpilot.store.db import Database
 from deskpilot.store.leases import LeaseRepository, LeaseRow
-from deskpilot.store.sessions import SessionRepository
+from deskpilot.store.session_rows import SessionRepository
 
 DESKTOP = "desktop"
 #: how long a process keeps the display lease after its last action ended

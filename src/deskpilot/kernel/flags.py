@@ -39,14 +39,14 @@ FLAGS: dict[str, FlagSpec] = {
         FlagSpec(
             "gracefulCancel",
             "DESKPILOT_GRACEFUL_CANCEL",
-            "deskpilot.kernel.broker",
+            "deskpilot.kernel.broker.controls",
             "pause/stop first let the in-flight action end on its own for a short grace "
             "(keeping the host process), and abort it only after; off = abort at once",
         ),
         FlagSpec(
             "escapeInterrupt",
             "DESKPILOT_ESCAPE_INTERRUPT",
-            "deskpilot.kernel.service",
+            "deskpilot.kernel.killswitch.arming",
             "the person's physical Escape during an action cancels that action (handoff_required)",
         ),
     )

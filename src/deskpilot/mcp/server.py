@@ -37,9 +37,10 @@ from mcp_types import Tool as MCPTool
 
 from deskpilot import __version__
 from deskpilot.mcp.instructions import INSTRUCTIONS
-from deskpilot.runtime.bridge import TOOLS, Runtime
-from deskpilot.runtime.core import ToolOutcome
+from deskpilot.runtime.call import ToolOutcome
+from deskpilot.runtime.runtime import Runtime
 from deskpilot.runtime.tool_args import input_schema
+from deskpilot.runtime.tools import TOOLS
 
 DIAGNOSTIC_META_KEY = "deskpilot/diagnostic"
 

@@ -99,6 +99,12 @@ class EventType(enum.StrEnum):
     SESSION_CANCELED = "session_canceled"
 
 
+#: the details key (and its value) that mark a refusal by a session's state (nothing was
+#: dispatched): see kernel/session_manager.py, ``require_executable``
+REFUSED_BY = "refusedBy"
+SESSION_STATE = "session_state"
+
+
 class CancelReason(enum.StrEnum):
     """Why a session was canceled; a kill-switch stop is told apart from a user stop."""
 

@@ -385,6 +385,9 @@ class ActionResult(_Response):
     #: the action was not semantic or the app reported no reaction (host/settle.py)
     toolkit_delay_ms: float | None = None
     observation: ObservationBody | None = None  # complete post-action state, when carried
+    #: the desktop's top-level windows at that moment (only with ``observation``), so the
+    #: caller sees a dialog or window the action opened without listing them again
+    windows: list[WindowInfo] | None = None
     #: a click on a list, table or tree item: "select" (a single click selects it, it does
     #: not activate it) or "activate" (count 2); None for every other action
     item_click: Literal["select", "activate"] | None = None

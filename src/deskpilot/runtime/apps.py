@@ -14,7 +14,7 @@ from typing import Any
 
 from deskpilot.protocol.errors import ErrorCode
 from deskpilot.protocol.wire import AppIdentity, WindowInfo
-from deskpilot.runtime.errors import refusal
+from deskpilot.runtime.refusals import refusal
 
 
 @dataclass

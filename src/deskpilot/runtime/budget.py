@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from deskpilot.protocol.errors import ErrorCode
-from deskpilot.runtime.errors import refusal
+from deskpilot.runtime.refusals import refusal
 
 BOUNDED_DURATION_MS = 180_000
 BOUNDED_MAX_ACTIONS = 30

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from deskpilot.protocol.errors import ErrorCode
 from deskpilot.protocol.wire import Point
-from deskpilot.runtime.errors import refusal
+from deskpilot.runtime.refusals import refusal
 
 
 def clamp01(v: float) -> float:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from deskpilot.kernel.policy.tree import parse_tree
+from deskpilot.protocol.tree import parse_tree
 from deskpilot.protocol.wire import ActionResult
 from deskpilot.runtime.tree import remap
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from deskpilot.protocol.errors import ErrorCode
 from deskpilot.runtime.diagnostics import ActionOutcome
-from deskpilot.runtime.errors import refusal
+from deskpilot.runtime.refusals import refusal
 from deskpilot.runtime.state_ids import AppKey
 
 #: Tools allowed while recovering (besides get_app_state on the same app): they neither act

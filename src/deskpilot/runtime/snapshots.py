@@ -13,9 +13,9 @@ import asyncio
 import logging
 from typing import Any, Protocol
 
-from deskpilot.hostclient.api import ObservedState
 from deskpilot.protocol.errors import ErrorCode
-from deskpilot.runtime.errors import refusal
+from deskpilot.protocol.observed import ObservedState
+from deskpilot.runtime.refusals import refusal
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class VaultSnapshots:
             observed.png,
             app=obs.app,
             window=obs.window,
-            # taken through an observation, so the secure regions are known (see reads.py);
+            # taken through a capture that carries the tree, so the secure regions are known;
             # a window without an accessibility tree has none reported: say "not known"
             # rather than "nothing to hide"
             sensitive_regions=obs.sensitive_regions if obs.tree else None,

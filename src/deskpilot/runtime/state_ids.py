@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from deskpilot.protocol.errors import ErrorCode
 from deskpilot.protocol.session import CancelReason
 from deskpilot.protocol.wire import AppIdentity, WindowInfo
-from deskpilot.runtime.errors import RuntimeRefusal, refusal
+from deskpilot.runtime.refusals import RuntimeRefusal, refusal
 
 STATE_ID_TTL_S = 60.0
 

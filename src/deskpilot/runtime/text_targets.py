@@ -8,7 +8,7 @@ state's tree — the one the agent acted on — before the state_id is spent, th
 the host told anything: a refusal costs nothing and changes nothing on the desktop.
 
 The tree is the host's rendering (docs/host-tree.md), read back by the policy's parser
-(``kernel/policy/tree.py``): ``[editable]`` marks an editable
+(``protocol/tree.py``): ``[editable]`` marks an editable
 element of any role, ``[readonly]`` a text field that is read only or not editable. An
 element takes text when it is
 
@@ -30,9 +30,9 @@ no UI text (runtime/diagnostics.py), and the agent has the names in the tree it 
 
 from __future__ import annotations
 
-from deskpilot.kernel.policy.tree import TreeElement, parse_tree
 from deskpilot.protocol.errors import ErrorCode
-from deskpilot.runtime.errors import REASON_ADVICE, refusal
+from deskpilot.protocol.tree import TreeElement, parse_tree
+from deskpilot.runtime.refusals import REASON_ADVICE, refusal
 
 #: rendered roles that take text unless they are [readonly]
 TEXT_FIELD_ROLES = frozenset({"textField", "passwordField"})

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic.alias_generators import to_camel
 
 from deskpilot.protocol.errors import ErrorCode
-from deskpilot.runtime.errors import RuntimeRefusal, refusal
+from deskpilot.runtime.refusals import RuntimeRefusal, refusal
 
 
 class ToolArgs(BaseModel):

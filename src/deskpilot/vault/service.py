@@ -178,8 +178,12 @@ class SnapshotService:
         if prepared.width > images.MAX_PREVIEW_WIDTH:
             img = prepared.image if prepared.image is not None else images.decode_png(png)
             products.append(("preview", images.encode_png(images.preview_image(img))))
-        redaction = prepared.redaction.to_json() | {"regionsKnown": sensitive_regions is not None}
         policy = self.policy
+        redaction = prepared.redaction.to_json() | {
+            "regionsKnown": sensitive_regions is not None,
+            # read and recorded, not obeyed: a stored frame outlives the turn (docs/privacy.md)
+            "redactSensitiveContent": policy.redact_sensitive_content,
+        }
         now = self.clock()
         record = self._store(
             kind="app_snapshot",
@@ -234,6 +238,7 @@ class SnapshotService:
             "frameId": frame_id,
             "sourceWidth": width,
             "sourceHeight": height,
+            "redactSensitiveContent": policy.redact_sensitive_content,
         }
         now = self.clock()
         return self._store(

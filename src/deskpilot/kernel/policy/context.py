@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from deskpilot.kernel.policy import signals as sig
-from deskpilot.kernel.policy.tree import ElementTree, TreeElement, parse_tree
 from deskpilot.protocol.privacy import blocked_identity
 from deskpilot.protocol.session import DataClass, EffectClass, TargetKind
+from deskpilot.protocol.tree import ElementTree, TreeElement, parse_tree
 from deskpilot.protocol.wire import (
     Action,
     AppIdentity,

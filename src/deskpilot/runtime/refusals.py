@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from deskpilot.kernel.sessions import REFUSED_BY, SESSION_STATE
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.session import REFUSED_BY, SESSION_STATE
 
 #: Codes that are raised before anything reaches the desktop. An action that fails with one
 #: of these was certainly not dispatched.

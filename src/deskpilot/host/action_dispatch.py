@@ -36,8 +36,9 @@ from deskpilot.host.combo_boxes import ComboBoxes
 from deskpilot.host.item_clicks import ItemClicks, clicked_item
 from deskpilot.host.observer import Binding, Observer
 from deskpilot.host.outcome import Outcome
-from deskpilot.host.sessions import SessionRegistry
+from deskpilot.host.session_registry import SessionRegistry
 from deskpilot.host.settle import Settler
+from deskpilot.host.window_list import window_infos
 from deskpilot.host.x11.desktop import X11Desktop
 from deskpilot.host.x11.input import Canceled, XInput
 from deskpilot.host.x11.keymap import parse_chord
@@ -64,7 +65,7 @@ from deskpilot.protocol.wire import (
     TypeTextAction,
 )
 
-log = logging.getLogger("deskpilot.host.actions")
+log = logging.getLogger("deskpilot.host.action_dispatch")
 
 DEFAULT_SETTLE_MS = 1500
 PASTE_IDLE_S = 0.25
@@ -261,6 +262,9 @@ class ActionDispatcher:
         ):
             post = await self._let_dialog_settle(request, window, rect, since) or post
         body, png = post if post is not None else (None, None)
+        windows = None
+        if body is not None:  # the listing that goes with the post-action state
+            windows, _ = await window_infos(self.desktop, self.accessibility, app_names=False)
         result = ActionResult(
             id=request.id,
             dispatched=outcome.dispatched,
@@ -271,6 +275,7 @@ class ActionDispatcher:
             duration_ms=round((time.perf_counter() - started) * 1000, 2),
             toolkit_delay_ms=toolkit_delay_ms,
             observation=body,
+            windows=windows,
             item_click=outcome.item_click,
         )
         return result, png

@@ -1,4 +1,4 @@
-"""Read the host's rendered element tree back into elements the policy can reason about.
+"""Read the host's rendered element tree back into elements (for the policy and the runtime).
 
 The host renders one element per line, ``- role "name" = "value" [state]… [id]``, indented two
 spaces per level, the id always last. The policy needs roles, names, states and ancestry

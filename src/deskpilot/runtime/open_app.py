@@ -30,15 +30,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from deskpilot.kernel.launches import LaunchReport, LaunchResult
-from deskpilot.kernel.policy.launch import LaunchRequest
+from deskpilot.kernel.port import LaunchReport, LaunchRequest, LaunchResult
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import TargetSpec, WindowInfo
 from deskpilot.runtime.apps import group_apps
-from deskpilot.runtime.core import Call, RuntimeCore, ToolOutcome, app_label
+from deskpilot.runtime.call import Call, ToolOutcome
+from deskpilot.runtime.context import ToolContext
 from deskpilot.runtime.diagnostics import ActionOutcome, ObservationOutcome
-from deskpilot.runtime.errors import refusal
-from deskpilot.runtime.reads import json_text
+from deskpilot.runtime.observation_tools import json_text
+from deskpilot.runtime.preflight import check_may_act, require_desktop
+from deskpilot.runtime.refusals import refusal
+from deskpilot.runtime.state_view import app_label
+from deskpilot.runtime.targets import list_windows
 from deskpilot.runtime.tool_args import OpenAppArgs
 
 _FIELD_CODES = {"%f", "%F", "%u", "%U", "%i", "%c", "%k", "%d", "%D", "%n", "%N", "%v", "%m"}
@@ -202,8 +205,8 @@ def _spawn(argv: tuple[str, ...]) -> subprocess.Popen[bytes]:
 class _Launch:
     """The two callbacks the kernel runs, and what they saw."""
 
-    def __init__(self, core: RuntimeCore, call: Call, req: LaunchRequest, timeout_ms: int):
-        self.core, self.call, self.req, self.timeout_ms = core, call, req, timeout_ms
+    def __init__(self, ctx: ToolContext, call: Call, req: LaunchRequest, timeout_ms: int):
+        self.ctx, self.call, self.req, self.timeout_ms = ctx, call, req, timeout_ms
         self.proc: subprocess.Popen[bytes] | None = None
         self.before: set[str] = set()
         self.window: WindowInfo | None = None
@@ -212,7 +215,7 @@ class _Launch:
         self.proc = _spawn(argv)
         self.call.dispatched = True
         self.call.diag.action_outcome = ActionOutcome.CALL_RETURNED
-        sess = self.core.sessions.get(self.call.agent_session)
+        sess = self.ctx.sessions.get(self.call.agent_session)
         if sess is not None:
             sess.steps += 1
             sess.consecutive_noops = 0
@@ -234,12 +237,12 @@ class _Launch:
     async def _wait(self) -> WindowInfo | int:
         """The first accessible window of the process (or of its running instance), or its
         exit status when it exited without one."""
-        core, call, proc = self.core, self.call, self.proc
+        ctx, call, proc = self.ctx, self.call, self.proc
         assert call.session_id is not None and proc is not None
         exe = os.path.basename(self.req.program).lower()
         exited_at: float | None = None
         while True:
-            windows = await core.windows(call)
+            windows = await list_windows(ctx, call)
             mine = [w for w in windows if w.app.pid == proc.pid]
             code = proc.poll()
             if not mine and code is not None:
@@ -259,7 +262,7 @@ class _Launch:
                     continue
                 with contextlib.suppress(DeskpilotError):
                     with call.watch.stage("rpc"):
-                        seen = await core.kernel.observe(
+                        seen = await ctx.kernel.observe(
                             call.session_id,
                             TargetSpec(window_id=w.window_id),
                             include_screenshot=False,
@@ -269,22 +272,22 @@ class _Launch:
             await asyncio.sleep(POLL_S)
 
 
-async def open_app(core: RuntimeCore, call: Call, args: OpenAppArgs) -> ToolOutcome:
+async def open_app(ctx: ToolContext, call: Call, args: OpenAppArgs) -> ToolOutcome:
     turn = call.turn
     call.diag.action_outcome = ActionOutcome.NOT_DISPATCHED
-    core.check_may_act(call)
+    check_may_act(ctx, call)
     if turn.recovery is not None:
         turn.recovery.check("open_app", None)
     turn.budget.admit_action()
-    await core.preflight(call, acting=True)
+    await require_desktop(ctx, call, acting=True)
     req = resolve_launch(args.app, args.args)
-    launch = _Launch(core, call, req, args.timeout_ms)
-    launch.before = {w.window_id for w in await core.windows(call)}
-    async with core.sessions.using(call.agent_session) as sess:
+    launch = _Launch(ctx, call, req, args.timeout_ms)
+    launch.before = {w.window_id for w in await list_windows(ctx, call)}
+    async with ctx.sessions.using(call.agent_session) as sess:
         call.session_id = sess.session_id
         sess.check_contract()
         try:
-            result = await core.kernel.launch(sess.session_id, req, launch.spawn, launch.watch)
+            result = await ctx.kernel.launch(sess.session_id, req, launch.spawn, launch.watch)
         except DeskpilotError as exc:
             raise _explain(exc, req, launch) from None
     call.watch.add("approval", result.approval_ms / 1000.0)

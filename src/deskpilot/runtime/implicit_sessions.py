@@ -31,11 +31,16 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-from deskpilot.kernel.sessions import REFUSED_BY, SESSION_STATE
+from deskpilot.kernel.port import KernelPort
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
-from deskpilot.protocol.session import ATOMIC_CONTRACT_LIMITS, CancelReason, TaskContract
-from deskpilot.runtime.errors import refusal
-from deskpilot.runtime.kernel_seam import KernelPort
+from deskpilot.protocol.session import (
+    ATOMIC_CONTRACT_LIMITS,
+    REFUSED_BY,
+    SESSION_STATE,
+    CancelReason,
+    TaskContract,
+)
+from deskpilot.runtime.refusals import refusal
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +71,9 @@ class ImplicitSession:
     last_used: float = field(default_factory=time.monotonic)
     bound_target: dict[str, object] | None = None
     taken_over: bool = False
+    #: the host was told to cancel it (a bounded budget ran out mid-call): it is replaced on
+    #: its next use, since the host refuses a cancelled session for good
+    host_cancelled: bool = False
 
     def check_contract(self) -> None:
         if self.steps >= ATOMIC_MAX_STEPS:
@@ -123,7 +131,7 @@ def displaced_error() -> DeskpilotError:
     """The refusal of a displaced agent's action: the same error the kernel raises for an
     action of its canceled session (``session_canceled``, reason ``desktop_claimed``, marked
     as a refusal by the session's state, so nothing was dispatched), so its words come from
-    one place, ``REASON_ADVICE`` in runtime/errors.py."""
+    one place, ``REASON_ADVICE`` in runtime/refusals.py."""
     return DeskpilotError(
         ErrorCode.SESSION_CANCELED,
         "another agent session took the desktop",
@@ -192,6 +200,9 @@ class ImplicitSessions:
 
     async def _ensure(self, agent_session: str) -> ImplicitSession:
         sess = self._sessions.get(agent_session)
+        if sess is not None and sess.host_cancelled and not sess.busy:
+            await self.release(agent_session, CancelReason.BUDGET_EXPIRED)
+            sess = None
         if sess is not None:
             return sess
         async with self._lock:

@@ -1,41 +1,37 @@
 """The kernel as one object: what the runtime, the MCP server and the CLI talk to.
 
-``Kernel`` owns the broker (and through it sessions, policy, ledger, coordinator, halt and
+``Kernel`` implements the kernel's port (kernel/port.py) and is the only owner of the desktop
+backend: capabilities, windows, observations, captures and actions all pass it. It owns the
+broker (and through it sessions, policy, ledger, frames, coordinator, halt and
 confirmations), the flags and rollout controller of this process, and the kill-switch thread.
-Its method names follow the runtime's ``KernelPort`` seam (open_session, execute, pause,
-resume, stop, bind_target, session_state, halt_state, check_halt).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from dataclasses import dataclass
 
-from deskpilot.hostclient.api import DesktopBackend, ObservedState
-from deskpilot.kernel.broker import Broker, BrokerResult
+from deskpilot.hostclient.api import DesktopBackend
+from deskpilot.kernel.broker import Broker
+from deskpilot.kernel.broker.dispatch import host_sample
+from deskpilot.kernel.broker.records import observed
 from deskpilot.kernel.flags import Flags
+from deskpilot.kernel.governed_launch import Launches, LaunchResult, Spawn, Watch
 from deskpilot.kernel.halt import halted_error
-from deskpilot.kernel.killswitch import ArmState, KillSwitchError, KillSwitchListener
-from deskpilot.kernel.launches import Launches, LaunchResult, Spawn, Watch
-from deskpilot.kernel.policy.launch import LaunchRequest
+from deskpilot.kernel.killswitch import ArmState, KillSwitchListener
+from deskpilot.kernel.killswitch.arming import KillSwitchArming
+from deskpilot.kernel.policy.launch_rules import LaunchRequest
+from deskpilot.kernel.results import ExecutedAction, HaltInfo
 from deskpilot.kernel.rollout import RolloutController
-from deskpilot.protocol.session import CancelReason, SessionState, TaskContract
-from deskpilot.protocol.wire import Action, TargetSpec
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.observed import ObservedState
+from deskpilot.protocol.session import CancelReason, EventType, SessionState, TaskContract
+from deskpilot.protocol.wire import Action, Capabilities, ExecuteAction, TargetSpec, WindowInfo
 from deskpilot.store.db import Database
-from deskpilot.store.sessions import SessionMode, SessionRow
-from deskpilot.store.settings import Settings, SettingsModel
+from deskpilot.store.session_rows import SessionMode, SessionRow
+from deskpilot.store.settings import SettingsModel
 
 log = logging.getLogger(__name__)
-SETTINGS_POLL_SECONDS = 2.0
-
-
-@dataclass(frozen=True, slots=True)
-class HaltInfo:
-    halted: bool
-    cause: str | None = None
-    since_epoch_ms: int | None = None
 
 
 class Kernel:
@@ -48,6 +44,7 @@ class Kernel:
         *,
         flags: Flags | None = None,
     ) -> None:
+        self.backend = backend
         self.db = db or Database()
         self.flags = flags or Flags()
         self.rollout = RolloutController(self.flags)
@@ -57,12 +54,13 @@ class Kernel:
         self.confirmations = self.broker.confirmations
         self.coordinator = self.broker.coordinator
         self._kill_task: asyncio.Task[list[str]] | None = None
-        self._listener: KillSwitchListener | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._unsubscribe_settings: object | None = None
-        self._poll_task: asyncio.Task[None] | None = None
-        self.kill_switch_state = ArmState(False, "")
-        self.escape_interrupts = 0
+        self.kill_switch = KillSwitchArming(
+            self.db,
+            self.flags,
+            kill=lambda: self.kill("kill_switch"),
+            settings=self.broker.settings,
+            inflight=self.broker.inflight,
+        )
 
     # ------------------------------------------------------------------ sessions
     async def open_session(
@@ -77,10 +75,56 @@ class Kernel:
         self.sessions.transition(row.id, SessionState.OBSERVING)
         return row.id
 
+    # ------------------------------------------------------------------ the desktop
+    async def capabilities(self) -> Capabilities:
+        return await self.backend.capabilities()
+
+    async def windows(self) -> list[WindowInfo]:
+        return await self.backend.list_windows()
+
     async def observe(
         self, session_id: str, target: TargetSpec | None = None, *, include_screenshot: bool = True
     ) -> ObservedState:
-        return await self.broker.observe(session_id, target, include_screenshot=include_screenshot)
+        """Observe for a session; it becomes the session's current observation (the frame an
+        action is checked against). Works while halted and while paused (not once ended)."""
+        row = self._readable(session_id)
+        try:
+            state = await self.backend.observe(
+                session_id, target or row.target, include_screenshot=include_screenshot
+            )
+        except DeskpilotError as exc:
+            host_sample(self.rollout, exc)
+            if (
+                target is None
+                and exc.code is ErrorCode.TARGET_NOT_FOUND
+                and await self.broker.drop_closed_binding(row)
+            ):
+                raise DeskpilotError(
+                    ErrorCode.TARGET_NOT_FOUND,
+                    "the window this session was bound to has closed; the binding was dropped",
+                    details={"reason": "bound_window_closed"},
+                ) from None
+            raise
+        host_sample(self.rollout, None)
+        self.broker.frames.put(session_id, state)
+        self.sessions.record(
+            session_id, EventType.OBSERVATION_CREATED, payload=observed(state.observation)
+        )
+        return state
+
+    async def capture(self, session_id: str, target: TargetSpec | None = None) -> ObservedState:
+        """A screenshot with its tree (so its secure regions are known) that does not become
+        the session's current observation; like observe, it works while halted or paused."""
+        row = self._readable(session_id)
+        return await self.backend.observe(
+            session_id, target or row.target, include_screenshot=True, bind=False
+        )
+
+    def _readable(self, session_id: str) -> SessionRow:
+        row = self.sessions.require(session_id)
+        if row.terminal:
+            self.sessions.require_executable(session_id)  # raises with the reason it ended
+        return row
 
     async def execute(
         self,
@@ -92,25 +136,31 @@ class Kernel:
         action_id: str | None = None,
         expected_app: str | None = None,
         observe_after: bool = False,
-    ) -> BrokerResult:
-        """Run one action through the broker; with ``observe_after`` the result's ``post`` is
-        the settled window afterwards (when the host could see it), already the session's
-        current observation."""
-        return await self.broker.execute(
-            session_id,
-            frame_id,
-            tree_version,
-            action,
-            action_id=action_id,
-            expected_app=expected_app,
+    ) -> ExecutedAction:
+        """Run one action through the broker (kernel/broker/: admission, idempotency,
+        freshness, policy, ledger, confirmation, lane, dispatch); with ``observe_after`` the
+        result's ``post`` is the settled window afterwards, by value."""
+        request = ExecuteAction(
+            id=0,
+            session_id=session_id,
+            frame_id=frame_id,
+            tree_version=tree_version,
+            action=action,
             observe_after=observe_after,
         )
+        return await self.broker.execute(request, action_id=action_id, expected_app=expected_app)
+
+    async def cancel(self, session_id: str) -> None:
+        """Stop what the session has in flight at the host now (the host stops typing and
+        forgets the session); the session keeps its records until it is stopped."""
+        self.broker.frames.drop(session_id)
+        await self.backend.cancel_session(session_id)
 
     async def launch(
         self, session_id: str, request: LaunchRequest, spawn: Spawn, watch: Watch
     ) -> LaunchResult:
         """Start a program as a governed action (halt, budgets, launch policy, ledger,
-        confirmation, lane), then record what became of it; see kernel/launches.py."""
+        confirmation, lane), then record what became of it; see kernel/governed_launch.py."""
         return await Launches(self.broker).launch(session_id, request, spawn, watch)
 
     async def pause(
@@ -148,6 +198,9 @@ class Kernel:
         return row.cancel_reason or row.state.value
 
     # ------------------------------------------------------------------ halt
+    def settings(self) -> SettingsModel:
+        return self.broker.settings()
+
     def client_session_began(self, agent_session_id: str) -> None:
         """Call when an MCP client session (or an own agent run) begins: a halt engaged before
         this moment does not bind it."""
@@ -194,91 +247,26 @@ class Kernel:
 
     # ------------------------------------------------------------------ kill switch
     async def start_kill_switch(self, display: str | None = None) -> ArmState:
-        """Start the X thread and arm it from the settings (defaults on a fresh install)."""
-        self._loop = asyncio.get_running_loop()
-        if self._listener is None:
-            self._listener = KillSwitchListener(
-                self._from_thread_chord,
-                self._from_thread_escape if self.flags.enabled("escapeInterrupt") else None,
-                display_name=display,
-                on_state=self._from_thread_state,
-            )
-            try:
-                await asyncio.to_thread(self._listener.start)
-            except KillSwitchError as exc:  # no display: say why in status, then raise
-                self._listener = None
-                chord = Settings.load(self.db).kill_switch
-                self.kill_switch_state = ArmState(False, chord, str(exc), mode="unavailable")
-                raise
-            self._unsubscribe_settings = Settings.subscribe(self._on_settings)
-            self._poll_task = asyncio.ensure_future(self._poll_settings())
-        return await self._arm(Settings.load(self.db).kill_switch)
+        """Start the X thread and arm it from the settings (kernel/killswitch/arming.py)."""
+        return await self.kill_switch.start(display)
 
-    async def _arm(self, chord: str) -> ArmState:
-        if self._listener is None:
-            return self.kill_switch_state
-        try:
-            self.kill_switch_state = await asyncio.to_thread(self._listener.arm, chord)
-        except KillSwitchError as exc:
-            self.kill_switch_state = ArmState(False, chord, str(exc))
-        if chord and self.kill_switch_state.state == "unavailable":
-            log.error("kill switch %r not armed: %s", chord, self.kill_switch_state.error)
-        elif self.kill_switch_state.state == "watching":
-            log.info("kill switch %r: %s", chord, self.kill_switch_state.to_json()["cause"])
-        return self.kill_switch_state
+    @property
+    def kill_switch_state(self) -> ArmState:
+        return self.kill_switch.state
 
-    def _from_thread_state(self, state: ArmState) -> None:
-        """The X thread took the chord over (its holder exited) or lost track of it."""
-        loop = self._loop
-        if loop is not None:
-            loop.call_soon_threadsafe(setattr, self, "kill_switch_state", state)
+    @property
+    def escape_interrupts(self) -> int:
+        return self.kill_switch.escape_interrupts
 
-    def _on_settings(self, db: Database, old: SettingsModel, new: SettingsModel) -> None:
-        if db.path != self.db.path or old.kill_switch == new.kill_switch or self._loop is None:
-            return
-        self._loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._arm(new.kill_switch)))
-
-    async def _poll_settings(self) -> None:
-        rev = Settings.revision(self.db)
-        while True:
-            await asyncio.sleep(SETTINGS_POLL_SECONDS)
-            now = Settings.revision(self.db)
-            if now != rev:
-                rev = now
-                chord = Settings.load(self.db).kill_switch
-                if chord != self.kill_switch_state.chord or not self.kill_switch_state.armed:
-                    await self._arm(chord)
-
-    def _from_thread_chord(self) -> None:
-        loop = self._loop
-        if loop is not None:
-            loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self.kill("kill_switch")))
-
-    def _from_thread_escape(self, _keycode: int) -> None:
-        loop = self._loop
-        if loop is not None:
-            loop.call_soon_threadsafe(self._escape)
-
-    def _escape(self) -> None:
-        if not self.flags.enabled("escapeInterrupt"):
-            return
-        if not self.broker.settings().escape_cancels_action:
-            return
-        if self.broker.inflight.physical_escape():
-            self.escape_interrupts += 1
+    @property
+    def _listener(self) -> KillSwitchListener | None:
+        return self.kill_switch.listener
 
     async def close(self) -> None:
-        if self._poll_task is not None:
-            self._poll_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._poll_task
-        if callable(self._unsubscribe_settings):
-            self._unsubscribe_settings()
-        if self._listener is not None:
-            await asyncio.to_thread(self._listener.stop)
-            self._listener = None
+        await self.kill_switch.close()
         self.coordinator.close()
         self.broker.close()
+        await self.backend.close()
 
     def status(self, agent_session_id: str | None = None) -> dict[str, object]:
         halt = self.halt_state(agent_session_id)

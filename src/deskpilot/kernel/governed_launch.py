@@ -1,8 +1,8 @@
 """App launches as governed actions: the broker's order, with a spawn instead of a host call.
 
-A launch passes the same gates as any action (broker.py): the kill-switch halt, the settings'
+A launch passes the same gates as any action (kernel/broker/): the kill-switch halt, the settings'
 ``enabled``, the session's executable state and its contract budgets; then the launch policy
-(``policy/launch.py``) rates it and decides; the ledger row and ``action_requested`` are
+(``policy/launch_rules.py``) rates it and decides; the ledger row and ``action_requested`` are
 written before anything runs; a denial is recorded as ``action_blocked``; L3 and above wait
 for the person's one-time confirmation (``deskpilot confirm approve``). Only then, holding the
 desktop lane, does the kernel call the runtime's ``spawn`` (the kernel never imports the
@@ -27,7 +27,7 @@ from typing import Any
 
 from deskpilot.kernel.broker import Broker, ledger_row
 from deskpilot.kernel.policy import PolicyDecision
-from deskpilot.kernel.policy.launch import LAUNCH_KIND, LaunchRequest, evaluate_launch
+from deskpilot.kernel.policy.launch_rules import LAUNCH_KIND, LaunchRequest, evaluate_launch
 from deskpilot.protocol.errors import DeskpilotError
 from deskpilot.protocol.session import EXECUTABLE_STATES, Decision, EventType, SessionState
 

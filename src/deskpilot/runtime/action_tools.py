@@ -17,7 +17,7 @@ A tool call becomes one to three wire actions (a ledger row each):
 rebuild the action against the new frame (an element is found again by its signature), retry.
 An outcome that may have run (``unknown``) is never retried. After the last step the window is
 observed once; the result issues a new stateId only when the reuse conditions of
-``runtime/reuse.py`` hold, and says ``action_noop`` when nothing changed.
+``runtime/state_reuse.py`` hold, and says ``action_noop`` when nothing changed.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from deskpilot.hostclient.api import ObservedState
+from deskpilot.kernel.port import ExecutedAction
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.observed import ObservedState
 from deskpilot.protocol.wire import (
     Action,
     ClickAction,
@@ -48,20 +49,24 @@ from deskpilot.protocol.wire import (
 )
 from deskpilot.runtime import tool_args as ta
 from deskpilot.runtime.apps import app_windows, dialogs_of
+from deskpilot.runtime.call import Call, ToolOutcome
+from deskpilot.runtime.context import ToolContext
 from deskpilot.runtime.coords import to_window_point
-from deskpilot.runtime.core import Call, RuntimeCore, ToolOutcome, app_label, digest
 from deskpilot.runtime.diagnostics import ActionOutcome, ObservationOutcome, StepRecord
-from deskpilot.runtime.errors import (
+from deskpilot.runtime.implicit_sessions import ImplicitSession
+from deskpilot.runtime.item_clicks import ItemClick
+from deskpilot.runtime.preflight import check_may_act, require_desktop
+from deskpilot.runtime.recovery import Recovery
+from deskpilot.runtime.refusals import (
     SELF_HEALING_CODES,
     refusal,
     refused_before_dispatch,
     safe_error,
 )
-from deskpilot.runtime.item_clicks import ItemClick
-from deskpilot.runtime.kernel_seam import GateOutcome
-from deskpilot.runtime.recovery import Recovery
-from deskpilot.runtime.reuse import reuse_refusals
 from deskpilot.runtime.state_ids import StateRecord
+from deskpilot.runtime.state_reuse import reuse_refusals
+from deskpilot.runtime.state_view import app_label, digest, present
+from deskpilot.runtime.targets import list_windows, observe
 from deskpilot.runtime.text_targets import check_text_target
 from deskpilot.runtime.tree import element_lines, remap
 
@@ -252,8 +257,8 @@ def _outcome_of(exc: BaseException) -> ActionOutcome:
 
 
 async def _run_step(
-    core: RuntimeCore, call: Call, record: StateRecord, step: Step, frame: Frame, target: TargetSpec
-) -> tuple[GateOutcome, Frame]:
+    ctx: ToolContext, call: Call, record: StateRecord, step: Step, frame: Frame, target: TargetSpec
+) -> tuple[ExecutedAction, Frame]:
     assert call.session_id is not None
     healed = False
     used_fallback = False
@@ -268,7 +273,7 @@ async def _run_step(
         try:
             call.dispatched = True
             with call.watch.stage("rpc"):
-                gate = await core.kernel.execute(
+                gate = await ctx.kernel.execute(
                     call.session_id,
                     frame.frame_id,
                     frame.tree_version,
@@ -288,7 +293,7 @@ async def _run_step(
             if exc.code in SELF_HEALING_CODES and not healed:
                 healed = True
                 call.diag.healed += 1
-                observed = await core.observe(call, target, screenshot=False)
+                observed = await observe(ctx, call, target, screenshot=False)
                 obs = observed.observation
                 if obs.app.pid != record.app.pid:
                     call.diag.steps.append(
@@ -312,8 +317,12 @@ async def _run_step(
                 frame = Frame.of(obs)
                 continue
             if exc.code is ErrorCode.UNSUPPORTED_ACTION and step.fallback and not used_fallback:
+                # the refused form spent the frame (kernel and host drop it when an action
+                # goes out): the fallback is built on a fresh look, which is not a heal
                 used_fallback = True
                 build = step.fallback
+                observed = await observe(ctx, call, target, screenshot=False)
+                frame = Frame.of(observed.observation)
                 continue
             call.diag.steps.append(
                 StepRecord(kind, _outcome_of(exc), code=exc.code.value, healed=healed)
@@ -338,23 +347,23 @@ def _overall(call: Call) -> ActionOutcome:
     return ActionOutcome.NOT_DISPATCHED
 
 
-async def act(core: RuntimeCore, call: Call, args: ta.ToolArgs) -> ToolOutcome:
+async def act(ctx: ToolContext, call: Call, args: ta.ToolArgs) -> ToolOutcome:
     """Run one action tool: admit, consume the stateId, dispatch, observe, maybe reissue."""
     tool = call.tool
     turn = call.turn
     call.diag.action_outcome = ActionOutcome.NOT_DISPATCHED
-    core.check_may_act(call)
+    check_may_act(ctx, call)
     if turn.recovery is not None:
         turn.recovery.check(tool, None)
     turn.budget.admit_action()
     state_id = getattr(args, "state_id", "")
     # the plan is checked (element ids) before the stateId is spent: a typo costs nothing
-    plan = build_plan(tool, args, core.states.check(state_id, turn=turn.key))
-    record = core.states.consume(state_id, turn=turn.key)
-    await core.preflight(call, acting=True)
+    plan = build_plan(tool, args, ctx.states.check(state_id, turn=turn.key))
+    record = ctx.states.consume(state_id, turn=turn.key)
+    await require_desktop(ctx, call, acting=True)
     target = TargetSpec(window_id=record.app.window_id)
     try:
-        async with core.sessions.using(call.agent_session) as sess:
+        async with ctx.sessions.using(call.agent_session) as sess:
             call.session_id = sess.session_id
             sess.check_contract()
             frame = Frame(record.frame_id, record.tree_version, record.tree)
@@ -363,29 +372,29 @@ async def act(core: RuntimeCore, call: Call, args: ta.ToolArgs) -> ToolOutcome:
             for i, step in enumerate(plan.steps):
                 if step.pause_before_s > 0:
                     await asyncio.sleep(step.pause_before_s)
-                gate, frame = await _run_step(core, call, record, step, frame, target)
+                gate, frame = await _run_step(ctx, call, record, step, frame, target)
                 sess.steps += 1
                 post = gate.post
                 clicked = ItemClick.of(gate.result, getattr(args, "element_id", None))
                 if i < len(plan.steps) - 1:
                     if post is None:
-                        post = await core.observe(call, target, screenshot=False)
+                        post = await observe(ctx, call, target, screenshot=False)
                     frame = Frame.of(post.observation)
             call.diag.action_outcome = _overall(call)
-            return await _after(core, call, record, target, sess, post, clicked)
+            return await _after(ctx, call, record, target, sess, post, clicked)
     except DeskpilotError as exc:
         call.diag.action_outcome = _overall(call) if call.diag.steps else _outcome_of(exc)
         if exc.code is ErrorCode.STATE_CHANGED:
-            _enter_recovery(core, call, record)
+            _enter_recovery(ctx, call, record)
         elif (
             call.diag.action_outcome is ActionOutcome.NOT_DISPATCHED
             and exc.code in REFUSED_BEFORE_DISPATCH
         ):
-            core.states.give_back(record)  # nothing happened: a refusal does not spend it
+            ctx.states.give_back(record)  # nothing happened: a refusal does not spend it
         raise
 
 
-def _enter_recovery(core: RuntimeCore, call: Call, record: StateRecord) -> None:
+def _enter_recovery(ctx: ToolContext, call: Call, record: StateRecord) -> None:
     turn = call.turn
     if turn.recovery is None:
         turn.recovery = Recovery(
@@ -396,16 +405,16 @@ def _enter_recovery(core: RuntimeCore, call: Call, record: StateRecord) -> None:
         )
     else:
         turn.recovery.record_again()
-    core.states.invalidate(turn=turn.key, app=record.app, reason="state_changed")
+    ctx.states.invalidate(turn=turn.key, app=record.app, reason="state_changed")
     call.diag.extra["recovery"] = turn.recovery.to_json()
 
 
 async def _after(
-    core: RuntimeCore,
+    ctx: ToolContext,
     call: Call,
     record: StateRecord,
     target: TargetSpec,
-    sess: object,
+    sess: ImplicitSession,
     post: ObservedState | None,
     clicked: ItemClick | None = None,
 ) -> ToolOutcome:
@@ -413,7 +422,7 @@ async def _after(
     stateId only if it is safe to reuse."""
     summary = _summary(call)
     try:
-        observed = post if post is not None else await core.observe(call, target, screenshot=True)
+        observed = post if post is not None else await observe(ctx, call, target, screenshot=True)
     except DeskpilotError as exc:
         code, _, _, _ = safe_error(exc)
         call.diag.observation_outcome = ObservationOutcome.UNAVAILABLE
@@ -432,8 +441,11 @@ async def _after(
     if clicked is not None:
         summary += "\n" + clicked.note(record.tree, obs.tree)
     # a dialog the action opened is a window of its own: the acted-on window's tree does not
-    # show it, and without a window manager it does not even take the focus
-    windows = await core.windows(call)
+    # show it, and without a window manager it does not even take the focus; the host carries
+    # the windows with the post-action state (listed here only when it could not)
+    windows = (
+        list(observed.windows) if observed.windows is not None else await list_windows(ctx, call)
+    )
     dialogs = dialogs_of(windows, obs.window.window_id)
     known = record.extras.get("dialogs")
     opened = [d for d in dialogs if not isinstance(known, set) or d.window_id not in known]
@@ -453,10 +465,7 @@ async def _after(
         and obs.tree_version == record.tree_version
         and (record.png_digest is None or digest(png) == record.png_digest)
     )
-    from deskpilot.runtime.implicit import ImplicitSession
-
-    if isinstance(sess, ImplicitSession):
-        sess.consecutive_noops = sess.consecutive_noops + 1 if noop else 0
+    sess.consecutive_noops = sess.consecutive_noops + 1 if noop else 0
     if noop:
         call.diag.noop = True
         call.diag.code = ErrorCode.ACTION_NOOP.value
@@ -494,17 +503,14 @@ async def _after(
             "get_app_state before the next action."
         )
         return ToolOutcome(text=text, diagnostic=call.diag)
-    frame = core.frame(call, png, obs)
-    new = core.issue(call, obs, png, frame)
-    new.extras["dialogs"] = {d.window_id for d in dialogs}
-    new.extras["appWindows"] = {w.window_id for w in mine}
-    with call.watch.stage("format"):
-        body = core.render_state(new, obs, frame)
+    shown = present(ctx, call, observed)
+    shown.record.extras["dialogs"] = {d.window_id for d in dialogs}
+    shown.record.extras["appWindows"] = {w.window_id for w in mine}
     text = (
         f"{summary}\nNew state below: read it, and act on its state_id (no need to call "
-        f"get_app_state again).\n\n{body}"
+        f"get_app_state again).\n\n{shown.text}"
     )
-    return ToolOutcome(text=text, diagnostic=call.diag, image=frame)
+    return ToolOutcome(text=text, diagnostic=call.diag, image=shown.frame)
 
 
 def _summary(call: Call) -> str:

@@ -17,6 +17,8 @@ from typing import Any
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.session import (
     EXECUTABLE_STATES,
+    REFUSED_BY,
+    SESSION_STATE,
     TERMINAL_STATES,
     CancelReason,
     EventType,
@@ -27,14 +29,11 @@ from deskpilot.protocol.session import (
 )
 from deskpilot.protocol.wire import TargetSpec
 from deskpilot.store.db import Database
-from deskpilot.store.sessions import SessionMode, SessionRepository, SessionRow
+from deskpilot.store.session_rows import SessionMode, SessionRepository, SessionRow
 from deskpilot.store.timeline import TimelineEventRow, TimelineRepository
 
 SessionListener = Callable[[SessionRow, TimelineEventRow | None], None]
 
-#: the details key (and its value) of a refusal by a session's state: see require_executable
-REFUSED_BY = "refusedBy"
-SESSION_STATE = "session_state"
 
 #: The event each state change produces; phase moves inside an active session produce none
 #: (actions have their own events).

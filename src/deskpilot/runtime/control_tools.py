@@ -19,14 +19,17 @@ from typing import Any
 from deskpilot.protocol.errors import ErrorCode
 from deskpilot.protocol.session import CancelReason
 from deskpilot.protocol.wire import TargetSpec
-from deskpilot.runtime.core import Call, RuntimeCore, ToolOutcome
-from deskpilot.runtime.errors import refusal
-from deskpilot.runtime.reads import json_text
+from deskpilot.runtime.call import Call, ToolOutcome
+from deskpilot.runtime.context import ToolContext
+from deskpilot.runtime.observation_tools import json_text
+from deskpilot.runtime.preflight import require_desktop
+from deskpilot.runtime.refusals import refusal
+from deskpilot.runtime.targets import list_windows, resolve
 from deskpilot.runtime.tool_args import BindTargetArgs, NoArgs, StopArgs
 
 
-async def _session(core: RuntimeCore, call: Call) -> str:
-    async with core.sessions.using(call.agent_session) as sess:
+async def _session(ctx: ToolContext, call: Call) -> str:
+    async with ctx.sessions.using(call.agent_session) as sess:
         call.session_id = sess.session_id
         return sess.session_id
 
@@ -35,11 +38,11 @@ def _answer(call: Call, data: dict[str, Any]) -> ToolOutcome:
     return ToolOutcome(text=json_text(data), diagnostic=call.diag)
 
 
-async def pause(core: RuntimeCore, call: Call, args: NoArgs) -> ToolOutcome:
-    session_id = await _session(core, call)
-    state = await core.kernel.pause(session_id)
-    dropped = core.states.invalidate(agent_session=call.agent_session, reason="paused")
-    sess = core.sessions.get(call.agent_session)
+async def pause(ctx: ToolContext, call: Call, args: NoArgs) -> ToolOutcome:
+    session_id = await _session(ctx, call)
+    state = await ctx.kernel.pause(session_id)
+    dropped = ctx.states.invalidate(agent_session=call.agent_session, reason="paused")
+    sess = ctx.sessions.get(call.agent_session)
     if sess is not None:
         sess.taken_over = False
     return _answer(
@@ -47,11 +50,11 @@ async def pause(core: RuntimeCore, call: Call, args: NoArgs) -> ToolOutcome:
     )
 
 
-async def takeover(core: RuntimeCore, call: Call, args: NoArgs) -> ToolOutcome:
-    session_id = await _session(core, call)
-    state = await core.kernel.pause(session_id, takeover=True)
-    dropped = core.states.invalidate(agent_session=call.agent_session, reason="paused")
-    sess = core.sessions.get(call.agent_session)
+async def takeover(ctx: ToolContext, call: Call, args: NoArgs) -> ToolOutcome:
+    session_id = await _session(ctx, call)
+    state = await ctx.kernel.pause(session_id, takeover=True)
+    dropped = ctx.states.invalidate(agent_session=call.agent_session, reason="paused")
+    sess = ctx.sessions.get(call.agent_session)
     if sess is not None:
         sess.taken_over = True
     return _answer(
@@ -67,10 +70,10 @@ async def takeover(core: RuntimeCore, call: Call, args: NoArgs) -> ToolOutcome:
     )
 
 
-async def resume(core: RuntimeCore, call: Call, args: NoArgs) -> ToolOutcome:
-    session_id = await _session(core, call)
-    state = await core.kernel.resume(session_id)
-    sess = core.sessions.get(call.agent_session)
+async def resume(ctx: ToolContext, call: Call, args: NoArgs) -> ToolOutcome:
+    session_id = await _session(ctx, call)
+    state = await ctx.kernel.resume(session_id)
+    sess = ctx.sessions.get(call.agent_session)
     if sess is not None:
         sess.taken_over = False
     return _answer(
@@ -79,16 +82,16 @@ async def resume(core: RuntimeCore, call: Call, args: NoArgs) -> ToolOutcome:
     )
 
 
-async def stop(core: RuntimeCore, call: Call, args: StopArgs) -> ToolOutcome:
-    sess = core.sessions.get(call.agent_session)
+async def stop(ctx: ToolContext, call: Call, args: StopArgs) -> ToolOutcome:
+    sess = ctx.sessions.get(call.agent_session)
     session_id = sess.session_id if sess is not None else None
     call.session_id = session_id
     call.turn.stopped = True
     call.turn.stop_reason = args.reason
     call.turn.stopped_at = time.time()
-    dropped = core.states.invalidate(agent_session=call.agent_session, reason="paused")
+    dropped = ctx.states.invalidate(agent_session=call.agent_session, reason="paused")
     if sess is not None:
-        await core.sessions.release(call.agent_session, CancelReason.USER_STOP)
+        await ctx.sessions.release(call.agent_session, CancelReason.USER_STOP)
     return _answer(
         call,
         {
@@ -101,10 +104,10 @@ async def stop(core: RuntimeCore, call: Call, args: StopArgs) -> ToolOutcome:
     )
 
 
-async def bind_target(core: RuntimeCore, call: Call, args: BindTargetArgs) -> ToolOutcome:
-    await core.preflight(call, acting=False)
+async def bind_target(ctx: ToolContext, call: Call, args: BindTargetArgs) -> ToolOutcome:
+    await require_desktop(ctx, call, acting=False)
     if args.window_id is not None:
-        windows = await core.windows(call)
+        windows = await list_windows(ctx, call)
         match = [w for w in windows if w.window_id.lower() == args.window_id.lower()]
         if not match:
             raise refusal(
@@ -114,12 +117,11 @@ async def bind_target(core: RuntimeCore, call: Call, args: BindTargetArgs) -> To
         window = match[0]
     else:
         assert args.app is not None
-        _, window = await core.resolve(call, args.app)
-    session_id = await _session(core, call)
-    await core.kernel.bind_target(session_id, TargetSpec(window_id=window.window_id))
-    core.backend.clear_observations(session_id)
-    dropped = core.states.invalidate(agent_session=call.agent_session, reason="paused")
-    sess = core.sessions.get(call.agent_session)
+        _, window = await resolve(ctx, call, args.app)
+    session_id = await _session(ctx, call)
+    await ctx.kernel.bind_target(session_id, TargetSpec(window_id=window.window_id))
+    dropped = ctx.states.invalidate(agent_session=call.agent_session, reason="paused")
+    sess = ctx.sessions.get(call.agent_session)
     bound: dict[str, object] = {"windowId": window.window_id, "pid": window.app.pid}
     if sess is not None:
         sess.bound_target = bound
@@ -134,7 +136,7 @@ async def bind_target(core: RuntimeCore, call: Call, args: BindTargetArgs) -> To
     )
 
 
-async def not_available(core: RuntimeCore, call: Call, args: object) -> ToolOutcome:
+async def not_available(ctx: ToolContext, call: Call, args: object) -> ToolOutcome:
     raise refusal(
         ErrorCode.NOT_AVAILABLE_YET,
         f"{call.tool} is not available yet: delegated tasks have not landed in this build. "

@@ -1,0 +1,192 @@
+"""The broker: every action passes here, in this order (docs/kernel.md, "Broker").
+
+1. Admission (admission.py): the session exists and may act; the kill-switch halt does not
+   bind its agent; computer use is enabled; the contract's budgets are not spent.
+2. Idempotency (idempotency.py): an actionId names one action, once.
+3. Freshness: frameId and treeVersion must equal the session's current observation
+   (``CurrentFrames.check``, kernel/frames.py; ``stale_frame`` / ``stale_tree``). The
+   foreground app is *not* checked: a bound session keeps working on its window while the
+   person uses another one.
+4. Policy (risk, decision, reason; rating.py), and the ledger row written with them
+   (ledger.py), before anything reaches the desktop; a denial is recorded and raised as
+   ``action_blocked``; a required confirmation waits for the person (confirm.py).
+5. The desktop lane, then the backend (dispatch.py); the outcome is written and told.
+
+Pause, resume, stop, kill and bind_target, and how an action in flight is ended, are in
+controls.py; observing (which makes a frame current) is the kernel's own (kernel/kernel.py).
+This module only wires the steps together; each holds the state it needs,
+shared through the objects the broker creates.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from deskpilot.hostclient.api import DesktopBackend
+from deskpilot.kernel.broker import admission, idempotency, rating
+from deskpilot.kernel.broker.confirm import ConfirmationWait, summary
+from deskpilot.kernel.broker.controls import ControlHooks, Controls, ResumeHook, StopHook
+from deskpilot.kernel.broker.dispatch import Dispatcher
+from deskpilot.kernel.broker.idempotency import ParamsHasher
+from deskpilot.kernel.broker.ledger import Ledger
+from deskpilot.kernel.broker.records import blocked_error, event_payload, ledger_row
+from deskpilot.kernel.broker.settings import SettingsCache
+from deskpilot.kernel.confirmation import Confirmations
+from deskpilot.kernel.coordinator import DesktopCoordinator
+from deskpilot.kernel.flags import Flags
+from deskpilot.kernel.frames import CurrentFrames
+from deskpilot.kernel.halt import Halt
+from deskpilot.kernel.interrupts import InFlightRegistry
+from deskpilot.kernel.results import ExecutedAction
+from deskpilot.kernel.rollout import RolloutController
+from deskpilot.kernel.session_manager import SessionManager
+from deskpilot.protocol.session import CancelReason, Decision
+from deskpilot.protocol.wire import ExecuteAction
+from deskpilot.store.db import Database
+from deskpilot.store.ledger import ActionRepository
+from deskpilot.store.session_rows import SessionRow
+from deskpilot.store.settings import SettingsModel
+
+__all__ = ["Broker", "ControlHooks", "ResumeHook", "StopHook", "ledger_row"]
+
+
+class Broker:
+    def __init__(
+        self,
+        db: Database,
+        backend: DesktopBackend,
+        *,
+        sessions: SessionManager | None = None,
+        flags: Flags | None = None,
+        rollout: RolloutController | None = None,
+    ) -> None:
+        self.db = db
+        self.backend = backend
+        self.sessions = sessions or SessionManager(db)
+        self.actions = ActionRepository(db)
+        self.flags = flags or Flags()
+        self.rollout = rollout or RolloutController(self.flags)
+        self.halt = Halt(db)
+        self.confirmations = Confirmations(db, self.sessions)
+        self.coordinator = DesktopCoordinator(db, self._stop_for_claim)
+        self.inflight = InFlightRegistry()
+        self.frames = CurrentFrames()
+        backend.on_reconnect(self.frames.drop)
+        self.hooks = ControlHooks()
+        self._hasher = ParamsHasher(db)
+        self._settings = SettingsCache(db)
+        self._ledger = Ledger(db, self.sessions, self.actions, self.rollout)
+        self._confirm = ConfirmationWait(db, self.sessions, self.actions, self.confirmations)
+        self._dispatcher = Dispatcher(
+            backend,
+            coordinator=self.coordinator,
+            inflight=self.inflight,
+            frames=self.frames,
+            ledger=self._ledger,
+            flags=self.flags,
+            rollout=self.rollout,
+        )
+        self._controls = Controls(
+            db,
+            backend,
+            self.sessions,
+            halt=self.halt,
+            coordinator=self.coordinator,
+            frames=self.frames,
+            inflight=self.inflight,
+            flags=self.flags,
+            rollout=self.rollout,
+            hooks=self.hooks,
+        )
+        # the steps' entry points, as kernel/kernel.py and kernel/governed_launch.py call them
+        self.keyed_hash = self._hasher.keyed_hash
+        self.params_hash = self._hasher.params_hash
+        self.record_request = self._ledger.record_request
+        self.move_to_acting = self._ledger.move_to_acting
+        self.finish_failed = self._ledger.finish_failed
+        self.confirm = self._confirm.confirm
+        self.pause = self._controls.pause
+        self.resume = self._controls.resume
+        self.stop = self._controls.stop
+        self.bind_target = self._controls.bind_target
+        self.drop_closed_binding = self._controls.drop_closed_binding
+
+    event_payload = staticmethod(event_payload)
+    blocked_error = staticmethod(blocked_error)
+    check_budgets = staticmethod(admission.check_budgets)
+
+    def settings(self) -> SettingsModel:
+        """Current settings; rows written by another process are picked up within 1 s."""
+        return self._settings.get()
+
+    def admit(self, session_id: str) -> tuple[SessionRow, SettingsModel]:
+        """Step 1, for actions and launches alike (admission.py)."""
+        return admission.admit(self.sessions, self.halt, self.settings, session_id)
+
+    async def execute(
+        self,
+        request: ExecuteAction,
+        *,
+        action_id: str | None = None,
+        expected_app: str | None = None,
+    ) -> ExecutedAction:
+        """One action through the five steps of the module docstring, in that order; the
+        request is the wire model the host client sends as it is."""
+        session_id, action = request.session_id or "", request.action
+        # 1. admission
+        row, settings = self.admit(session_id)
+        # 2. idempotency: an executed actionId answers its recorded outcome
+        aid = action_id or f"act_{uuid.uuid4().hex[:20]}"
+        phash = self.params_hash(action)
+        existing = self.actions.get(aid)
+        if existing is not None:
+            replay = idempotency.replay(existing, session_id, phash)
+            if replay is not None:
+                return replay
+        # 3. freshness: against the session's current observation, not the foreground
+        obs = self.frames.check(session_id, request.frame_id, request.tree_version)
+        # 4. policy, then the ledger row (and the person, when the policy asks for them)
+        row, decision = await rating.rate(
+            self.sessions, self._controls, row, obs, action, settings, expected_app
+        )
+        if existing is not None:  # blocked / failed before: answered as recorded
+            idempotency.answer_recorded(existing, decision)
+        ledger = ledger_row(
+            aid,
+            session_id,
+            action.kind,
+            phash,
+            decision,
+            frame_id=request.frame_id,
+            tree_version=request.tree_version,
+        )
+        requested = event_payload(decision)
+        if decision.decision == Decision.ALLOW:
+            # the row and its action_requested event are written together with the move to
+            # acting, under the desktop lane, still before anything reaches the desktop
+            return await self._dispatcher.dispatch(row, ledger, requested, request, decision)
+        self.record_request(session_id, ledger, requested, decision)  # a denial raises here
+        approval_ms = 0.0
+        approval_id: str | None = None
+        if decision.decision == Decision.REQUIRE_APPROVAL:
+            approval_id, approval_ms = await self.confirm(
+                session_id,
+                aid,
+                action.kind,
+                decision,
+                summary(action.kind, decision),
+                requested,
+                settings.confirmation_timeout_seconds,
+            )
+            row = self.sessions.require_executable(session_id)
+        # 5. the desktop lane, then the backend
+        return await self._dispatcher.dispatch(
+            row, ledger, None, request, decision, approval_id, approval_ms
+        )
+
+    async def _stop_for_claim(self, session_id: str, reason: CancelReason) -> object:
+        """The coordinator's way to stop a sibling session that holds the desktop."""
+        return await self.stop(session_id, reason)
+
+    def close(self) -> None:
+        self._settings.close()

@@ -1,0 +1,90 @@
+"""What the ledger and the timeline hold of an action: its row, its event payloads, and the
+error a denial becomes. Identity, rating and how it ran — never typed text (the parameters
+are a keyed hash, idempotency.py), the post-action tree or pixels (docs/kernel.md, "Broker").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deskpilot.kernel.policy import PolicyDecision, Reason
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.wire import ActionResult, ObservationBody
+from deskpilot.store.ledger import ActionRow
+
+
+def ledger_row(
+    aid: str,
+    session_id: str,
+    kind: str,
+    params_hash: str,
+    decision: PolicyDecision,
+    *,
+    frame_id: str | None = None,
+    tree_version: str | None = None,
+) -> ActionRow:
+    """A new ledger row for a rated request: what was asked, how it was rated and why."""
+    return ActionRow(
+        id=aid,
+        session_id=session_id,
+        kind=kind,
+        params_hash=params_hash,
+        frame_id=frame_id,
+        tree_version=tree_version,
+        risk_level=decision.risk,
+        decision=decision.decision,
+        reason=decision.reason,
+        status="requested",
+        effect_class=decision.context.effect.value,
+        target_kind=decision.context.target_kind.value,
+        data_classes=sorted(c.value for c in decision.context.data_classes),
+    )
+
+
+def event_payload(decision: PolicyDecision) -> dict[str, Any]:
+    """The action_requested payload: the rating and what it was made of, never the text."""
+    ctx = decision.context
+    return {
+        "kind": ctx.kind,
+        "risk": decision.risk.label,
+        "decision": decision.decision.value,
+        "reason": decision.reason,
+        "effect": ctx.effect.value,
+        "targetKind": ctx.target_kind.value,
+        "dataClasses": sorted(c.value for c in ctx.data_classes),
+        "signals": list(ctx.signals),
+    }
+
+
+def blocked_error(decision: PolicyDecision) -> DeskpilotError:
+    """A denial as the caller sees it; a focus mismatch keeps its own, retryable code."""
+    if decision.reason == Reason.FOCUS_MISMATCH:
+        return DeskpilotError(
+            ErrorCode.FOCUS_MISMATCH,
+            "the observation is not of the session's bound window/app; observe again",
+            retryable=True,
+            details={"reason": decision.reason, **decision.details},
+        )
+    return DeskpilotError(
+        ErrorCode.ACTION_BLOCKED,
+        f"the policy refused this {decision.risk.label} action: {decision.reason}",
+        retryable=False,
+        details={"reason": decision.reason, "risk": decision.risk.label, **decision.details},
+    )
+
+
+def outcome(result: ActionResult) -> dict[str, Any]:
+    """What the ledger keeps of a result: how it ran, never the post-action tree or image."""
+    out = result.model_dump(mode="json", exclude={"observation", "id", "type"}, exclude_none=True)
+    return out
+
+
+def observed(obs: ObservationBody) -> dict[str, Any]:
+    """The timeline payload of an observation: identity and size, never its text or pixels."""
+    return {
+        "frameId": obs.frame_id,
+        "treeVersion": obs.tree_version,
+        "app": obs.app.executable or obs.app.name,
+        "windowId": obs.window.window_id,
+        "elementCount": obs.element_count,
+    }

@@ -1,0 +1,122 @@
+"""The kernel's port: everything the runtime (and any other caller above the kernel) may ask
+of the desktop, declared once, here.
+
+The runtime holds a ``KernelPort`` and never a backend: capabilities, windows, observe,
+capture and execute all pass the kernel, so freshness, policy, the ledger, the desktop lane
+and the halt apply to every path (docs/architecture.md, "One door"). ``Kernel``
+(kernel/kernel.py) implements it; the runtime's unit tests use a recording fake.
+
+Results travel back by value: ``execute`` returns the action's outcome *and* the settled
+window after it (tree, screenshot, the windows then on screen) when the host could see it;
+nobody reads a side cache for it. The value types the runtime needs of the kernel are
+re-exported here, so this module is the runtime's one import from the kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from deskpilot.kernel.governed_launch import LaunchReport, LaunchResult, Spawn, Watch
+from deskpilot.kernel.policy.launch_rules import LaunchRequest
+from deskpilot.kernel.results import ExecutedAction, HaltInfo
+from deskpilot.protocol.observed import ObservedState
+from deskpilot.protocol.session import CancelReason, SessionState, TaskContract
+from deskpilot.protocol.wire import Action, Capabilities, TargetSpec, WindowInfo
+from deskpilot.store.settings import SettingsModel
+
+__all__ = [
+    "ExecutedAction",
+    "HaltInfo",
+    "KernelPort",
+    "LaunchReport",
+    "LaunchRequest",
+    "LaunchResult",
+    "Spawn",
+    "Watch",
+]
+
+
+class KernelPort(Protocol):
+    name: str
+
+    # ------------------------------------------------------------------ the desktop
+    async def capabilities(self) -> Capabilities:
+        """What the desktop supports and permits now (the runtime's preflight)."""
+        ...
+
+    async def windows(self) -> list[WindowInfo]: ...
+
+    async def observe(
+        self, session_id: str, target: TargetSpec | None = None, *, include_screenshot: bool = True
+    ) -> ObservedState:
+        """Observe for a session; the result becomes its current observation."""
+        ...
+
+    async def capture(self, session_id: str, target: TargetSpec | None = None) -> ObservedState:
+        """A screenshot whose secure regions are known (it carries the tree they come from),
+        that does *not* become the session's current observation: a screenshot never makes
+        the agent's state stale."""
+        ...
+
+    async def execute(
+        self,
+        session_id: str,
+        frame_id: str,
+        tree_version: str,
+        action: Action,
+        *,
+        action_id: str | None = None,
+        expected_app: str | None = None,
+        observe_after: bool = False,
+    ) -> ExecutedAction:
+        """Run one action through freshness, policy, ledger, confirmation and the lane."""
+        ...
+
+    async def cancel(self, session_id: str) -> None:
+        """Stop what the session has in flight at the host now (a bounded budget ran out):
+        the host forgets the session, so the caller replaces it before its next use."""
+        ...
+
+    async def launch(
+        self, session_id: str, request: LaunchRequest, spawn: Spawn, watch: Watch
+    ) -> LaunchResult:
+        """Start a program as a governed action (kernel/governed_launch.py)."""
+        ...
+
+    # ------------------------------------------------------------------ sessions
+    async def open_session(self, agent_session: str, contract: TaskContract) -> str: ...
+
+    async def pause(self, session_id: str, *, takeover: bool = False) -> SessionState: ...
+
+    async def resume(self, session_id: str) -> SessionState: ...
+
+    async def stop(self, session_id: str, reason: CancelReason) -> SessionState:
+        """End the session (terminal); what it has in flight is cancelled."""
+        ...
+
+    async def bind_target(self, session_id: str, target: TargetSpec) -> None: ...
+
+    def session_state(self, session_id: str) -> SessionState | None: ...
+
+    def session_ended(self, session_id: str) -> str | None:
+        """None while the session lives; else why it ended (its cancel reason)."""
+        ...
+
+    # ------------------------------------------------------------------ halt and settings
+    def client_session_began(self, agent_session_id: str) -> None: ...
+
+    def halt_state(self, agent_session_id: str | None = None) -> HaltInfo: ...
+
+    def check_halt(self, agent_session_id: str | None = None) -> None: ...
+
+    def settings(self) -> SettingsModel:
+        """The current settings (another process's writes show within a second)."""
+        ...
+
+    def status(self, agent_session_id: str | None = None) -> dict[str, Any]:
+        """Kill switch, desktop lease, halt and rollout, as JSON."""
+        ...
+
+    async def start_kill_switch(self, display: str | None = None) -> object: ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,60 @@
+"""Which window a tool looks at, and the kernel reads that find it (timed as the diagnostic's
+``discoveryMs`` and ``rpcMs`` stages)."""
+
+from __future__ import annotations
+
+from deskpilot.protocol.errors import ErrorCode
+from deskpilot.protocol.observed import ObservedState
+from deskpilot.protocol.wire import TargetSpec, WindowInfo
+from deskpilot.runtime.apps import AppEntry, resolve_app
+from deskpilot.runtime.call import Call
+from deskpilot.runtime.context import ToolContext
+from deskpilot.runtime.refusals import refusal
+
+
+async def list_windows(ctx: ToolContext, call: Call) -> list[WindowInfo]:
+    with call.watch.stage("discovery"):
+        return await ctx.kernel.windows()
+
+
+def resolve_in(windows: list[WindowInfo], app: str | int) -> tuple[AppEntry, WindowInfo]:
+    """The app named by ``app`` (pid, name, executable, window id …) and its main window."""
+    entry = resolve_app(app, windows)
+    window = entry.main_window()
+    if window is None:
+        raise refusal(ErrorCode.NO_WINDOWS_AVAILABLE, "That application has no window.")
+    return entry, window
+
+
+async def resolve(ctx: ToolContext, call: Call, app: str | int) -> tuple[AppEntry, WindowInfo]:
+    return resolve_in(await list_windows(ctx, call), app)
+
+
+async def observe(
+    ctx: ToolContext, call: Call, target: TargetSpec | None, *, screenshot: bool = True
+) -> ObservedState:
+    """Observe for the call's session (it must hold one); the result is its current frame."""
+    assert call.session_id is not None
+    with call.watch.stage("rpc"):
+        return await ctx.kernel.observe(call.session_id, target, include_screenshot=screenshot)
+
+
+async def observation_target(
+    ctx: ToolContext, call: Call, app: str | int | None
+) -> tuple[TargetSpec | None, int | None, list[WindowInfo] | None]:
+    """The window to observe: the named app's main window, the bound target, or focus (and
+    the windows, when they were listed to find it)."""
+    if app is not None:
+        listing = await list_windows(ctx, call)
+        entry, window = resolve_in(listing, app)
+        return TargetSpec(window_id=window.window_id), entry.pid, listing
+    sess = ctx.sessions.get(call.agent_session)
+    if sess is not None and sess.bound_target is not None:
+        wid = sess.bound_target.get("windowId")
+        if isinstance(wid, str):
+            if any(w.window_id == wid for w in await list_windows(ctx, call)):
+                return TargetSpec(window_id=wid), None, None
+            # the bound window closed: the kernel drops its binding on the next look and
+            # says so (bound_window_closed); this session forgets it too
+            sess.bound_target = None
+    return None, None, None
