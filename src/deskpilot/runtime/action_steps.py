@@ -1,0 +1,119 @@
+"""Running one step of a plan through the kernel, healing it once when the frame went stale.
+
+``stale_frame``, ``stale_tree`` and ``focus_mismatch`` heal themselves once: re-observe
+(without a screenshot), rebuild the action against the new frame (an element is found again by
+its signature), retry. A different app in the window is ``state_changed``; a point of an
+image is never re-aimed at a resized window. A form the host refuses as unsupported before
+dispatch gets its fallback once, on a fresh look (the refused form spent the frame). An
+outcome that may have run (``unknown``) is never retried.
+"""
+
+from __future__ import annotations
+
+from deskpilot.kernel.port import ExecutedAction
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.wire import Rect, TargetSpec
+from deskpilot.runtime.action_plans import Frame, Step
+from deskpilot.runtime.call import Call
+from deskpilot.runtime.context import ToolContext
+from deskpilot.runtime.diagnostics import ActionOutcome, StepRecord
+from deskpilot.runtime.refusals import SELF_HEALING_CODES, refusal, refused_before_dispatch
+from deskpilot.runtime.state_ids import StateRecord
+from deskpilot.runtime.targets import observe
+
+
+def outcome_of(exc: BaseException) -> ActionOutcome:
+    if refused_before_dispatch(exc):
+        return ActionOutcome.NOT_DISPATCHED
+    return ActionOutcome.UNKNOWN
+
+
+async def run_step(
+    ctx: ToolContext, call: Call, record: StateRecord, step: Step, frame: Frame, target: TargetSpec
+) -> tuple[ExecutedAction, Frame]:
+    assert call.session_id is not None
+    healed = False
+    used_fallback = False
+    build = step.build
+    kind = step.kind
+    while True:  # at most: one heal and one fallback
+        try:
+            action = build(frame)
+        except DeskpilotError as exc:
+            call.diag.steps.append(StepRecord(kind, ActionOutcome.NOT_DISPATCHED, code=exc.code))
+            raise
+        try:
+            call.dispatched = True
+            with call.watch.stage("rpc"):
+                gate = await ctx.kernel.execute(
+                    call.session_id,
+                    frame.frame_id,
+                    frame.tree_version,
+                    action,
+                    expected_app=record.app_identity.executable or record.app_identity.name,
+                    observe_after=True,
+                )
+            call.watch.add("approval", gate.approval_ms / 1000.0)
+            call.diag.timings.add_toolkit_delay(gate.result.toolkit_delay_ms)
+            call.diag.steps.append(
+                StepRecord(
+                    kind, ActionOutcome.CALL_RETURNED, method=gate.result.method, healed=healed
+                )
+            )
+            return gate, frame
+        except DeskpilotError as exc:
+            if exc.code in SELF_HEALING_CODES and not healed:
+                healed = True
+                call.diag.healed += 1
+                observed = await observe(ctx, call, target, screenshot=False)
+                obs = observed.observation
+                if obs.app.pid != record.app.pid:
+                    call.diag.steps.append(
+                        StepRecord(kind, ActionOutcome.NOT_DISPATCHED, code="state_changed")
+                    )
+                    raise refusal(
+                        ErrorCode.STATE_CHANGED,
+                        "A different application is in the target window now.",
+                    ) from None
+                if _positional(step) and _size(obs.window.bounds) != _size(record.window.bounds):
+                    call.diag.steps.append(
+                        StepRecord(kind, ActionOutcome.NOT_DISPATCHED, code="stale_frame")
+                    )
+                    raise refusal(
+                        ErrorCode.STALE_FRAME,
+                        "The window was resized since the image these coordinates come from; "
+                        "they no longer point at the same place. Call get_app_state and use "
+                        "the new image; do not repeat the same call.",
+                        reason="window_resized",
+                    ) from None
+                frame = Frame.of(obs)
+                continue
+            if exc.code is ErrorCode.UNSUPPORTED_ACTION and step.fallback and not used_fallback:
+                # the refused form spent the frame (kernel and host drop it when an action
+                # goes out): the fallback is built on a fresh look, which is not a heal
+                used_fallback = True
+                build = step.fallback
+                observed = await observe(ctx, call, target, screenshot=False)
+                frame = Frame.of(observed.observation)
+                continue
+            call.diag.steps.append(
+                StepRecord(kind, outcome_of(exc), code=exc.code.value, healed=healed)
+            )
+            raise
+
+
+def _positional(step: Step) -> bool:
+    return step.kind in ("click", "scroll", "drag") and step.positional
+
+
+def _size(bounds: Rect) -> tuple[int, int]:
+    return bounds.width, bounds.height
+
+
+def overall(call: Call) -> ActionOutcome:
+    outcomes = [s.outcome for s in call.diag.steps]
+    if ActionOutcome.UNKNOWN in outcomes:
+        return ActionOutcome.UNKNOWN
+    if ActionOutcome.CALL_RETURNED in outcomes:
+        return ActionOutcome.CALL_RETURNED
+    return ActionOutcome.NOT_DISPATCHED
