@@ -24,26 +24,10 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from deskpilot.kernel.policy import signals as sig
-from deskpilot.protocol.privacy import blocked_identity
+from deskpilot.kernel.policy.action_rules import ActionDraft, rate_action, settle_credentials
 from deskpilot.protocol.session import DataClass, EffectClass, TargetKind
 from deskpilot.protocol.tree import ElementTree, TreeElement, parse_tree
-from deskpilot.protocol.wire import (
-    Action,
-    AppIdentity,
-    ClickAction,
-    DragAction,
-    FocusWindowAction,
-    InvokeElementAction,
-    Observation,
-    PasteTextAction,
-    Point,
-    PressKeyAction,
-    ScrollAction,
-    SecondaryAction,
-    SelectTextAction,
-    SetValueAction,
-    TypeTextAction,
-)
+from deskpilot.protocol.wire import Action, AppIdentity, Observation
 
 BROWSER_EXECUTABLES = frozenset(
     {
@@ -88,6 +72,8 @@ class PolicyContext:
 
 
 def _is_browser(obs: Observation, tree: ElementTree) -> bool:
+    """A page URL, a browser app, or a web document in the tree makes this a browser page,
+    whose text fields can submit a web form (docs/policy.md, "The context producer")."""
     if obs.url:
         return True
     app = obs.app
@@ -111,207 +97,25 @@ def _label(e: TreeElement) -> str:
     return f'{e.role} "{e.name}"' if e.name else e.role
 
 
-def _in_dialog(tree: ElementTree, e: TreeElement) -> bool:
-    return any(a.key in sig.DIALOG_ROLES for a in tree.ancestors(e))
-
-
-def _in_web_content(tree: ElementTree, e: TreeElement) -> bool:
-    return any(a.key in sig.DOCUMENT_ROLES | sig.FORM_ROLES for a in tree.ancestors(e))
-
-
-def _is_secure_field(e: TreeElement) -> bool:
-    return e.key in sig.PASSWORD_ROLES or bool(e.states & sig.SECURE_STATES)
-
-
-def _point_in_sensitive(obs: Observation, p: Point) -> bool:
-    """Sensitive regions are in screen coordinates, like the window bounds; the normalised
-    window point is mapped onto the screen first."""
-    b = obs.window.bounds
-    x = b.x + p.x * b.width
-    y = b.y + p.y * b.height
-    return any(
-        r.x <= x <= r.x + r.width and r.y <= y <= r.y + r.height for r in obs.sensitive_regions
-    )
-
-
-def _control_effect(
-    tree: ElementTree, e: TreeElement, facts: list[str], action_name: str | None = None
-) -> EffectClass:
-    """What activating control ``e`` does."""
-    if action_name is not None and sig.role_key_like(action_name) in sig.NON_ACTIVATING_ACTIONS:
-        return EffectClass.REVERSIBLE_LOCAL
-    name = e.name
-    if name and sig.DESTRUCTIVE_WORDS.search(name):
-        if _in_dialog(tree, e):
-            facts.append("destructive_control_in_dialog")
-            return EffectClass.HIGH_IMPACT
-        if sig.IRREVERSIBLE_WORDS.search(name):
-            facts.append("irreversible_control")
-            return EffectClass.HIGH_IMPACT
-        facts.append("destructive_control")
-    if name and sig.EXTERNAL_WORDS.search(name) and e.key in sig.CONTROL_ROLES:
-        facts.append("external_write_control")
-        return EffectClass.EXTERNAL_WRITE
-    return EffectClass.REVERSIBLE_LOCAL
-
-
 def policy_context_for(action: Action, obs: Observation) -> PolicyContext:
+    """Rate ``action`` on the screen ``obs`` shows (docs/policy.md, "The context producer"):
+    identify the app and page, run the action kind's rules, then the credential rules."""
     tree = parse_tree(obs.tree)
     browser = _is_browser(obs, tree)
-    facts: list[str] = []
-    data: set[str] = set()
-    effect = EffectClass.REVERSIBLE_LOCAL
-    target = TargetKind.ELEMENT
-    text_write = False
-    sensitive = False
-    element: TreeElement | None = None
-    has_window = bool(obs.window.window_id) and obs.window.bounds.width > 0
-
-    def resolve(element_id: int | None) -> TreeElement | None:
-        nonlocal target
-        if element_id is None:
-            return None
-        found = tree.get(element_id)
-        if found is None:
-            target = TargetKind.UNKNOWN
-            facts.append("element_not_in_tree")
-        return found
-
-    def at_point(p: Point | None) -> None:
-        nonlocal target, sensitive
-        if p is None:
-            return
-        target = TargetKind.COORDINATES
-        if len(tree) == 0 or not has_window:
-            target = TargetKind.UNKNOWN
-            facts.append("coordinates_on_unknown_surface")
-        if _point_in_sensitive(obs, p):
-            sensitive = True
-            facts.append("point_in_sensitive_region")
-
-    match action:
-        case ScrollAction():
-            effect = EffectClass.READ_ONLY
-            element = resolve(action.element_id)
-            if action.element_id is None:
-                target = TargetKind.WINDOW if action.point is None else target
-                at_point(action.point)
-        case FocusWindowAction():
-            target = TargetKind.WINDOW if has_window else TargetKind.UNKNOWN
-        case SelectTextAction():
-            element = resolve(action.element_id)
-        case ClickAction():
-            element = resolve(action.element_id)
-            if action.element_id is None:
-                at_point(action.point)
-                if action.point is None:
-                    target = TargetKind.UNKNOWN
-                    facts.append("click_without_target")
-            elif element is not None and action.button == "left":
-                effect = _control_effect(tree, element, facts)
-        case InvokeElementAction():
-            element = resolve(action.element_id)
-            if element is not None:
-                effect = _control_effect(tree, element, facts, action.action)
-        case SecondaryAction():
-            element = resolve(action.element_id)
-        case DragAction():
-            target = TargetKind.COORDINATES
-            at_point(action.start)
-            at_point(action.end)
-        case TypeTextAction() | PasteTextAction() | SetValueAction():
-            text_write = not (
-                isinstance(action, SetValueAction) and not isinstance(action.value, str)
-            )
-            element = resolve(action.element_id)
-            if action.element_id is None:
-                element = tree.focused()
-                if element is None:
-                    target = TargetKind.WINDOW if has_window else TargetKind.UNKNOWN
-            text = str(action.value) if isinstance(action, SetValueAction) else action.text
-            if text_write:
-                data |= sig.text_data_classes(text) or {"public"}
-            if element is not None:
-                if _is_secure_field(element):
-                    sensitive = True
-                    facts.append("credential_field")
-                    data.add("credential")
-                data |= sig.field_data_classes(element.name)
-                if (
-                    "\n" in text
-                    and browser
-                    and (element.key in sig.TEXT_ROLES)
-                    and _in_web_content(tree, element)
-                ):
-                    effect = EffectClass.EXTERNAL_WRITE
-                    facts.append("enter_submit_in_web_form")
-            if "credential" in data and "credential_field" not in facts:
-                facts.append("secret_like_text")
-        case PressKeyAction():
-            focused = tree.focused()
-            element = focused
-            if focused is None:
-                target = TargetKind.WINDOW if has_window else TargetKind.UNKNOWN
-            for chord in action.keys:
-                mods, key = sig.chord_parts(chord)
-                if key in sig.ENTER_KEYS and focused is not None:
-                    if focused.key in sig.CONTROL_ROLES:
-                        effect = _max_effect(effect, _control_effect(tree, focused, facts))
-                    elif (
-                        browser and focused.key in sig.TEXT_ROLES and _in_web_content(tree, focused)
-                    ):
-                        effect = _max_effect(effect, EffectClass.EXTERNAL_WRITE)
-                        facts.append("enter_submit_in_web_form")
-                if key == "delete" and "shift" in mods:
-                    effect = _max_effect(effect, EffectClass.HIGH_IMPACT)
-                    facts.append("permanent_delete_shortcut")
-                if focused is not None and _is_secure_field(focused) and sig.writes_text(chord):
-                    # keys typed (or pasted) into a password field are a credential write,
-                    # exactly like type_text into it
-                    text_write = True
-                    sensitive = True
-                    data.add("credential")
-                    if "credential_field" not in facts:
-                        facts.append("credential_field")
-        case _:
-            pass
-
-    if text_write and sensitive and "credential" not in data:
-        data.add("credential")
-    if "credential" in data:
-        data.discard("public")  # a secret is not public just because nothing else matched
-    if text_write and "credential" in data:
-        effect = _max_effect(effect, EffectClass.RESTRICTED)
-    credential_app = blocked_identity(obs.app)
-    if credential_app is not None and effect != EffectClass.READ_ONLY:
-        effect = EffectClass.RESTRICTED
-        data.add("credential")
-        facts.append("credential_app")
-
+    d = ActionDraft(obs, tree, browser)
+    rate_action(d, action)
+    settle_credentials(d)
     return PolicyContext(
         kind=action.kind,
-        effect=effect,
-        target_kind=target,
-        data_classes=frozenset(DataClass(d) for d in data),
-        text_write=text_write,
-        sensitive_target=sensitive,
+        effect=d.effect,
+        target_kind=d.target,
+        data_classes=frozenset(DataClass(x) for x in d.data),
+        text_write=d.text_write,
+        sensitive_target=d.sensitive,
         app=obs.app,
         url=obs.url,
         host=_host(obs.url),
         is_browser=browser,
-        signals=tuple(dict.fromkeys(facts)),
-        target_label=None if element is None else _label(element),
+        signals=tuple(dict.fromkeys(d.facts)),
+        target_label=None if d.element is None else _label(d.element),
     )
-
-
-_ORDER = [
-    EffectClass.READ_ONLY,
-    EffectClass.REVERSIBLE_LOCAL,
-    EffectClass.EXTERNAL_WRITE,
-    EffectClass.HIGH_IMPACT,
-    EffectClass.RESTRICTED,
-]
-
-
-def _max_effect(a: EffectClass, b: EffectClass) -> EffectClass:
-    return a if _ORDER.index(a) >= _ORDER.index(b) else b
