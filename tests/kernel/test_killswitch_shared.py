@@ -112,6 +112,11 @@ async def test_a_watcher_takes_the_chord_over_when_the_holder_dies(
     sid = await local.open_session("agent-b")
     await asyncio.to_thread(press, keyboard, *CHORD)
     await until(lambda: local.session_state(sid) == SessionState.CANCELED)
+    # c is another process: it hears the broadcast on its own X connection, in its own time
+    await until(
+        lambda: (lambda st: st["remote"] >= 1 and st["state"] == "canceled")(c.status()),
+        timeout=5.0,
+    )
     st = c.status()
     assert st["halted"] and st["state"] == "canceled" and st["remote"] == 1
     print(f"chord taken over {takeover_ms:.0f} ms after the holder died")
