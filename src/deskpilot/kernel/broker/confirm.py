@@ -10,6 +10,7 @@ a pause/stop/kill meanwhile, or the wait itself cancelled — is recorded on tha
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from deskpilot.kernel.confirmation import Confirmations
@@ -21,18 +22,12 @@ from deskpilot.store.db import Database
 from deskpilot.store.ledger import ActionRepository
 
 
+@dataclass
 class ConfirmationWait:
-    def __init__(
-        self,
-        db: Database,
-        sessions: SessionManager,
-        actions: ActionRepository,
-        confirmations: Confirmations,
-    ) -> None:
-        self.db = db
-        self.sessions = sessions
-        self.actions = actions
-        self.confirmations = confirmations
+    db: Database
+    sessions: SessionManager
+    actions: ActionRepository
+    confirmations: Confirmations
 
     async def confirm(
         self,

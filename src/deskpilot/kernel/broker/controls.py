@@ -73,31 +73,18 @@ async def end_inflight(backend: DesktopBackend, flags: Flags, item: InFlight, re
         await task
 
 
+@dataclass
 class Controls:
-    def __init__(
-        self,
-        db: Database,
-        backend: DesktopBackend,
-        sessions: SessionManager,
-        *,
-        halt: Halt,
-        coordinator: DesktopCoordinator,
-        frames: CurrentFrames,
-        inflight: InFlightRegistry,
-        flags: Flags,
-        rollout: RolloutController,
-        hooks: ControlHooks,
-    ) -> None:
-        self.db = db
-        self.backend = backend
-        self.sessions = sessions
-        self.halt = halt
-        self.coordinator = coordinator
-        self.frames = frames
-        self.inflight = inflight
-        self.flags = flags
-        self.rollout = rollout
-        self.hooks = hooks
+    db: Database
+    backend: DesktopBackend
+    sessions: SessionManager
+    halt: Halt
+    coordinator: DesktopCoordinator
+    frames: CurrentFrames
+    inflight: InFlightRegistry
+    flags: Flags
+    rollout: RolloutController
+    hooks: ControlHooks
 
     async def _quiesce(self, session_id: str, reason: str, *, forget: bool) -> None:
         self.frames.drop(session_id)

@@ -12,6 +12,7 @@ the person's physical Escape ends this action only and hands the session to them
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 from deskpilot.hostclient.api import ActionReply, DesktopBackend
@@ -48,25 +49,15 @@ def host_sample(rollout: RolloutController, exc: DeskpilotError | None) -> None:
     rollout.record_artifact_check(code == ErrorCode.NATIVE_HOST_UNTRUSTED)
 
 
+@dataclass
 class Dispatcher:
-    def __init__(
-        self,
-        backend: DesktopBackend,
-        *,
-        coordinator: DesktopCoordinator,
-        inflight: InFlightRegistry,
-        frames: CurrentFrames,
-        ledger: Ledger,
-        flags: Flags,
-        rollout: RolloutController,
-    ) -> None:
-        self.backend = backend
-        self.coordinator = coordinator
-        self.inflight = inflight
-        self.frames = frames
-        self.ledger = ledger
-        self.flags = flags
-        self.rollout = rollout
+    backend: DesktopBackend
+    coordinator: DesktopCoordinator
+    inflight: InFlightRegistry
+    frames: CurrentFrames
+    ledger: Ledger
+    flags: Flags
+    rollout: RolloutController
 
     async def dispatch(
         self,

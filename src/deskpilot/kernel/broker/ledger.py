@@ -10,7 +10,7 @@ raised. What goes into the rows and payloads is in records.py (docs/kernel.md, "
 from __future__ import annotations
 
 import contextlib
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from deskpilot.kernel.broker.records import blocked_error, observed, outcome
@@ -35,18 +35,12 @@ from deskpilot.store.ledger import ActionRepository, ActionRow, ActionStatus
 NOT_ACTION_ERRORS = frozenset({ErrorCode.STALE_FRAME, ErrorCode.STALE_TREE})
 
 
+@dataclass
 class Ledger:
-    def __init__(
-        self,
-        db: Database,
-        sessions: SessionManager,
-        actions: ActionRepository,
-        rollout: RolloutController,
-    ) -> None:
-        self.db = db
-        self.sessions = sessions
-        self.actions = actions
-        self.rollout = rollout
+    db: Database
+    sessions: SessionManager
+    actions: ActionRepository
+    rollout: RolloutController
 
     def record_request(
         self,
