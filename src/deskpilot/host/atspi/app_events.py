@@ -1,0 +1,73 @@
+"""The apps' accessibility events, and whether our listener is registered for them yet.
+
+Registration is started at connect and not awaited to the end (it is bounded there): an
+action waits for it before it counts events, since atk-bridge apps emit only the events someone
+registered for, and registering is also what makes them answer ``Cache.GetItems``
+(docs/host-tree.md, "How the tree is read"). The settle rule itself is :mod:`.events`'.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+
+from dbus_fast.aio import MessageBus
+
+from deskpilot.host.atspi.events import EventWatcher
+
+
+class AppEvents:
+    """The event watcher and the task registering it with the registry."""
+
+    def __init__(self, a11y: MessageBus) -> None:
+        self._watcher = EventWatcher(a11y)
+        self._ready: asyncio.Task[None] | None = None
+
+    async def start(self, wait_s: float) -> None:
+        """Start registering; wait up to ``wait_s`` for it (it goes on in the background)."""
+        self._ready = asyncio.ensure_future(self._watcher.start())
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(self._ready), wait_s)
+
+    async def ready(self) -> None:
+        """Wait until registering is over (whether it succeeded or not)."""
+        if self._ready is not None:
+            with contextlib.suppress(Exception):
+                await self._ready
+
+    def stop(self) -> None:
+        """Stop a registration still under way."""
+        if self._ready is not None and not self._ready.done():
+            self._ready.cancel()
+
+    async def settle(
+        self,
+        bus_name: str,
+        since: float | None = None,
+        *,
+        first_ms: float = 600.0,
+        quiet_ms: float = 50.0,
+        max_ms: float = 1500.0,
+    ) -> bool:
+        """Wait until the app's accessibility events went quiet (see :mod:`.events`)."""
+        await self.ready()
+        return await self._watcher.wait_quiet(
+            bus_name,
+            time.monotonic() if since is None else since,
+            first_ms=first_ms,
+            quiet_ms=quiet_ms,
+            max_ms=max_ms,
+        )
+
+    def last_event(self, bus_name: str) -> float:
+        return self._watcher.last_event(bus_name)
+
+    def went_quiet(self, bus_name: str, since: float, now: float, *, quiet_s: float) -> bool:
+        return self._watcher.went_quiet(bus_name, since, now, quiet_s=quiet_s)
+
+    def first_event_after(self, bus_name: str, since: float) -> float | None:
+        return self._watcher.first_event_after(bus_name, since)
+
+    async def next_event(self, bus_name: str, timeout: float) -> bool:
+        return await self._watcher.next_event(bus_name, timeout)

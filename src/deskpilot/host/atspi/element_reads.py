@@ -1,0 +1,116 @@
+"""What one element has now, read on demand: action names, interfaces, text length, extents,
+the caret, its combo box.
+
+A snapshot reads these only where showing the tree needs them (docs/host-tree.md, "How the
+tree is read"); acting on an element needs them exactly, and fresh, so they are read here when
+asked, over the app's reading connection (never an action connection: nothing here changes the
+app).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from deskpilot.host.atspi.bus import (
+    I_ACCESSIBLE,
+    I_ACTION,
+    I_COMPONENT,
+    I_PROPERTIES,
+    I_TEXT,
+    AtspiCallError,
+    Conn,
+)
+from deskpilot.host.atspi.combo import ComboParts, combo_of_option, read_combo
+from deskpilot.host.atspi.connections import Connections
+from deskpilot.host.atspi.model import ElementRef
+from deskpilot.host.atspi.vocab import MAX_ACTIONS_SHOWN, State, bit, state_mask
+from deskpilot.protocol.wire import Rect
+
+_B_FOCUSED: Final = bit(State.FOCUSED)
+
+
+class ElementReads:
+    """Reads of one element, each on the connection ``connections`` gives for its app."""
+
+    def __init__(self, connections: Connections) -> None:
+        self._connections = connections
+
+    async def action_names(self, element: ElementRef) -> tuple[str, ...]:
+        """All action names of the element, read now (blank names resolved one by one)."""
+        conn = await self._connections.conn_for(element.bus_name)
+        return await action_names(conn, element)
+
+    async def character_count(self, element: ElementRef) -> int | None:
+        """How many characters the element's text has (None without a Text interface)."""
+        conn = await self._connections.conn_for(element.bus_name)
+        try:
+            body = await conn.call(
+                element.bus_name,
+                element.path,
+                I_PROPERTIES,
+                "Get",
+                "ss",
+                (I_TEXT, "CharacterCount"),
+            )
+        except AtspiCallError:
+            return None
+        value = body[0].value if hasattr(body[0], "value") else body[0]
+        return int(value)
+
+    async def extents(self, element: ElementRef) -> Rect | None:
+        """The element's current screen extents (None when it has no Component)."""
+        conn = await self._connections.conn_for(element.bus_name)
+        try:
+            body = await conn.call(
+                element.bus_name, element.path, I_COMPONENT, "GetExtents", "u", (0,)
+            )
+        except AtspiCallError:
+            return None
+        x, y, w, h = body[0]
+        return Rect(x=int(x), y=int(y), width=int(w), height=int(h))
+
+    async def combo_parts(self, element: ElementRef) -> ComboParts | None:
+        """The combo box ``element`` as it is now (options, popup state); see atspi/combo."""
+        conn = await self._connections.conn_for(element.bus_name)
+        return await read_combo(conn, element.ref)
+
+    async def combo_of_option(self, element: ElementRef) -> ComboParts | None:
+        """The combo box whose popup list ``element`` is an option of, read now; None for
+        an item of anything else."""
+        conn = await self._connections.conn_for(element.bus_name)
+        combo = await combo_of_option(conn, element.ref)
+        return None if combo is None else await read_combo(conn, combo)
+
+
+async def interfaces(conn: Conn, element: ElementRef) -> frozenset[str]:
+    """The element's interfaces: as the snapshot read them, else asked now."""
+    if element.interfaces:
+        return element.interfaces
+    body = await conn.call(element.bus_name, element.path, I_ACCESSIBLE, "GetInterfaces")
+    return frozenset(str(n).rsplit(".", 1)[-1] for n in body[0])
+
+
+async def action_names(conn: Conn, element: ElementRef) -> tuple[str, ...]:
+    """The element's action names (at most ``MAX_ACTIONS_SHOWN``), blank ones asked by index."""
+    body = await conn.call(element.bus_name, element.path, I_ACTION, "GetActions")
+    names = [str(a[0]) for a in body[0][:MAX_ACTIONS_SHOWN]]
+    blank = [i for i, n in enumerate(names) if not n]
+    if blank:
+        res = await conn.batch(
+            [(element.bus_name, element.path, I_ACTION, "GetName", "i", (i,)) for i in blank]
+        )
+        for i, r in zip(blank, res, strict=True):
+            if not isinstance(r, AtspiCallError):
+                names[i] = str(r[0])
+    return tuple(names)
+
+
+async def caret_or_end(conn: Conn, el: ElementRef) -> int:
+    """Where typing would land: the caret of a focused field, else the end of the text
+    (an unfocused field's caret is wherever it was last left)."""
+    props = await conn.get_all(el.bus_name, el.path, I_TEXT)
+    end = int(props.get("CharacterCount", 0))
+    caret = int(props.get("CaretOffset", -1))
+    state = await conn.call(el.bus_name, el.path, I_ACCESSIBLE, "GetState")
+    focused = bool(state_mask(state[0]) & _B_FOCUSED)
+    return caret if focused and 0 <= caret <= end else end

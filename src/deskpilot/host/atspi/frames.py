@@ -1,0 +1,88 @@
+"""The top-level frames of the apps (windows, dialogs): where a window's tree starts.
+
+The host matches an X window to the frame of its pid by title and extents
+(docs/host.md, "Observe"), so each app's children are read with exactly those four
+questions — role, name, state, extents — in one batch per app, all apps at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from deskpilot.host.atspi.apps import Applications
+from deskpilot.host.atspi.bus import (
+    I_ACCESSIBLE,
+    I_COMPONENT,
+    I_PROPERTIES,
+    AtspiCallError,
+    Conn,
+)
+from deskpilot.host.atspi.model import AppInfo, FrameInfo, NodeRef
+from deskpilot.host.atspi.vocab import (
+    FRAME_ROLES,
+    rendered_role,
+    role_name,
+    state_mask,
+    state_names,
+)
+from deskpilot.protocol.wire import Rect
+
+
+class FrameLookup:
+    """Lists frames over the accessibility bus, of the apps ``apps`` knows."""
+
+    def __init__(self, bus: Conn, apps: Applications) -> None:
+        self._bus = bus
+        self._apps = apps
+
+    async def frames(self, pid: int | None = None) -> list[FrameInfo]:
+        """Top-level frames/windows/dialogs of every app (or of one process)."""
+        apps = await self._apps.applications()
+        if pid is not None:
+            apps = [a for a in apps if a.pid == pid]
+        per_app = await asyncio.gather(*(self._frames_of(a) for a in apps))
+        return [f for fs in per_app for f in fs]
+
+    async def _frames_of(self, app: AppInfo) -> list[FrameInfo]:
+        try:
+            body = await self._bus.call(app.bus_name, app.path, I_ACCESSIBLE, "GetChildren")
+        except AtspiCallError:
+            return []
+        refs = [(str(b) or app.bus_name, str(p)) for b, p in body[0]]
+        calls: list[Any] = []
+        for b, p in refs:
+            calls += [
+                (b, p, I_ACCESSIBLE, "GetRole", "", ()),
+                (b, p, I_PROPERTIES, "Get", "ss", (I_ACCESSIBLE, "Name")),
+                (b, p, I_ACCESSIBLE, "GetState", "", ()),
+                (b, p, I_COMPONENT, "GetExtents", "u", (0,)),
+            ]
+        res = await self._bus.batch(calls)
+        out: list[FrameInfo] = []
+        for k, (b, p) in enumerate(refs):
+            frame = _frame(app, NodeRef(b, p), res[4 * k : 4 * k + 4])
+            if frame is not None:
+                out.append(frame)
+        return out
+
+
+def _frame(app: AppInfo, ref: NodeRef, replies: list[Any]) -> FrameInfo | None:
+    """The frame from the replies about one child of the app; None when it is no frame."""
+    role, name, st, ext = replies
+    if isinstance(role, AtspiCallError) or int(role[0]) not in FRAME_ROLES:
+        return None
+    extents = None
+    if not isinstance(ext, AtspiCallError):
+        x, y, w, h = ext[0]
+        extents = Rect(x=int(x), y=int(y), width=int(w), height=int(h))
+    return FrameInfo(
+        ref=ref,
+        pid=app.pid,
+        app_name=app.name,
+        title="" if isinstance(name, AtspiCallError) else str(name[0].value),
+        role=rendered_role(int(role[0])),
+        atspi_role=role_name(int(role[0])),
+        extents=extents,
+        states=state_names(0 if isinstance(st, AtspiCallError) else state_mask(st[0])),
+    )
