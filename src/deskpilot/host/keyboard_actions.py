@@ -1,0 +1,181 @@
+"""The performers of the kinds whose fallback is the keyboard: type_text, paste_text,
+set_value, select_text and press_key, and focus_window (the window keys go to).
+
+Semantic first where the element can do it (docs/host.md, "Actions": the dispatch table),
+else keyboard focus on the element (or the window) and XTEST key events. A set_value on a
+combo box chooses one of its options (:mod:`deskpilot.host.combo_boxes`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Literal
+
+from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
+from deskpilot.host.combo_boxes import ComboBoxes
+from deskpilot.host.outcome import Outcome
+from deskpilot.host.primitives import Primitives, test_hang_target
+from deskpilot.host.x11.keymap import parse_chord
+from deskpilot.host.x11.windows import XWindow
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.wire import (
+    PasteTextAction,
+    PressKeyAction,
+    Rect,
+    SelectTextAction,
+    SetValueAction,
+    TypeTextAction,
+)
+
+PASTE_IDLE_S = 0.25
+PASTE_FETCH_TIMEOUT_S = 2.0
+MAX_SELECT_KEYS = 5000
+
+
+class KeyboardActions:
+    def __init__(self, primitives: Primitives) -> None:
+        self._p = primitives
+        self._combos = ComboBoxes(
+            primitives.semantic,
+            primitives.action_names,
+            primitives.combo_parts,
+            primitives.combo_of_option,
+        )
+
+    async def type_text(
+        self, action: TypeTextAction, window: XWindow, rect: Rect, element: ElementRef | None
+    ) -> Outcome:
+        method: Literal["synthetic", "mixed"] = "synthetic"
+        if element is not None:
+            if "EditableText" in element.interfaces:
+                done = await self._p.semantic(
+                    element, SemanticOp(OpKind.INSERT_TEXT, text=action.text)
+                )
+                if done is not None:
+                    return done
+            how, _ = await self._p.focus_element(element, window, rect)
+            method = "mixed" if how == "semantic" else "synthetic"
+        else:
+            await self._p.ensure_focus(window)
+        typed = await asyncio.to_thread(self._p.input().type_text, action.text)
+        return Outcome(method, f"xtest typed {typed} characters")
+
+    async def paste(
+        self, action: PasteTextAction, window: XWindow, rect: Rect, element: ElementRef | None
+    ) -> Outcome:
+        """EditableText insert when the element has it, else CLIPBOARD + ctrl+v."""
+        if element is not None and "EditableText" in element.interfaces:
+            done = await self._p.semantic(element, SemanticOp(OpKind.INSERT_TEXT, text=action.text))
+            if done is not None:
+                return done
+        if element is not None:
+            await self._p.focus_element(element, window, rect)
+        else:
+            await self._p.ensure_focus(window)
+        clipboard = await asyncio.to_thread(self._p.desktop.clipboard)
+        if not await asyncio.to_thread(clipboard.offer, action.text):
+            raise DeskpilotError(ErrorCode.ACTION_FAILED, "could not take the clipboard")
+        # the selection is given up once the action settled (or failed): ActionDispatcher._act
+        self._p.after_settle.append(clipboard.withdraw)
+        await asyncio.to_thread(self._p.input().press_chord, parse_chord("ctrl+v"))
+        served = await asyncio.to_thread(clipboard.wait_served, PASTE_FETCH_TIMEOUT_S)
+        if served:  # keep the selection while the app still asks for it (see wait_idle)
+            await asyncio.to_thread(clipboard.wait_idle, PASTE_IDLE_S, PASTE_FETCH_TIMEOUT_S)
+        detail = "clipboard + ctrl+v" if served else "clipboard + ctrl+v (the app did not fetch)"
+        return Outcome("synthetic", detail, dispatched=True)
+
+    async def set_value(
+        self, action: SetValueAction, window: XWindow, rect: Rect, element: ElementRef
+    ) -> Outcome:
+        # a combo box takes the name of one of its options (refused before dispatch if none)
+        done = await self._combos.set_value(element, _as_text(action.value))
+        if done is None:
+            done = await self._p.semantic(element, SemanticOp(OpKind.SET_VALUE, value=action.value))
+        if done is not None:
+            return done
+        if "editable" not in element.states or "Text" not in element.interfaces:
+            # select-all and typing into a button, checkbox, calendar or slider would send
+            # shortcuts to whatever it is, and "succeed" without setting anything
+            raise DeskpilotError(
+                ErrorCode.UNSUPPORTED_ACTION,
+                "the element takes no value: set_value works on editable text fields and on "
+                "elements with a value (sliders, spin buttons); click, select or type instead",
+                details={"elementId": element.id, "reason": "no_value_interface"},
+            )
+        await self._p.focus_element(element, window, rect)
+        xinput = self._p.input()
+        await asyncio.to_thread(xinput.press_chord, parse_chord("ctrl+a"))
+        await asyncio.to_thread(xinput.type_text, str(action.value))
+        return Outcome("synthetic", "select all, then xtest typing")
+
+    async def select_text(
+        self, action: SelectTextAction, window: XWindow, rect: Rect, element: ElementRef
+    ) -> Outcome:
+        if action.end < action.start:
+            raise DeskpilotError(ErrorCode.INVALID_REQUEST, "select_text needs start <= end")
+        done = await self._p.semantic(
+            element, SemanticOp(OpKind.SELECT_TEXT, start=action.start, end=action.end)
+        )
+        if done is not None:
+            return done
+        start, end = action.start, action.end
+        length = await self._p.character_count(element)
+        if length is not None:  # keys past the end select nothing more, they only take time
+            start, end = min(start, length), min(end, length)
+        if end > MAX_SELECT_KEYS:
+            raise DeskpilotError(
+                ErrorCode.UNSUPPORTED_ACTION,
+                "the element has no text selection interface and the range is too long to "
+                "select with keys",
+                details={"elementId": element.id, "reason": "range_too_long"},
+            )
+        await self._p.focus_element(element, window, rect)
+        xinput = self._p.input()
+
+        def keys() -> None:
+            xinput.press_chord(parse_chord("ctrl+Home"))
+            right, shift_right = parse_chord("Right"), parse_chord("shift+Right")
+            for _ in range(start):
+                xinput.check()
+                xinput.press_chord(right)
+            for _ in range(end - start):
+                xinput.check()
+                xinput.press_chord(shift_right)
+
+        await asyncio.to_thread(keys)
+        return Outcome("synthetic", "xtest caret keys")
+
+    async def press(
+        self, action: PressKeyAction, window: XWindow, session_id: str | None
+    ) -> Outcome:
+        chords = [parse_chord(k) for k in action.keys]  # all names valid before any press
+        xinput = self._p.input()
+        focus_detail = await self._p.ensure_focus(window)
+        for chord in chords:
+            self._p.check_canceled(session_id)
+            pressed = await asyncio.to_thread(xinput.chord_down, chord)
+            try:
+                if test_hang_target() == "press_key":
+                    # the test switch hangs here, with the keys down (docs/host.md)
+                    await self._p.hang_if_asked("press_key", session_id)
+                hold = (action.duration_ms or 0) / 1000 / max(len(chords), 1)
+                await asyncio.sleep(max(hold, 0.01))
+            finally:
+                await asyncio.to_thread(xinput.keys_up, pressed)
+            if len(chords) > 1:
+                await asyncio.sleep(0.02)
+        detail = f"xtest {len(chords)} chord(s)"
+        if focus_detail:
+            detail += f" after {focus_detail}"
+        return Outcome("synthetic", detail)
+
+    async def focus_window(self, window: XWindow) -> Outcome:
+        how = await asyncio.to_thread(self._p.desktop.focus, window)
+        return Outcome("semantic", how)
+
+
+def _as_text(value: str | float) -> str:
+    """A set_value value as an option's text: 3.0 is "3"."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

@@ -1,0 +1,124 @@
+"""The performers of the kinds whose fallback is the pointer: click, invoke_element, scroll,
+drag and perform_secondary_action.
+
+Semantic first where the element can do it (docs/host.md, "Actions": the dispatch table),
+else XTEST at the element's centre or at the point of the observed image. A click on a
+list, table or tree item follows :mod:`deskpilot.host.item_clicks`, a click on a toggling
+combo option :mod:`deskpilot.host.combo_boxes`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from deskpilot.host.action_checks import to_screen
+from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
+from deskpilot.host.combo_boxes import ComboBoxes
+from deskpilot.host.item_clicks import ItemClicks, clicked_item
+from deskpilot.host.observer import Binding
+from deskpilot.host.outcome import Outcome
+from deskpilot.host.primitives import Primitives
+from deskpilot.host.x11.windows import XWindow
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.wire import (
+    ClickAction,
+    DragAction,
+    InvokeElementAction,
+    Rect,
+    ScrollAction,
+)
+
+#: deskpilot's own verb for keyboard focus, whatever the element's action names
+FOCUS_ACTION_NAMES = frozenset({"focus", "grab_focus", "grabfocus"})
+
+
+class PointerActions:
+    def __init__(self, primitives: Primitives) -> None:
+        self._p = primitives
+        self._items = ItemClicks(
+            primitives.semantic, primitives.pointer_click, primitives.action_names
+        )
+        self._combos = ComboBoxes(
+            primitives.semantic,
+            primitives.action_names,
+            primitives.combo_parts,
+            primitives.combo_of_option,
+        )
+
+    async def click(
+        self, action: ClickAction, rect: Rect, element: ElementRef | None, binding: Binding
+    ) -> Outcome:
+        if element is None and action.point is None:
+            raise DeskpilotError(ErrorCode.INVALID_REQUEST, "click needs elementId or point")
+        item = None
+        if element is not None and action.button == "left":
+            # a row, cell, list item or option: one click selects, two activate (item_clicks)
+            item = clicked_item(element, binding.tree.snapshot.elements if binding.tree else {})
+        if item is not None:
+            done = await self._items.click(item, rect, action.count)
+            if done is not None:
+                return done
+        elif element is not None and action.button == "left" and action.count == 1:
+            # an option of a <select> popup: choose it (never unchoose it) and close the popup
+            done = await self._combos.click_option(element) or await self._p.semantic(
+                element, SemanticOp.invoke()
+            )
+            if done is not None:
+                return done
+        if element is not None:
+            x, y = await self._p.center(element, rect)
+        else:
+            assert action.point is not None
+            x, y = to_screen(rect, action.point)
+        await asyncio.to_thread(self._p.input().click, x, y, action.button.value, action.count)
+        return Outcome("synthetic", f"xtest {action.button.value} x{action.count}")
+
+    async def invoke(
+        self,
+        action: InvokeElementAction,
+        window: XWindow,
+        rect: Rect,
+        element: ElementRef,
+    ) -> Outcome:
+        if action.action is not None and action.action.lower() in FOCUS_ACTION_NAMES:
+            # "focus" is deskpilot's own verb (type_text/paste into an element send it first),
+            # not an AT-SPI action name: keyboard focus through GrabFocus, else a click.
+            how, detail = await self._p.focus_element(element, window, rect)
+            return Outcome("semantic" if how == "semantic" else "synthetic", detail)
+        done = await self._p.semantic(element, SemanticOp.invoke(action.action))
+        if done is not None:
+            return done
+        if action.action is not None:
+            raise DeskpilotError(
+                ErrorCode.UNSUPPORTED_ACTION,
+                "the element has no action of that name",
+                details={"elementId": element.id, "available": list(element.actions)[:20]},
+            )
+        x, y = await self._p.center(element, rect)
+        await asyncio.to_thread(self._p.input().click, x, y, "left", 1)
+        return Outcome("synthetic", "xtest left click (no accessible action)")
+
+    async def scroll(self, action: ScrollAction, rect: Rect, element: ElementRef | None) -> Outcome:
+        if element is not None:
+            x, y = await self._p.center(element, rect)
+        elif action.point is not None:
+            x, y = to_screen(rect, action.point)
+        else:
+            x, y = rect.x + rect.width // 2, rect.y + rect.height // 2
+        await asyncio.to_thread(self._p.input().scroll, x, y, action.direction.value, action.amount)
+        return Outcome("synthetic", f"xtest wheel {action.direction.value} x{action.amount}")
+
+    async def drag(self, action: DragAction, rect: Rect) -> Outcome:
+        x0, y0 = to_screen(rect, action.start)
+        x1, y1 = to_screen(rect, action.end)
+        duration = (action.duration_ms or 300) / 1000
+        await asyncio.to_thread(self._p.input().drag, x0, y0, x1, y1, min(duration, 10.0))
+        return Outcome("synthetic", "xtest drag")
+
+    async def secondary(self, rect: Rect, element: ElementRef) -> Outcome:
+        done = await self._p.semantic(element, SemanticOp(OpKind.SECONDARY))
+        if done is not None:
+            return done
+        x, y = await self._p.center(element, rect)
+        await asyncio.to_thread(self._p.input().click, x, y, "right", 1)
+        return Outcome("synthetic", "xtest right click")
