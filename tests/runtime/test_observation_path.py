@@ -5,13 +5,15 @@ the capture), and a screenshot never makes the agent's state stale."""
 from __future__ import annotations
 
 import io
+import json
 import re
 
 import pytest
 from fake_kernel import FakeKernel, Screen, solid_png
 from PIL import Image
 
-from deskpilot.protocol.wire import ClickAction, Rect
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.wire import Capabilities, ClickAction, Rect, WindowInfo
 from deskpilot.runtime.call import ModelFrame, ToolOutcome
 from deskpilot.runtime.runtime import Runtime, RuntimeConfig
 from deskpilot.store.settings import SettingsModel
@@ -109,5 +111,26 @@ async def test_a_screenshot_is_redacted_alike_and_leaves_the_state_usable(redact
         assert execute.frame_id == "f1" and execute.refused_by is None
         assert execute.action == ClickAction(element_id=4)
         assert fake.methods("observe", "capture", "execute") == ["observe", "capture", "execute"]
+    finally:
+        await rt.close()
+
+
+class _UntrustedHost(FakeKernel):
+    async def capabilities(self) -> Capabilities:
+        raise DeskpilotError(ErrorCode.NATIVE_HOST_UNTRUSTED, "the host is not trusted")
+
+    async def windows(self) -> list[WindowInfo]:
+        raise DeskpilotError(ErrorCode.NATIVE_HOST_UNTRUSTED, "the host is not trusted")
+
+
+async def test_diagnose_names_the_trust_fix_when_the_host_is_untrusted() -> None:
+    """The advice follows the failing check: an untrusted host is not a missing display."""
+    rt = Runtime(_UntrustedHost(Screen(LOGIN)), snapshots=None, config=RuntimeConfig())
+    try:
+        out = await rt.call("diagnose_native_host", {}, agent_session=AGENT)
+        data = json.loads(out.text.split("\n\n")[0])
+        assert [c["code"] for c in data["checks"]] == ["native_host_untrusted"] * 2
+        assert any("DESKPILOT_HOST_LOCAL_TRUST=1" in a for a in data["advice"])
+        assert not any("deskpilot desktop up" in a for a in data["advice"])
     finally:
         await rt.close()

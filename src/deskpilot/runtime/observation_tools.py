@@ -179,7 +179,14 @@ async def diagnose_native_host(ctx: ToolContext, call: Call, args: NoArgs) -> To
     except Exception as exc:
         checks.append({"check": "list_windows", "ok": False, "code": _code(exc), "ms": _ms(t1)})
     advice: list[str] = []
-    if caps is None or not caps.get("available"):
+    codes = {c.get("code") for c in checks}
+    if ErrorCode.NATIVE_HOST_UNTRUSTED.value in codes:
+        advice.append(
+            "The host process was not trusted (native_host_untrusted), so it was not started: "
+            "run deskpilot doctor, which says what the installed host is missing; in a "
+            "development checkout set DESKPILOT_HOST_LOCAL_TRUST=1 (docs/security.md)."
+        )
+    elif caps is None or not caps.get("available"):
         advice.append(
             "Start a desktop (deskpilot desktop up) or export DISPLAY and "
             "DBUS_SESSION_BUS_ADDRESS for an X11 session, then run deskpilot doctor."
