@@ -31,6 +31,8 @@ from deskpilot.protocol.session import TaskContract
 from deskpilot.protocol.wire import FocusWindowAction, Observation, TargetSpec
 from deskpilot.store.db import Database
 
+from .real_apps import zenity
+
 pytestmark = pytest.mark.desktop
 
 
@@ -54,20 +56,9 @@ async def kernel(backend: HostBackend, tmp_path: Path) -> AsyncIterator[Kernel]:
     await k.close()
 
 
-def _zenity(*args: str) -> Iterator[App]:
-    zenity = shutil.which("zenity")
-    if zenity is None:
-        pytest.skip("zenity is not installed")
-    app = launch([zenity, *args])
-    try:
-        yield app
-    finally:
-        app.stop()
-
-
 @pytest.fixture
 def info_dialog(desktop: vdesk.DesktopState) -> Iterator[App]:
-    yield from _zenity("--info", "--title", "frames test", "--text", "hello")
+    yield from zenity("--info", "--title", "frames test", "--text", "hello")
 
 
 async def _window(kernel: Kernel, pid: int, timeout: float = 15.0) -> str:

@@ -4,14 +4,13 @@ desktop. Nothing risky is executed: the kernel refuses before the host is asked 
 from __future__ import annotations
 
 import asyncio
-import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from deskpilot import desktop as vdesk
-from deskpilot.desktop.apps import App, launch, wait_accessible
+from deskpilot.desktop.apps import App, wait_accessible
 from deskpilot.hostclient.backend import HostBackend
 from deskpilot.hostclient.config import LOCAL_TRUST_ENV, HostConfig
 from deskpilot.kernel import Kernel
@@ -22,6 +21,8 @@ from deskpilot.protocol.tree import parse_tree
 from deskpilot.protocol.wire import ClickAction, TargetSpec, TypeTextAction
 from deskpilot.store.db import Database
 from deskpilot.store.ledger import ActionRepository
+
+from .real_apps import zenity
 
 pytestmark = pytest.mark.desktop
 
@@ -38,25 +39,14 @@ async def kernel(
     await backend.close()
 
 
-def _zenity(*args: str) -> Iterator[App]:
-    zenity = shutil.which("zenity")
-    if zenity is None:
-        pytest.skip("zenity is not installed")
-    app = launch([zenity, *args])
-    try:
-        yield app
-    finally:
-        app.stop()
-
-
 @pytest.fixture
 def password_dialog(desktop: vdesk.DesktopState) -> Iterator[App]:
-    yield from _zenity("--password", "--title", "Unlock")
+    yield from zenity("--password", "--title", "Unlock")
 
 
 @pytest.fixture
 def delete_question(desktop: vdesk.DesktopState) -> Iterator[App]:
-    yield from _zenity(
+    yield from zenity(
         "--question", "--title", "Files", "--text", "Delete all files?", "--ok-label", "Delete"
     )
 
