@@ -540,6 +540,37 @@ async def test_a_refusal_before_dispatch_gives_the_state_id_back(
     assert "healed" not in diag(again)
 
 
+@pytest.mark.parametrize(
+    ("code", "details"),
+    [
+        (ErrorCode.ACTUATOR_LEASE_CONFLICT, {}),
+        (ErrorCode.SESSION_NOT_EXECUTABLE, {"state": "paused", "refusedBy": "session_state"}),
+    ],
+)
+async def test_a_refusal_of_the_moment_gives_the_state_id_back(
+    fake: FakeKernel, runtime: Runtime, code: ErrorCode, details: dict[str, Any]
+) -> None:
+    """Another task holds the desktop, or a person paused the session from outside: nothing
+    was sent, so the same state_id acts once the desktop is free again."""
+    state = await look(runtime)
+    fake.then(Outcome.fail(code, details=details, consumes=False))
+    out = await act(runtime, "click", state_id=state, element_id=4)
+    assert diag(out)["code"] == code.value and diag(out)["actionOutcome"] == "not_dispatched"
+    again = await act(runtime, "click", state_id=state, element_id=4)
+    assert not again.is_error, again.text
+    assert [r.frame_id for r in fake.executes()] == ["f1", "f1"]
+
+
+async def test_a_pause_keeps_a_takeover_until_resume(fake: FakeKernel, runtime: Runtime) -> None:
+    await look(runtime)
+    await runtime.call("takeover", {}, agent_session=AGENT)
+    assert runtime.status(AGENT)["session"]["takenOver"] is True
+    await runtime.call("pause", {}, agent_session=AGENT)
+    assert runtime.status(AGENT)["session"]["takenOver"] is True
+    await runtime.call("resume", {}, agent_session=AGENT)
+    assert runtime.status(AGENT)["session"]["takenOver"] is False
+
+
 async def test_an_invalid_element_id_costs_nothing(fake: FakeKernel, runtime: Runtime) -> None:
     state = await look(runtime)
     mark = fake.mark()

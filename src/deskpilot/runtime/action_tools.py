@@ -29,13 +29,18 @@ from deskpilot.runtime.state_ids import StateRecord
 from deskpilot.runtime.state_view import app_label
 from deskpilot.runtime.targets import observe
 
-#: refusals of the action itself (not of the state or the session): the state stays usable
+#: refusals before anything was sent that leave the state usable: of the action itself, or
+#: of the moment (another task holds the desktop; the session is paused — a person's pause
+#: from outside this runtime does not void stateIds). Nothing happened, so the stateId is
+#: given back; a halt, a stop or a spent budget void or outlast it instead.
 REFUSED_BEFORE_DISPATCH = frozenset(
     {
         ErrorCode.UNSUPPORTED_ACTION,
         ErrorCode.INVALID_REQUEST,
         ErrorCode.ACTION_BLOCKED,
         ErrorCode.APPROVAL_DENIED,
+        ErrorCode.ACTUATOR_LEASE_CONFLICT,
+        ErrorCode.SESSION_NOT_EXECUTABLE,
     }
 )
 

@@ -42,9 +42,7 @@ async def pause(ctx: ToolContext, call: Call, args: NoArgs) -> ToolOutcome:
     session_id = await _session(ctx, call)
     state = await ctx.kernel.pause(session_id)
     dropped = ctx.states.invalidate(agent_session=call.agent_session, reason="paused")
-    sess = ctx.sessions.get(call.agent_session)
-    if sess is not None:
-        sess.taken_over = False
+    # a pause of a taken-over session leaves it taken over: only resume hands it back
     return _answer(
         call, {"sessionId": session_id, "state": state.value, "stateIdsDropped": dropped}
     )
