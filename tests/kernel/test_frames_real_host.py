@@ -61,6 +61,13 @@ def info_dialog(desktop: vdesk.DesktopState) -> Iterator[App]:
     yield from zenity("--info", "--title", "frames test", "--text", "hello")
 
 
+async def _bound_session(kernel: Kernel, app: App) -> tuple[str, str]:
+    """The app's window and a session bound to it."""
+    window = await _window(kernel, app.pid)
+    sid = await kernel.open_session("agent", TaskContract(), target=TargetSpec(window_id=window))
+    return window, sid
+
+
 async def _window(kernel: Kernel, pid: int, timeout: float = 15.0) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -90,8 +97,7 @@ async def _stale(kernel: Kernel, sid: str, obs: Observation) -> DeskpilotError:
 async def test_an_older_frame_is_refused_before_reaching_the_host(
     kernel: Kernel, backend: HostBackend, info_dialog: App
 ) -> None:
-    window = await _window(kernel, info_dialog.pid)
-    sid = await kernel.open_session("agent", TaskContract(), target=TargetSpec(window_id=window))
+    window, sid = await _bound_session(kernel, info_dialog)
     first = await _observe(kernel, sid)
     second = await _observe(kernel, sid)
     assert first.frame_id != second.frame_id
@@ -127,8 +133,7 @@ async def test_an_older_frame_is_refused_before_reaching_the_host(
 async def test_the_post_action_state_becomes_the_current_frame(
     kernel: Kernel, backend: HostBackend, info_dialog: App
 ) -> None:
-    window = await _window(kernel, info_dialog.pid)
-    sid = await kernel.open_session("agent", TaskContract(), target=TargetSpec(window_id=window))
+    window, sid = await _bound_session(kernel, info_dialog)
     obs = await _observe(kernel, sid)
     client = _client(backend)
     done = await kernel.execute(
@@ -155,8 +160,7 @@ async def test_the_post_action_state_becomes_the_current_frame(
 async def test_a_capture_is_not_actionable_and_keeps_the_current_frame(
     kernel: Kernel, backend: HostBackend, info_dialog: App
 ) -> None:
-    window = await _window(kernel, info_dialog.pid)
-    sid = await kernel.open_session("agent", TaskContract(), target=TargetSpec(window_id=window))
+    window, sid = await _bound_session(kernel, info_dialog)
     current = await _observe(kernel, sid)
     shot = await kernel.capture(sid)
     assert shot.png is not None and shot.png.startswith(b"\x89PNG")
@@ -198,8 +202,7 @@ async def test_stopping_a_session_forgets_its_frame_and_binding_without_killing(
 async def test_a_pause_drops_the_frame(
     kernel: Kernel, backend: HostBackend, info_dialog: App
 ) -> None:
-    window = await _window(kernel, info_dialog.pid)
-    sid = await kernel.open_session("agent", TaskContract(), target=TargetSpec(window_id=window))
+    _, sid = await _bound_session(kernel, info_dialog)
     obs = await _observe(kernel, sid)
     await kernel.pause(sid)
     await kernel.resume(sid)
