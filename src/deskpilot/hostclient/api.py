@@ -54,10 +54,6 @@ class DesktopBackend(Protocol):
         may carry the settled post-action state."""
         ...
 
-    async def capture(self, session_id: str, target: TargetSpec | None = None) -> ObservedState:
-        """A screenshot only (capture_window); ``observation`` carries window identity."""
-        ...
-
     async def cancel_session(self, session_id: str) -> None: ...
 
     async def abort_session(self, session_id: str, reason: str = ...) -> bool:
