@@ -69,7 +69,15 @@ async def test_tools_and_instructions() -> None:
             "y",
             "button",
             "count",
+            "expect",
         }
+        expect = click.input_schema["properties"]["expect"]
+        kinds = {
+            ref.rsplit("/", 1)[-1]
+            for ref in json.dumps(expect).split('"$ref": "')[1:]
+            for ref in [ref.split('"', 1)[0]]
+        }
+        assert {"AccessibilitySpec", "FileSpec", "VisualSpec"} <= kinds, kinds
     lowered = INSTRUCTIONS.lower()
     assert lowered.index("semantic element") < lowered.index("click with element_id")
     assert lowered.index("click with element_id") < lowered.index("x, y")
@@ -95,9 +103,14 @@ async def test_bad_arguments_are_clear_errors_and_the_server_keeps_serving() -> 
         r = await client.call_tool("type_text", {"state_id": "st_x", "text": "secret words"})
         d = diag_of(r)
         assert d["code"] == "state_id_invalid" and "secret" not in text_of(r)
-        for tool in ("start_task", "get_status", "wait_for_completion"):
-            r = await client.call_tool(tool, {"goal": "anything"})
-            assert r.is_error and diag_of(r)["code"] == "not_available_yet"
+        r = await client.call_tool("start_task", {"goal": "anything"})  # no app or window_id
+        assert r.is_error and diag_of(r)["code"] == "invalid_request"
+        assert "app or window_id" in diag_of(r)["message"]
+        for tool in ("get_status", "wait_for_completion"):
+            r = await client.call_tool(tool, {"goal": "anything"})  # not a field of theirs
+            assert r.is_error and diag_of(r)["code"] == "invalid_request", tool
+            r = await client.call_tool(tool, {})  # this client started no task
+            assert r.is_error and diag_of(r)["code"] == "session_not_found", tool
         status = await client.call_tool("status", {})
         assert not status.is_error
 

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from PIL import Image
 
+from deskpilot.kernel.flags import Flags
 from deskpilot.kernel.frames import CurrentFrames
 from deskpilot.kernel.port import (
     ExecutedAction,
@@ -279,6 +280,8 @@ class FakeKernel:
     states: dict[str, SessionState] = field(default_factory=dict)
     ended: dict[str, str] = field(default_factory=dict)
     began: list[str] = field(default_factory=list)
+    hooks: list[dict[str, Any]] = field(default_factory=list)
+    flags: Flags = field(default_factory=lambda: Flags({}))
     _frame_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _session_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _action_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -488,7 +491,14 @@ class FakeKernel:
 
     # ------------------------------------------------------------------ sessions
 
-    async def open_session(self, agent_session: str, contract: TaskContract) -> str:
+    async def open_session(
+        self,
+        agent_session: str,
+        contract: TaskContract | None = None,
+        *,
+        mode: str = "atomic",
+        target: TargetSpec | None = None,
+    ) -> str:
         session_id = f"s{next(self._session_ids)}"
         self.states[session_id] = SessionState.OBSERVING
         self._log(Record("open_session", session_id))
@@ -507,7 +517,9 @@ class FakeKernel:
         self._log(Record("resume", session_id))
         return SessionState.OBSERVING
 
-    async def stop(self, session_id: str, reason: CancelReason) -> SessionState:
+    async def stop(
+        self, session_id: str, reason: CancelReason, *, note: str | None = None
+    ) -> SessionState:
         self.states[session_id] = SessionState.CANCELED
         self.ended.setdefault(session_id, reason.value)
         self.frames.drop(session_id)
@@ -555,3 +567,21 @@ class FakeKernel:
 
     async def close(self) -> None:
         self._log(Record("close"))
+
+    # ------------------------------------------------------------------ delegated tasks
+    # (their paths are tested on the real kernel: tests/operator/)
+
+    def add_control_hooks(self, **hooks: Any) -> None:
+        self.hooks.append(hooks)
+
+    def record_batch(self, *, broke: bool) -> None:
+        self._log(Record("record_batch", outcome=str(broke)))
+
+    def session(self, session_id: str) -> Any:
+        return None
+
+    def _delegated_only(self, *_: Any, **__: Any) -> Any:
+        raise DeskpilotError(ErrorCode.NOT_AVAILABLE_YET, "the fake kernel runs no tasks")
+
+    claim = set_phase = finish = record_event = record_verification = _delegated_only
+    verifications = verification = timeline = wait_for_state = _delegated_only

@@ -159,7 +159,13 @@ async def test_a_stale_click_heals_once_against_the_new_frame_remapped_by_signat
     d = diag(out)
     assert d["healed"] == 1 and d["actionOutcome"] == "call_returned"
     assert d["steps"] == [
-        {"kind": "click", "outcome": "call_returned", "method": "semantic", "healed": True}
+        {
+            "kind": "click",
+            "outcome": "call_returned",
+            "method": "semantic",
+            "risk": "L1",
+            "healed": True,
+        }
     ]
 
 

@@ -9,8 +9,7 @@ Every flag below has a production reader, named in :attr:`FlagSpec.consumer`; a 
 that the named module really reads it. A flag with no reader
 (installedArtifactDiagnostics, backgroundSemanticLane, activityTimeline,
 visibleControlIndicator) is not declared; flags whose readers live in parts not built yet
-(action batches of the delegated operator, a picture-in-picture panel) are declared when their
-reader lands, not before.
+(a picture-in-picture panel) are declared when their reader lands, not before.
 """
 
 from __future__ import annotations
@@ -48,6 +47,13 @@ FLAGS: dict[str, FlagSpec] = {
             "DESKPILOT_ESCAPE_INTERRUPT",
             "deskpilot.kernel.killswitch.arming",
             "the person's physical Escape during an action cancels that action (handoff_required)",
+        ),
+        FlagSpec(
+            "actionBatch",
+            "DESKPILOT_ACTION_BATCH",
+            "deskpilot.runtime.delegated.operator",
+            "the delegated operator offers the model act_batch (2-8 actions from one decision, "
+            "each checked for freshness in turn); off = one action per decision",
         ),
     )
 }

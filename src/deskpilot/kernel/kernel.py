@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from deskpilot.hostclient.api import DesktopBackend
 from deskpilot.kernel.broker import Broker
@@ -23,13 +24,23 @@ from deskpilot.kernel.killswitch.arming import KillSwitchArming
 from deskpilot.kernel.policy.launch_rules import LaunchRequest
 from deskpilot.kernel.results import ExecutedAction, HaltInfo
 from deskpilot.kernel.rollout import RolloutController
+from deskpilot.kernel.task_records import TaskRecords
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.observed import ObservedState
-from deskpilot.protocol.session import CancelReason, EventType, SessionState, TaskContract
+from deskpilot.protocol.session import (
+    PHASES,
+    TERMINAL_STATES,
+    CancelReason,
+    EventType,
+    SessionState,
+    TaskContract,
+)
 from deskpilot.protocol.wire import Action, Capabilities, ExecuteAction, TargetSpec, WindowInfo
 from deskpilot.store.db import Database
 from deskpilot.store.session_rows import SessionMode, SessionRow
 from deskpilot.store.settings import SettingsModel
+from deskpilot.store.timeline import TimelineEventRow
+from deskpilot.store.verifications import VerificationRow
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +64,7 @@ class Kernel:
         self.halt = self.broker.halt
         self.confirmations = self.broker.confirmations
         self.coordinator = self.broker.coordinator
+        self.records = TaskRecords(self.db, self.sessions)
         self._kill_task: asyncio.Task[list[str]] | None = None
         self.kill_switch = KillSwitchArming(
             self.db,
@@ -74,6 +86,104 @@ class Kernel:
         row = self.sessions.create(agent_session, mode, contract, target)
         self.sessions.transition(row.id, SessionState.OBSERVING)
         return row.id
+
+    async def claim(self, session_id: str) -> None:
+        """Take the desktop lane for a session (the coordinator's last-claim rule)."""
+        row = self.sessions.require(session_id)
+        await self.coordinator.claim(session_id, row.agent_session_id)
+
+    def set_phase(self, session_id: str, phase: SessionState) -> SessionState:
+        """Move a live session between its phases (observing, planning, acting, verifying);
+        a paused or ended session is left as it is and its state returned, so an operator
+        that raced a pause sees the pause instead of an error."""
+        row = self.sessions.require(session_id)
+        if row.state == phase or row.state not in PHASES or phase not in PHASES:
+            return row.state
+        try:
+            return self.sessions.transition(session_id, phase).state
+        except DeskpilotError:
+            return self.sessions.require(session_id).state
+
+    async def finish(
+        self,
+        session_id: str,
+        state: SessionState,
+        *,
+        reason: str,
+        payload: dict[str, object] | None = None,
+    ) -> SessionState:
+        """End a delegated task as ``completed`` or ``failed``, or hand it to the person
+        (``handoff_required``), with the reason code in its timeline event. A canceled end is
+        ``stop``'s. An ended session lets the desktop go and the host forgets it."""
+        if state not in (
+            SessionState.COMPLETED,
+            SessionState.FAILED,
+            SessionState.HANDOFF_REQUIRED,
+        ):
+            raise DeskpilotError(ErrorCode.INVALID_REQUEST, f"finish cannot end in {state}")
+        row = self.sessions.require(session_id)
+        if row.terminal or row.state == SessionState.PAUSED:
+            return row.state
+        row = self.sessions.transition(
+            session_id, state, payload={"reason": reason, **(payload or {})}
+        )
+        self.coordinator.release(session_id)
+        if state in TERMINAL_STATES:
+            self.broker.frames.drop(session_id)
+            try:
+                await self.backend.cancel_session(session_id)
+            except DeskpilotError:
+                log.debug("the host had already forgotten session %s", session_id)
+        return row.state
+
+    def record_event(
+        self, session_id: str, event: EventType, payload: dict[str, object] | None = None
+    ) -> None:
+        self.sessions.record(session_id, event, payload=dict(payload or {}))
+
+    def record_verification(
+        self,
+        session_id: str,
+        verdict: dict[str, object],
+        *,
+        action_id: str | None = None,
+        source: str = "task",
+    ) -> str:
+        return self.records.record_verification(
+            session_id, verdict, action_id=action_id, source=source
+        )
+
+    def verifications(self, session_id: str) -> list[VerificationRow]:
+        return self.records.list(session_id)
+
+    def verification(self, verification_id: str) -> VerificationRow | None:
+        return self.records.get(verification_id)
+
+    def timeline(self, session_id: str, after_seq: int = 0) -> list[TimelineEventRow]:
+        return self.sessions.events(session_id, after_seq)
+
+    async def wait_for_state(
+        self, session_id: str, states: frozenset[SessionState], timeout_s: float
+    ) -> tuple[SessionRow, bool]:
+        return await self.sessions.wait_for(session_id, states, timeout_s)
+
+    def record_batch(self, *, broke: bool) -> None:
+        """A delegated operator's batch ended; a break counts toward rolling back
+        ``actionBatch`` (kernel/rollout.py)."""
+        self.rollout.record_batch(broke)
+
+    def add_control_hooks(
+        self,
+        *,
+        on_pause: Callable[[SessionRow, CancelReason | None], None] | None = None,
+        on_stop: Callable[[SessionRow, CancelReason | None], None] | None = None,
+    ) -> None:
+        """Be told, in this process, when a session is paused or stopped (the operator of a
+        delegated task stops at once instead of at its next kernel call)."""
+        if on_pause is not None:
+            self.broker.hooks.on_pause.append(on_pause)
+        if on_stop is not None:
+            self.broker.hooks.on_stop.append(on_stop)
 
     # ------------------------------------------------------------------ the desktop
     async def capabilities(self) -> Capabilities:
@@ -172,9 +282,13 @@ class Kernel:
         return (await self.broker.resume(session_id)).state
 
     async def stop(
-        self, session_id: str, reason: CancelReason = CancelReason.USER_STOP
+        self,
+        session_id: str,
+        reason: CancelReason = CancelReason.USER_STOP,
+        *,
+        note: str | None = None,
     ) -> SessionState:
-        return (await self.broker.stop(session_id, reason)).state
+        return (await self.broker.stop(session_id, reason, note=note)).state
 
     async def bind_target(self, session_id: str, target: TargetSpec) -> None:
         await self.broker.bind_target(session_id, target)

@@ -14,15 +14,20 @@ re-exported here, so this module is the runtime's one import from the kernel.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
+from deskpilot.kernel.flags import Flags
 from deskpilot.kernel.governed_launch import LaunchReport, LaunchResult, Spawn, Watch
 from deskpilot.kernel.policy.launch_rules import LaunchRequest
 from deskpilot.kernel.results import ExecutedAction, HaltInfo
 from deskpilot.protocol.observed import ObservedState
-from deskpilot.protocol.session import CancelReason, SessionState, TaskContract
+from deskpilot.protocol.session import CancelReason, EventType, SessionState, TaskContract
 from deskpilot.protocol.wire import Action, Capabilities, TargetSpec, WindowInfo
+from deskpilot.store.session_rows import SessionMode, SessionRow
 from deskpilot.store.settings import SettingsModel
+from deskpilot.store.timeline import TimelineEventRow
+from deskpilot.store.verifications import VerificationRow
 
 __all__ = [
     "ExecutedAction",
@@ -31,13 +36,18 @@ __all__ = [
     "LaunchReport",
     "LaunchRequest",
     "LaunchResult",
+    "SessionRow",
     "Spawn",
+    "TimelineEventRow",
+    "VerificationRow",
     "Watch",
 ]
 
 
 class KernelPort(Protocol):
     name: str
+    #: this process's feature flags (read-only for callers; the rollout turns them off)
+    flags: Flags
 
     # ------------------------------------------------------------------ the desktop
     async def capabilities(self) -> Capabilities:
@@ -84,13 +94,80 @@ class KernelPort(Protocol):
         ...
 
     # ------------------------------------------------------------------ sessions
-    async def open_session(self, agent_session: str, contract: TaskContract) -> str: ...
+    async def open_session(
+        self,
+        agent_session: str,
+        contract: TaskContract | None = None,
+        *,
+        mode: SessionMode = "atomic",
+        target: TargetSpec | None = None,
+    ) -> str: ...
+
+    async def claim(self, session_id: str) -> None:
+        """Take the desktop lane for the session (a delegated task claims it at start)."""
+        ...
+
+    def set_phase(self, session_id: str, phase: SessionState) -> SessionState:
+        """observing / planning / acting / verifying; returns the state it is now in (a
+        paused or ended session is left alone)."""
+        ...
+
+    async def finish(
+        self,
+        session_id: str,
+        state: SessionState,
+        *,
+        reason: str,
+        payload: dict[str, object] | None = None,
+    ) -> SessionState:
+        """End a delegated task (completed / failed) or hand it over (handoff_required)."""
+        ...
+
+    def record_event(
+        self, session_id: str, event: EventType, payload: dict[str, object] | None = None
+    ) -> None: ...
+
+    def record_verification(
+        self,
+        session_id: str,
+        verdict: dict[str, object],
+        *,
+        action_id: str | None = None,
+        source: str = "task",
+    ) -> str:
+        """Persist one decided check and its timeline events; its id."""
+        ...
+
+    def verifications(self, session_id: str) -> list[VerificationRow]: ...
+
+    def verification(self, verification_id: str) -> VerificationRow | None: ...
+
+    def timeline(self, session_id: str, after_seq: int = 0) -> list[TimelineEventRow]: ...
+
+    def session(self, session_id: str) -> SessionRow | None: ...
+
+    async def wait_for_state(
+        self, session_id: str, states: frozenset[SessionState], timeout_s: float
+    ) -> tuple[SessionRow, bool]:
+        """Until the session is in one of ``states`` (row, timed_out); sees other processes."""
+        ...
+
+    def record_batch(self, *, broke: bool) -> None: ...
+
+    def add_control_hooks(
+        self,
+        *,
+        on_pause: Callable[[SessionRow, CancelReason | None], None] | None = None,
+        on_stop: Callable[[SessionRow, CancelReason | None], None] | None = None,
+    ) -> None: ...
 
     async def pause(self, session_id: str, *, takeover: bool = False) -> SessionState: ...
 
     async def resume(self, session_id: str) -> SessionState: ...
 
-    async def stop(self, session_id: str, reason: CancelReason) -> SessionState:
+    async def stop(
+        self, session_id: str, reason: CancelReason, *, note: str | None = None
+    ) -> SessionState:
         """End the session (terminal); what it has in flight is cancelled."""
         ...
 

@@ -23,6 +23,9 @@ action_error                   broker: every action that reached the backend; an
                                expected, the caller re-observes)
 takeover_stop_latency          broker: every pause/takeover/stop/kill, from the request to
                                the session being quiet (in-flight action ended or aborted)
+batch_break                    runtime (delegated operator): every action batch; a break
+                               is a batch stopped by an error or a stale element before
+                               its last action (a dialog that opened is not a break)
 persistent_capture_budget      none in this build: the Linux host captures per request
                                (XGetImage, ~2 ms), there is no persistent capture stream
 =============================  ===========================================================
@@ -48,6 +51,7 @@ class Metric(enum.StrEnum):
     ACTION_ERROR = "action_error"
     TAKEOVER_STOP_LATENCY = "takeover_stop_latency"
     PERSISTENT_CAPTURE_BUDGET = "persistent_capture_budget"
+    BATCH_BREAK = "batch_break"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +98,14 @@ THRESHOLDS: dict[Metric, Threshold] = {
             "the grace before aborting an in-flight action is what lengthens a stop",
         ),
         Threshold(
+            Metric.BATCH_BREAK,
+            0.25,
+            100,
+            "actionBatch",
+            "batches that keep breaking (stale elements, errors mid-batch) cost more model "
+            "calls than they save; one action per decision is the safe fallback",
+        ),
+        Threshold(
             Metric.PERSISTENT_CAPTURE_BUDGET,
             0.01,
             200,
@@ -136,6 +148,9 @@ class RolloutController:
 
     def record_takeover_stop(self, ms: float) -> None:
         self._add(Metric.TAKEOVER_STOP_LATENCY, ms)
+
+    def record_batch(self, broke: bool) -> None:
+        self._add(Metric.BATCH_BREAK, 1.0 if broke else 0.0)
 
     def record_capture_budget(self, missed: bool) -> None:
         self._add(Metric.PERSISTENT_CAPTURE_BUDGET, 1.0 if missed else 0.0)

@@ -132,7 +132,7 @@ class SessionManager:
                 conn=conn,
             )
         row = self.require(sid)
-        self._notify(row, event)
+        self.notify(row, event)
         return row
 
     def transition(
@@ -186,7 +186,7 @@ class SessionManager:
                     event = self.timeline.append(session_id, event_type, payload=body, conn=conn)
             if ok:
                 new = self.require(session_id)
-                self._notify(new, event)
+                self.notify(new, event)
                 return new
         raise DeskpilotError(
             ErrorCode.INVALID_STATE_TRANSITION,
@@ -205,7 +205,7 @@ class SessionManager:
         event = self.timeline.append(session_id, event_type, action_id=action_id, payload=payload)
         row = self.rows.get(session_id)
         if row is not None:
-            self._notify(row, event)
+            self.notify(row, event)
         return event
 
     # -- watching
@@ -213,7 +213,7 @@ class SessionManager:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
-    def _notify(self, row: SessionRow, event: TimelineEventRow | None) -> None:
+    def notify(self, row: SessionRow, event: TimelineEventRow | None) -> None:
         for fut in list(self._waiters):
             if not fut.done():
                 fut.get_loop().call_soon_threadsafe(_resolve, fut)

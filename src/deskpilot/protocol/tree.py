@@ -2,9 +2,10 @@
 
 The host renders one element per line, ``- role "name" = "value" [state]… [id]``, indented two
 spaces per level, the id always last. The policy needs roles, names, states and ancestry
-(is this button inside a dialog? is this field a password field?), never values: values are
-parsed only to be skipped. Roles are compared by a normalised key (lower case, letters and
-digits only) so the host's camelCase vocabulary and raw AT-SPI role names both match.
+(is this button inside a dialog? is this field a password field?), never values; the
+verification engine (``value_equals``, text checks) reads the values too. Roles are compared
+by a normalised key (lower case, letters and digits only) so the host's camelCase vocabulary
+and raw AT-SPI role names both match.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from functools import lru_cache
 _LINE = re.compile(
     r"""^(?P<indent>\s*)-\s+(?P<role>[^\s"\[]+)
         (?:\s+"(?P<name>(?:[^"\\]|\\.)*)")?
-        (?:\s+=\s+(?:"(?:[^"\\]|\\.)*"|[^\s\[]+))?
+        (?:\s+=\s+(?:"(?P<value>(?:[^"\\]|\\.)*)"|(?P<bare>[^\s\[]+)))?
         (?P<tags>(?:\s+\[[^\]]*\])*)\s*$""",
     re.VERBOSE,
 )
@@ -37,6 +38,9 @@ class TreeElement:
     name: str
     states: frozenset[str]
     parent: int | None
+    #: the rendered value (unescaped; cut at 200 characters with "…" by the host), None when
+    #: the line has none (a password field's value is never rendered)
+    value: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +94,7 @@ def parse_tree(text: str) -> ElementTree:
     """
     elements: dict[int, TreeElement] = {}
     stack: list[tuple[int, int]] = []  # (depth, id)
+    value: str | None
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip().startswith("- "):
             continue
@@ -99,11 +104,14 @@ def parse_tree(text: str) -> ElementTree:
             role = m.group("role")
             name = _unescape(m.group("name") or "")
             tags = [t.strip() for t in _TAG.findall(m.group("tags") or "")]
+            raw_value = m.group("value")
+            value = _unescape(raw_value) if raw_value is not None else m.group("bare")
         else:  # tolerate an unexpected shape: keep at least the role and the id
             indent = len(line) - len(line.lstrip())
             body = line.strip()[2:]
             role = body.split(" ", 1)[0]
             name = ""
+            value = None
             idm = _ID_ONLY.search(line)
             tags = [idm.group(1)] if idm else []
         element_id = lineno
@@ -115,7 +123,7 @@ def parse_tree(text: str) -> ElementTree:
         parent = stack[-1][1] if stack else None
         states = frozenset(role_key(t) for t in tags if t)
         elements[element_id] = TreeElement(
-            element_id, depth, role, role_key(role), name, states, parent
+            element_id, depth, role, role_key(role), name, states, parent, value
         )
         stack.append((depth, element_id))
     return ElementTree(elements)

@@ -103,7 +103,7 @@ async def after_action(
             f"{summary}\nThe new state cannot be reused ({', '.join(refusals)}). Call "
             "get_app_state before the next action."
         )
-        return ToolOutcome(text=text, diagnostic=call.diag)
+        return ToolOutcome(text=text, diagnostic=call.diag, observed=observed)
     shown = present(ctx, call, observed)
     shown.record.extras["dialogs"] = {d.window_id for d in opened.dialogs}
     shown.record.extras["appWindows"] = {w.window_id for w in opened.app_windows}
@@ -111,7 +111,13 @@ async def after_action(
         f"{summary}\nNew state below: read it, and act on its state_id (no need to call "
         f"get_app_state again).\n\n{shown.text}"
     )
-    return ToolOutcome(text=text, diagnostic=call.diag, image=shown.frame)
+    return ToolOutcome(
+        text=text,
+        diagnostic=call.diag,
+        image=shown.frame,
+        observed=observed,
+        state_id=shown.record.state_id,
+    )
 
 
 def _unobservable(

@@ -57,7 +57,12 @@ async def run_step(
             call.diag.timings.add_toolkit_delay(gate.result.toolkit_delay_ms)
             call.diag.steps.append(
                 StepRecord(
-                    kind, ActionOutcome.CALL_RETURNED, method=gate.result.method, healed=healed
+                    kind,
+                    ActionOutcome.CALL_RETURNED,
+                    method=gate.result.method,
+                    healed=healed,
+                    risk=gate.risk.label,
+                    action_id=gate.action_id,
                 )
             )
             return gate, frame

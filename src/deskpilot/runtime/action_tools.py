@@ -15,6 +15,7 @@ import asyncio
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.observed import ObservedState
 from deskpilot.protocol.wire import TargetSpec
+from deskpilot.runtime import expectations
 from deskpilot.runtime import tool_args as ta
 from deskpilot.runtime.action_plans import Frame, build_plan
 from deskpilot.runtime.action_results import after_action
@@ -54,6 +55,8 @@ async def act(ctx: ToolContext, call: Call, args: ta.ToolArgs) -> ToolOutcome:
     if turn.recovery is not None:
         turn.recovery.check(tool, None)
     turn.budget.admit_action()
+    expect = getattr(args, "expect", None)
+    expectations.admit(ctx, expect)
     state_id = getattr(args, "state_id", "")
     # the plan is checked (element ids) before the stateId is spent: a typo costs nothing
     plan = build_plan(tool, args, ctx.states.check(state_id, turn=turn.key))
@@ -79,7 +82,10 @@ async def act(ctx: ToolContext, call: Call, args: ta.ToolArgs) -> ToolOutcome:
                         post = await observe(ctx, call, target, screenshot=False)
                     frame = Frame.of(post.observation)
             call.diag.action_outcome = overall(call)
-            return await after_action(ctx, call, record, target, sess, post, clicked)
+            outcome = await after_action(ctx, call, record, target, sess, post, clicked)
+            if expect:
+                outcome = await expectations.check(ctx, call, expect, outcome)
+            return outcome
     except DeskpilotError as exc:
         call.diag.action_outcome = overall(call) if call.diag.steps else outcome_of(exc)
         if exc.code is ErrorCode.STATE_CHANGED:

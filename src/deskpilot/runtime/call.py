@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from deskpilot.protocol.observed import ObservedState
 from deskpilot.runtime.diagnostics import Diagnostic, Stopwatch
 from deskpilot.runtime.turns import Turn
 
@@ -46,6 +47,11 @@ class ToolOutcome:
     diagnostic: Diagnostic
     image: ModelFrame | None = None
     data: dict[str, Any] | None = None
+    #: the state the text shows, by value (observation tools, and an action's state after):
+    #: what an operator or an ``expect`` check reads instead of observing again
+    observed: ObservedState | None = None
+    #: the stateId issued with it, when one was (the next action may use it)
+    state_id: str | None = None
 
     @property
     def is_error(self) -> bool:

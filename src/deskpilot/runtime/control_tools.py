@@ -4,8 +4,8 @@
   half-typed text stops, a held button is released), observations are dropped and every
   stateId of the agent session dies. ``takeover`` additionally records that the user holds
   the desktop; it does not move any window or hand over input by itself.
-* ``resume`` only works from paused and returns the session to observing. (Restarting a
-  delegated task's operator arrives with delegated tasks.)
+* ``resume`` only works from paused and returns the session to observing. (A delegated
+  task's controls are in runtime/delegated/task_controls.py, which falls back to these.)
 * ``stop`` ends the session for this task: actions are refused for the rest of the turn; a
   new turn starts afresh. Its ``reason`` is recorded.
 * ``bind_target`` is the one way to change the target window, and only while paused.
@@ -131,12 +131,4 @@ async def bind_target(ctx: ToolContext, call: Call, args: BindTargetArgs) -> Too
             "stateIdsDropped": dropped,
             "next": "call resume, then get_app_state",
         },
-    )
-
-
-async def not_available(ctx: ToolContext, call: Call, args: object) -> ToolOutcome:
-    raise refusal(
-        ErrorCode.NOT_AVAILABLE_YET,
-        f"{call.tool} is not available yet: delegated tasks have not landed in this build. "
-        "Use the atomic tools (get_app_state, then click/type_text/...) to do the task.",
     )

@@ -129,11 +129,16 @@ class StepRecord:
     method: str | None = None
     code: str | None = None
     healed: bool = False
+    #: the kernel's rating of it (L0–L4) and its ledger row, once it was rated and recorded
+    risk: str | None = None
+    action_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "outcome": self.outcome.value}
         if self.method:
             out["method"] = self.method
+        if self.risk:
+            out["risk"] = self.risk
         if self.code:
             out["code"] = self.code
         if self.healed:

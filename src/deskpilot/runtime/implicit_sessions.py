@@ -74,22 +74,29 @@ class ImplicitSession:
     #: the host was told to cancel it (a bounded budget ran out mid-call): it is replaced on
     #: its next use, since the host refuses a cancelled session for good
     host_cancelled: bool = False
+    #: the contract's limits: the atomic ones, or a delegated task's (``adopt``)
+    max_steps: int = ATOMIC_MAX_STEPS
+    max_runtime_ms: int = ATOMIC_MAX_RUNTIME_MS
+    max_noops: int = ATOMIC_MAX_NOOPS
+    #: a delegated task's session, adopted under its operator's key; never idle-released
+    delegated: bool = False
 
     def check_contract(self) -> None:
-        if self.steps >= ATOMIC_MAX_STEPS:
+        what = "task" if self.delegated else "agent session"
+        if self.steps >= self.max_steps:
             raise refusal(
                 ErrorCode.TASK_STEP_LIMIT_EXCEEDED,
-                f"This agent session reached the atomic step limit ({ATOMIC_MAX_STEPS}).",
+                f"This {what} reached its step limit ({self.max_steps}).",
             )
-        if (time.monotonic() - self.created_at) * 1000 >= ATOMIC_MAX_RUNTIME_MS:
+        if (time.monotonic() - self.created_at) * 1000 >= self.max_runtime_ms:
             raise refusal(
                 ErrorCode.TASK_RUNTIME_EXCEEDED,
-                "This agent session reached the atomic runtime limit (12 h).",
+                f"This {what} reached its runtime limit ({self.max_runtime_ms // 1000} s).",
             )
-        if self.consecutive_noops >= ATOMIC_MAX_NOOPS:
+        if self.consecutive_noops >= self.max_noops:
             raise refusal(
                 ErrorCode.TASK_NOOP_LIMIT_EXCEEDED,
-                f"{ATOMIC_MAX_NOOPS} consecutive actions changed nothing. Observe the app and "
+                f"{self.max_noops} consecutive actions changed nothing. Observe the app and "
                 "change approach, or ask the user.",
             )
 
@@ -103,9 +110,9 @@ class ImplicitSession:
             "steps": self.steps,
             "consecutiveNoops": self.consecutive_noops,
             "contract": {
-                "maxSteps": ATOMIC_MAX_STEPS,
-                "maxRuntimeMs": ATOMIC_MAX_RUNTIME_MS,
-                "maxConsecutiveNoops": ATOMIC_MAX_NOOPS,
+                "maxSteps": self.max_steps,
+                "maxRuntimeMs": self.max_runtime_ms,
+                "maxConsecutiveNoops": self.max_noops,
             },
             "ageMs": round((time.monotonic() - self.created_at) * 1000),
             "busy": self.busy > 0,
@@ -161,6 +168,27 @@ class ImplicitSessions:
 
     def get(self, agent_session: str) -> ImplicitSession | None:
         return self._sessions.get(agent_session)
+
+    def adopt(self, key: str, session_id: str, contract: TaskContract) -> ImplicitSession:
+        """Hold a delegated task's session under its operator's key, with the task's limits,
+        so the operator acts through the same tool path as any agent (``using(key)``). It is
+        not idle-released; the task ends it (``forget``)."""
+        sess = ImplicitSession(
+            agent_session=key,
+            session_id=session_id,
+            max_steps=contract.max_steps,
+            max_runtime_ms=contract.max_runtime_ms,
+            max_noops=contract.max_consecutive_noops,
+            delegated=True,
+        )
+        self._sessions[key] = sess
+        return sess
+
+    def forget(self, key: str) -> None:
+        """Drop an adopted session without stopping it (its task ends it in the kernel)."""
+        sess = self._sessions.pop(key, None)
+        if sess is not None and sess.idle_handle is not None:
+            sess.idle_handle.cancel()
 
     def displaced(self, agent_session: str) -> EndedSession | None:
         return self._displaced.get(agent_session)
@@ -235,6 +263,8 @@ class ImplicitSessions:
                 self._arm(sess)
 
     def _arm(self, sess: ImplicitSession) -> None:
+        if sess.delegated:
+            return
         loop = asyncio.get_running_loop()
         if sess.idle_handle is not None:
             sess.idle_handle.cancel()

@@ -58,7 +58,13 @@ async def get_app_state(ctx: ToolContext, call: Call, args: AppArgs) -> ToolOutc
             w.window_id for w in dialogs_of(windows, obs.window.window_id)
         }
         shown.record.extras["appWindows"] = {w.window_id for w in app_windows(windows, obs.app.pid)}
-    return ToolOutcome(text=shown.text, diagnostic=call.diag, image=shown.frame)
+    return ToolOutcome(
+        text=shown.text,
+        diagnostic=call.diag,
+        image=shown.frame,
+        observed=observed,
+        state_id=shown.record.state_id,
+    )
 
 
 async def get_screen_state(ctx: ToolContext, call: Call, args: NoArgs) -> ToolOutcome:

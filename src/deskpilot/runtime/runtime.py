@@ -13,13 +13,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from deskpilot.kernel.port import KernelPort
+from deskpilot.kernel.port import KernelPort, SessionRow
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.session import CancelReason
-from deskpilot.runtime import control_tools, observation_tools
+from deskpilot.provider import Provider
+from deskpilot.runtime import observation_tools
 from deskpilot.runtime import tool_args as ta
 from deskpilot.runtime.budget import (
     BOUNDED_DURATION_MS,
@@ -29,6 +31,7 @@ from deskpilot.runtime.budget import (
 )
 from deskpilot.runtime.call import Call, ToolOutcome
 from deskpilot.runtime.context import ToolContext
+from deskpilot.runtime.delegated import supervisor
 from deskpilot.runtime.diagnostics import (
     ActionOutcome,
     Diagnostic,
@@ -67,6 +70,7 @@ class Runtime:
         *,
         snapshots: SnapshotPort | None = None,
         config: RuntimeConfig | None = None,
+        decision_model: Callable[[], Provider] | None = None,
     ) -> None:
         self.config = config or RuntimeConfig()
         states = StateIdRegistry(ttl_s=self.config.state_ttl_s)
@@ -78,6 +82,10 @@ class Runtime:
             on_ended=self._session_ended,
         )
         self.ctx = ToolContext(kernel, sessions, states, self.turns, snapshots)
+        if decision_model is not None:
+            self.ctx.decision_model = decision_model
+        # a pause or stop from any path (MCP, CLI, dashboard, kill switch) stops the operator
+        kernel.add_control_hooks(on_pause=self._task_controlled, on_stop=self._task_controlled)
         self._last_end: dict[str, float] = {}
         self._known_sessions: set[str] = set()
         self._last_diag: dict[str, dict[str, Any]] = {}
@@ -96,6 +104,11 @@ class Runtime:
         self.ctx.states.invalidate(turn=turn.key, reason="turn_ended")
         if self.ctx.snapshots is not None:
             self.ctx.snapshots.end_turn(turn.key)
+
+    def _task_controlled(self, row: SessionRow, reason: CancelReason | None) -> None:
+        task = self.ctx.tasks.get(row.id)
+        if task is not None:
+            supervisor.let_go(self.ctx, task)
 
     def _session_released(self, sess: ImplicitSession) -> None:
         self.ctx.states.invalidate(agent_session=sess.agent_session, reason="released")
@@ -125,6 +138,10 @@ class Runtime:
             log.warning("the kill switch could not be armed: %s", exc)
 
     async def close(self) -> None:
+        for task in self.ctx.tasks.running():
+            await self.ctx.kernel.stop(task.task_id, CancelReason.SHUTDOWN)
+            supervisor.let_go(self.ctx, task)
+            await task.settled.wait()
         await self.ctx.sessions.close_all(CancelReason.SHUTDOWN)
         await self.ctx.kernel.close()  # it closes the host connection it owns
         if self.ctx.snapshots is not None:
@@ -186,8 +203,6 @@ class Runtime:
         return outcome
 
     async def _run(self, spec: ToolSpec, call: Call, arguments: Any) -> ToolOutcome:
-        if spec.kind == "unavailable":
-            return await control_tools.not_available(self.ctx, call, None)
         args = ta.validate_args(spec.name, spec.args, arguments)
         if spec.kind == "status":
             return self._status(call)

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic.alias_generators import to_camel
 
 from deskpilot.protocol.errors import ErrorCode
+from deskpilot.protocol.session import DELEGATED_CONTRACT_LIMITS
+from deskpilot.protocol.verification import VerificationSpec
 from deskpilot.runtime.refusals import RuntimeRefusal, refusal
 
 
@@ -89,6 +91,12 @@ class PixelPoint(ToolArgs):
 
 class _StateArgs(ToolArgs):
     state_id: str = Field(min_length=1, description="The state_id of the state you are acting on")
+    expect: list[VerificationSpec] | None = Field(
+        default=None,
+        max_length=16,
+        description="Optional verification specs checked on the state after the action; the "
+        "result says passed/failed/undecidable per spec (docs/verification.md)",
+    )
 
 
 class ClickArgs(_StateArgs):
@@ -199,13 +207,52 @@ class StopArgs(ToolArgs):
 
 
 class StartTaskArgs(ToolArgs):
-    goal: str = Field(min_length=1)
+    goal: str = Field(min_length=1, max_length=4_000)
     app: AppRef | None = None
+    window_id: str | None = None
+    success_criteria: list[VerificationSpec] | None = Field(default=None, max_length=32)
+    acceptance_criteria: list[str] = Field(default_factory=list, max_length=16)
+    #: only "my_desktop" is provided; anything else is refused by the handler, in words
+    environment: str = "my_desktop"
+    #: tighter limits than the delegated contract's (never looser)
+    max_steps: int | None = Field(default=None, ge=1, le=DELEGATED_CONTRACT_LIMITS["max_steps"])
+    max_runtime_ms: int | None = Field(
+        default=None, ge=1_000, le=DELEGATED_CONTRACT_LIMITS["max_runtime_ms"]
+    )
+    max_consecutive_noops: int | None = Field(
+        default=None, ge=1, le=DELEGATED_CONTRACT_LIMITS["max_consecutive_noops"]
+    )
+    allowed_apps: list[str] | None = Field(default=None, max_length=16)
+
+    @model_validator(mode="after")
+    def _target(self) -> StartTaskArgs:
+        if (self.app is None) == (self.window_id is None):
+            raise ValueError("give exactly one of app or window_id")
+        return self
 
 
 class TaskRefArgs(ToolArgs):
     task_id: str | None = None
-    timeout_ms: int | None = Field(default=None, ge=100, le=300_000)
+
+
+class WaitArgs(ToolArgs):
+    task_id: str | None = None
+    timeout_ms: int = Field(default=120_000, ge=100, le=300_000)
+
+
+class TaskControlArgs(ToolArgs):
+    """pause / takeover / resume: the caller's delegated task when it has a live one (or the
+    one named), else its own atomic session."""
+
+    task_id: str | None = None
+
+
+class TaskStopArgs(StopArgs):
+    task_id: str | None = None
+
+
+class TaskBindArgs(BindTargetArgs):
+    task_id: str | None = None
 
 
 def _one_target(element_id: int | None, x: float | None, y: float | None) -> None:

@@ -3,7 +3,7 @@
 One row per tool (docs/mcp.md lists them): the name, its group, the arguments model it is
 validated against (runtime/tool_args.py), the handler that runs it, the description the agent
 reads, and its kind — ``read`` (observes), ``act`` (changes the desktop), ``control``,
-``status`` or ``unavailable`` — which decides the budget and halt rules the runtime applies.
+or ``status`` — which decides the budget and halt rules the runtime applies.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from deskpilot.runtime import action_tools, control_tools, observation_tools, open_app
+from deskpilot.runtime import action_tools, observation_tools, open_app
 from deskpilot.runtime import tool_args as ta
 from deskpilot.runtime.call import Call, ToolOutcome
 from deskpilot.runtime.context import ToolContext
+from deskpilot.runtime.delegated import task_controls, task_tools
 
 Handler = Callable[[ToolContext, Call, Any], Awaitable[ToolOutcome]]
 
@@ -27,7 +28,7 @@ class ToolSpec:
     args: type[ta.ToolArgs]
     handler: Handler | None
     description: str
-    #: read (observes), act (changes the desktop), control, status, unavailable
+    #: read (observes), act (changes the desktop), control, status
     kind: str
     read_only: bool = False
 
@@ -212,26 +213,34 @@ _SPECS = [
         "start_task",
         "delegated",
         ta.StartTaskArgs,
-        None,
-        "Delegate a whole goal to deskpilot's own operator. Not available yet in this build.",
-        "unavailable",
+        task_tools.start_task,
+        "Delegate a whole goal in one app window (app or window_id) to deskpilot's operator, "
+        "which works on the configured decision model in the background until its success "
+        "criteria verify. Optional: success_criteria (verification specs), "
+        "acceptance_criteria (sentences), tighter max_steps/max_runtime_ms/"
+        "max_consecutive_noops, allowed_apps (narrowing only); environment: my_desktop. "
+        "Returns at once with task_id; then wait_for_completion.",
+        "act",
     ),
     ToolSpec(
         "get_status",
         "delegated",
         ta.TaskRefArgs,
-        None,
-        "Status of a delegated task. Not available yet in this build.",
-        "unavailable",
+        task_tools.get_status,
+        "A delegated task's state, operator state, steps, no-ops, elapsed time, budget "
+        "left, last action and its risk, last verification (task_id; default: your latest).",
+        "read",
         True,
     ),
     ToolSpec(
         "wait_for_completion",
         "delegated",
-        ta.TaskRefArgs,
-        None,
-        "Wait (bounded) for a delegated task to finish. Not available yet in this build.",
-        "unavailable",
+        ta.WaitArgs,
+        task_tools.wait_for_completion,
+        "Wait (timeout_ms, default 120000, 100-300000) until a delegated task completes, "
+        "fails, is canceled or paused, waits for approval or needs the person. timedOut "
+        "true is not a failure.",
+        "read",
         True,
     ),
     ToolSpec(
@@ -246,43 +255,47 @@ _SPECS = [
     ToolSpec(
         "bind_target",
         "delegated",
-        ta.BindTargetArgs,
-        control_tools.bind_target,
-        "Change the session's target window (app or window_id). Only while paused: pause, "
-        "bind_target, resume.",
+        ta.TaskBindArgs,
+        task_controls.bind_target,
+        "Change the session's (or delegated task's) target window (app or window_id). Only "
+        "while paused: pause, bind_target, resume.",
         "control",
     ),
     # control (4)
     ToolSpec(
         "pause",
         "control",
-        ta.NoArgs,
-        control_tools.pause,
-        "Pause: cancels what is in flight and drops all state_ids until resume.",
+        ta.TaskControlArgs,
+        task_controls.pause,
+        "Pause: cancels what is in flight and drops all state_ids until resume. With a live "
+        "delegated task (or task_id) it pauses the task and stops its operator.",
         "control",
     ),
     ToolSpec(
         "resume",
         "control",
-        ta.NoArgs,
-        control_tools.resume,
-        "Resume a paused or taken-over session; then call get_app_state.",
+        ta.TaskControlArgs,
+        task_controls.resume,
+        "Resume a paused or taken-over session (a delegated task's operator restarts on the "
+        "same budget); then call get_app_state.",
         "control",
     ),
     ToolSpec(
         "stop",
         "control",
-        ta.StopArgs,
-        control_tools.stop,
-        "Stop the computer session for this task; actions are refused for the rest of the turn.",
+        ta.TaskStopArgs,
+        task_controls.stop,
+        "Stop the computer session for this task (or the live delegated task); actions are "
+        "refused for the rest of the turn. reason is recorded.",
         "control",
     ),
     ToolSpec(
         "takeover",
         "control",
-        ta.NoArgs,
-        control_tools.takeover,
-        "Stop the agent so the user can drive the desktop; resume hands it back.",
+        ta.TaskControlArgs,
+        task_controls.takeover,
+        "Stop the agent (or the delegated task's operator) so the user can drive the "
+        "desktop; resume hands it back.",
         "control",
     ),
     # status (1)

@@ -166,4 +166,14 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX snapshots_created ON snapshots(retention_mode, created_at);
         """,
     ),
+    (
+        4,
+        # verifications: a check may belong to one action (an atomic action's ``expect``) and
+        # says where it came from (``task`` criteria or an action's ``expect``)
+        """
+        ALTER TABLE verifications ADD COLUMN action_id TEXT;
+        ALTER TABLE verifications ADD COLUMN source TEXT NOT NULL DEFAULT 'task';
+        CREATE INDEX verifications_session ON verifications(session_id, created_at);
+        """,
+    ),
 ]

@@ -63,6 +63,9 @@ class SettingsModel(BaseModel):
     evidence_retention_days: int = Field(default=30, ge=0, le=3_650)
     #: vault: total encrypted bytes kept on disk before the oldest blobs are evicted.
     vault_quota_bytes: int = Field(default=1024**3, ge=16 * 1024**2)
+    #: runtime.verification: ``external_readback`` specs (a command the caller names, run
+    #: without a shell) are accepted and run only when this is true; off, start_task refuses them.
+    allow_external_readback: bool = False
 
     @field_validator("kill_switch")
     @classmethod

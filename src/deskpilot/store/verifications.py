@@ -21,6 +21,24 @@ class VerificationRow:
     evidence: dict[str, Any] | None
     created_at: float
     completed_at: float | None
+    #: the action this check belongs to (an atomic action's ``expect``), else None
+    action_id: str | None = None
+    #: ``task`` (a delegated task's success criteria) or ``expect`` (an action's expectation)
+    source: str = "task"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "sessionId": self.session_id,
+            "actionId": self.action_id,
+            "source": self.source,
+            "spec": self.spec,
+            "passed": self.passed,
+            "reason": self.reason,
+            "evidence": self.evidence,
+            "createdAt": self.created_at,
+            "completedAt": self.completed_at,
+        }
 
 
 def _row(r: sqlite3.Row) -> VerificationRow:
@@ -33,10 +51,47 @@ def _row(r: sqlite3.Row) -> VerificationRow:
         evidence=loads(r["evidence_json"]),
         created_at=float(r["created_at"]),
         completed_at=None if r["completed_at"] is None else float(r["completed_at"]),
+        action_id=r["action_id"],
+        source=r["source"],
     )
 
 
 class VerificationRepository(Repository):
+    def record(
+        self,
+        verification_id: str,
+        session_id: str,
+        spec: dict[str, Any],
+        *,
+        passed: bool | None,
+        reason: str,
+        evidence: dict[str, Any] | None,
+        action_id: str | None = None,
+        source: str = "task",
+        started_at: float | None = None,
+        conn: sqlite3.Connection | None = None,
+    ) -> None:
+        """A decided check in one write (the engine decides before anything is stored)."""
+        now = time.time()
+        with self._tx(conn) as c:
+            c.execute(
+                "INSERT INTO verifications(id, session_id, spec_json, passed, reason, "
+                "evidence_json, created_at, completed_at, action_id, source) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    verification_id,
+                    session_id,
+                    dumps(spec),
+                    None if passed is None else (1 if passed else 0),
+                    reason,
+                    None if evidence is None else dumps(evidence),
+                    started_at if started_at is not None else now,
+                    now,
+                    action_id,
+                    source,
+                ),
+            )
+
     def start(
         self,
         verification_id: str,

@@ -149,13 +149,24 @@ class Controls:
         return row
 
     async def stop(
-        self, session_id: str, reason: CancelReason = CancelReason.USER_STOP
+        self,
+        session_id: str,
+        reason: CancelReason = CancelReason.USER_STOP,
+        *,
+        note: str | None = None,
     ) -> SessionRow:
+        """End the session; ``note`` is the person's or agent's own words for why (kept in
+        the ``session_canceled`` event, at most 500 characters)."""
         t0 = time.monotonic()
         row = self.sessions.require(session_id)
         if row.terminal:
             return row
-        row = self.sessions.transition(session_id, SessionState.CANCELED, cancel_reason=reason)
+        row = self.sessions.transition(
+            session_id,
+            SessionState.CANCELED,
+            cancel_reason=reason,
+            payload={"note": note[:500]} if note else None,
+        )
         self.coordinator.release(session_id)
         await self._quiesce(session_id, f"stopped ({reason.value})", forget=True)
         self.rollout.record_takeover_stop((time.monotonic() - t0) * 1000)

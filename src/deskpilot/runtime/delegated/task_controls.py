@@ -1,0 +1,143 @@
+"""pause, takeover, resume, stop and bind_target when the caller has a delegated task.
+
+A control names a task with ``task_id``, or means the caller's latest task while that one is
+live (not ended); otherwise it is the atomic session's control (runtime/control_tools.py).
+
+* ``pause`` / ``takeover`` stop the operator (the kernel cancels in-flight input first) and
+  keep the session and its budget; the operator shows ``not_running``.
+* ``resume`` restarts the operator on the same session and budget: the decision model is
+  resolved again, the session resumes (re-claiming the desktop), a new run starts; when the
+  run cannot start the session is paused again.
+* ``stop`` cancels the task with its reason recorded; ``bind_target`` only while paused.
+"""
+
+from __future__ import annotations
+
+from deskpilot.protocol.errors import ErrorCode
+from deskpilot.protocol.session import TERMINAL_STATES, CancelReason, SessionState
+from deskpilot.protocol.wire import TargetSpec
+from deskpilot.runtime import control_tools
+from deskpilot.runtime.call import Call, ToolOutcome
+from deskpilot.runtime.context import ToolContext
+from deskpilot.runtime.delegated.supervisor import launch, let_go
+from deskpilot.runtime.delegated.task_tools import find_task, status_of
+from deskpilot.runtime.observation_tools import json_text
+from deskpilot.runtime.preflight import require_desktop
+from deskpilot.runtime.refusals import refusal
+from deskpilot.runtime.targets import list_windows, resolve
+from deskpilot.runtime.task_registry import DelegatedTask
+from deskpilot.runtime.tool_args import (
+    BindTargetArgs,
+    NoArgs,
+    StopArgs,
+    TaskBindArgs,
+    TaskControlArgs,
+    TaskStopArgs,
+)
+
+
+def _task(ctx: ToolContext, call: Call, task_id: str | None) -> DelegatedTask | None:
+    if task_id is not None:
+        return find_task(ctx, call, task_id)
+    task = ctx.tasks.latest(call.agent_session)
+    if task is None:
+        return None
+    state = ctx.kernel.session_state(task.task_id)
+    if state is None or state in TERMINAL_STATES:
+        return None
+    call.session_id = task.task_id
+    return task
+
+
+def _answer(ctx: ToolContext, call: Call, task: DelegatedTask, **extra: object) -> ToolOutcome:
+    return ToolOutcome(text=json_text({**status_of(ctx, task), **extra}), diagnostic=call.diag)
+
+
+async def pause(ctx: ToolContext, call: Call, args: TaskControlArgs) -> ToolOutcome:
+    task = _task(ctx, call, args.task_id)
+    if task is None:
+        return await control_tools.pause(ctx, call, NoArgs())
+    await ctx.kernel.pause(task.task_id)
+    let_go(ctx, task)
+    await task.settled.wait()
+    return _answer(ctx, call, task, next="call resume (task_id) to restart the operator")
+
+
+async def takeover(ctx: ToolContext, call: Call, args: TaskControlArgs) -> ToolOutcome:
+    task = _task(ctx, call, args.task_id)
+    if task is None:
+        return await control_tools.takeover(ctx, call, NoArgs())
+    await ctx.kernel.pause(task.task_id, takeover=True)
+    let_go(ctx, task)
+    await task.settled.wait()
+    return _answer(
+        ctx,
+        call,
+        task,
+        note="The operator is stopped and the user drives the desktop; resume hands it back.",
+    )
+
+
+async def resume(ctx: ToolContext, call: Call, args: TaskControlArgs) -> ToolOutcome:
+    task = _task(ctx, call, args.task_id)
+    if task is None:
+        return await control_tools.resume(ctx, call, NoArgs())
+    state = ctx.kernel.session_state(task.task_id)
+    if state != SessionState.PAUSED:
+        raise refusal(
+            ErrorCode.INVALID_STATE_TRANSITION,
+            f"Task {task.task_id} is {state.value if state else 'unknown'}; only a paused "
+            "task resumes.",
+            state=state.value if state else None,
+        )
+    if task.running:
+        await task.settled.wait()
+    model = ctx.decision_model()  # the model is resolved again; a failure leaves it paused
+    try:
+        await ctx.kernel.resume(task.task_id)
+    except BaseException:
+        await model.aclose()
+        raise
+    try:
+        launch(ctx, task, model)
+    except BaseException:
+        await model.aclose()
+        await ctx.kernel.pause(task.task_id)
+        raise
+    return _answer(ctx, call, task)
+
+
+async def stop(ctx: ToolContext, call: Call, args: TaskStopArgs) -> ToolOutcome:
+    task = _task(ctx, call, args.task_id)
+    if task is None:
+        return await control_tools.stop(ctx, call, StopArgs(reason=args.reason))
+    await ctx.kernel.stop(task.task_id, CancelReason.USER_STOP, note=args.reason)
+    let_go(ctx, task)
+    await task.settled.wait()
+    task.end_reason = CancelReason.USER_STOP.value
+    task.end_message = args.reason
+    return _answer(ctx, call, task, reasonRecorded=args.reason is not None)
+
+
+async def bind_target(ctx: ToolContext, call: Call, args: TaskBindArgs) -> ToolOutcome:
+    task = _task(ctx, call, args.task_id)
+    if task is None:
+        plain = BindTargetArgs(app=args.app, window_id=args.window_id)
+        return await control_tools.bind_target(ctx, call, plain)
+    await require_desktop(ctx, call, acting=False)
+    if args.window_id is not None:
+        windows = await list_windows(ctx, call)
+        match = [w for w in windows if w.window_id.lower() == args.window_id.lower()]
+        if not match:
+            raise refusal(ErrorCode.TARGET_NOT_FOUND, f"No window with id {args.window_id}.")
+        window = match[0]
+    else:
+        assert args.app is not None
+        _, window = await resolve(ctx, call, args.app)
+    await ctx.kernel.bind_target(task.task_id, TargetSpec(window_id=window.window_id))
+    sess = ctx.sessions.get(task.key)
+    if sess is not None:
+        sess.bound_target = {"windowId": window.window_id, "pid": window.app.pid}
+    ctx.states.invalidate(agent_session=task.key, reason="paused")
+    task.target = {**task.target, "windowId": window.window_id, "title": window.title}
+    return _answer(ctx, call, task, next="call resume (task_id) to restart the operator")

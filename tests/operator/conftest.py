@@ -1,0 +1,121 @@
+"""Fixtures for the operator tests: the scripted decision model, and the real apps it drives.
+
+``scripted_model`` is a started :class:`scripted_model.ScriptedModel` (no policy: it answers a
+final text until the test calls ``set_policy``); it is closed after the test, and a policy that
+raised fails the test there. The app fixtures need the private desktop (``desktop`` from
+tests/conftest.py) and start each app fresh for one test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scripted_model import ScriptedModel
+
+from deskpilot.desktop.apps import App, launch, wait_accessible
+from deskpilot.hostclient.config import LOCAL_TRUST_ENV
+
+FORM_ARGV = ["--forms", "--title=Contact", "--add-entry=Name", "--add-entry=City"]
+
+
+@pytest.fixture
+def scripted_model() -> Iterator[ScriptedModel]:
+    model = ScriptedModel().start()
+    try:
+        yield model
+    finally:
+        model.close()
+    assert not model.errors, model.errors
+
+
+@pytest.fixture(scope="session")
+def dp_desktop(desktop: Any) -> Iterator[Any]:
+    """The private desktop with the host's development trust on."""
+    old = os.environ.get(LOCAL_TRUST_ENV)
+    os.environ[LOCAL_TRUST_ENV] = "1"
+    yield desktop
+    if old is None:
+        os.environ.pop(LOCAL_TRUST_ENV, None)
+    else:
+        os.environ[LOCAL_TRUST_ENV] = old
+
+
+def start_app(argv: list[str], *, capture_stdout: bool = False) -> App:
+    """Launch and wait for the AT-SPI registration (one relaunch if it never shows up)."""
+    for attempt in (1, 2):
+        app = launch(argv, capture_stdout=capture_stdout)
+        try:
+            wait_accessible(pid=app.pid, timeout=30)
+            return app
+        except TimeoutError:
+            app.stop()
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+@pytest.fixture
+async def runtime(dp_desktop: Any) -> AsyncIterator[Any]:
+    """A deskpilot runtime over the real host (``await runtime.call(tool, args)``)."""
+    from deskpilot.runtime.wiring import build_runtime
+
+    rt = build_runtime()
+    try:
+        yield rt
+    finally:
+        await rt.close()
+
+
+@pytest.fixture
+async def zenity_form(dp_desktop: Any) -> AsyncIterator[App]:
+    """``zenity --forms --title=Contact --add-entry=Name --add-entry=City``; its stdout is
+    captured (``app.proc.communicate()`` reads ``Name|City`` after OK)."""
+    path = shutil.which("zenity")
+    if path is None:
+        pytest.skip("zenity is not installed")
+    app = await asyncio.to_thread(start_app, [path, *FORM_ARGV], capture_stdout=True)
+    try:
+        yield app
+    finally:
+        app.stop()
+
+
+@pytest.fixture
+async def calculator(dp_desktop: Any) -> AsyncIterator[App]:
+    if shutil.which("gnome-calculator") is None:
+        pytest.skip("gnome-calculator is not installed")
+    app = await asyncio.to_thread(start_app, ["gnome-calculator"])
+    try:
+        yield app
+    finally:
+        app.stop()
+
+
+@pytest.fixture
+def text_file() -> Iterator[Path]:
+    d = Path(tempfile.mkdtemp(prefix="deskpilot-operator-"))
+    path = d / "notes.txt"
+    path.write_text("")
+    try:
+        yield path
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+async def mousepad(dp_desktop: Any, text_file: Path) -> AsyncIterator[App]:
+    """mousepad opened on ``text_file`` (an existing, empty file)."""
+    if shutil.which("mousepad") is None:
+        pytest.skip("mousepad is not installed")
+    app = await asyncio.to_thread(start_app, ["mousepad", str(text_file)])
+    try:
+        yield app
+    finally:
+        app.stop()
