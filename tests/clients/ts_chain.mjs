@@ -15,6 +15,15 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 
 const LABELS = ["7 7", "× ×", "6 6", "= ="];
+const EXPECT = [
+  {
+    kind: "accessibility",
+    selector: { role: "textField" },
+    assertion: "value_equals",
+    expected: "42",
+  },
+  { kind: "visual", assertion: "text_present", text: "this text is not on screen" },
+];
 
 const config = JSON.parse(process.argv[2]);
 
@@ -124,7 +133,11 @@ try {
   let text = await call("get_app_state", { app: "gnome-calculator" });
   for (const label of LABELS) {
     if (report.steps.at(-1).isError) break;
-    text = await call("click", { state_id: stateIdOf(text), element_id: elementIdOf(text, label) });
+    const args = { state_id: stateIdOf(text), element_id: elementIdOf(text, label) };
+    // the last click says what it should do: the display reads 42, checked on the state
+    // the click left, in the same call (no extra observe)
+    if (label === "= =") args.expect = EXPECT;
+    text = await call("click", args);
   }
   report.display = displayOf(text);
   const status = await client.callTool({ name: "status", arguments: {} });

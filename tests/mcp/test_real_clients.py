@@ -118,6 +118,11 @@ async def test_typescript_sdk_chain(calculator: App, dp_desktop: Any, transport:
     ids = [s["stateId"] for s in steps]
     assert None not in ids and len(set(ids)) == 5, ids
     assert report["display"] == "42", steps[-1]
+    # expect on the last click: one check passed, one failed; the click itself succeeded
+    expect = steps[-1]["diagnostic"]["expect"]
+    assert expect["outcome"] == "failed", expect
+    assert [c["passed"] for c in expect["checks"]] == [True, False], expect
+    assert all(c["id"] for c in expect["checks"]), expect
     if transport == "stdio":
         # closing the client ended the server it spawned (and so its desktop lease)
         assert report["serverPid"] and not _alive(report["serverPid"]), report

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +120,48 @@ async def mousepad(dp_desktop: Any, text_file: Path) -> AsyncIterator[App]:
         yield app
     finally:
         app.stop()
+
+
+@pytest.fixture
+def decision_model(scripted_model: ScriptedModel, monkeypatch: pytest.MonkeyPatch) -> ScriptedModel:
+    """``scripted_model`` configured as deskpilot's decision model through the environment
+    (read again at every start_task and resume)."""
+    monkeypatch.setenv("DESKPILOT_PROVIDER_BASE_URL", scripted_model.base_url)
+    monkeypatch.setenv("DESKPILOT_PROVIDER_MODEL", scripted_model.model_id)
+    monkeypatch.setenv("DESKPILOT_PROVIDER_API_KEY", "sk-test-operator-0123456789")
+    return scripted_model
+
+
+@pytest.fixture
+async def zenity_form_file(dp_desktop: Any, tmp_path: Path) -> AsyncIterator[tuple[App, Path]]:
+    """The ``zenity_form`` dialog with its stdout redirected to a file (``exec``: the pid is
+    zenity's own); the file holds ``Name|City`` once OK was pressed."""
+    path = shutil.which("zenity")
+    if path is None:
+        pytest.skip("zenity is not installed")
+    out = tmp_path / "form.txt"
+    argv = " ".join(shlex.quote(a) for a in [path, *FORM_ARGV])
+    script = f"exec {argv} > {shlex.quote(str(out))}"
+    app = await asyncio.to_thread(start_app, ["sh", "-c", script])
+    try:
+        yield app, out
+    finally:
+        app.stop()
+
+
+@pytest.fixture
+async def more_apps(dp_desktop: Any) -> AsyncIterator[Callable[..., Awaitable[App]]]:
+    """``await more_apps(argv, capture_stdout=False)`` starts one more app (as ``start_app``);
+    every app started so is stopped after the test."""
+    started: list[App] = []
+
+    async def start(argv: list[str], *, capture_stdout: bool = False) -> App:
+        app = await asyncio.to_thread(start_app, argv, capture_stdout=capture_stdout)
+        started.append(app)
+        return app
+
+    try:
+        yield start
+    finally:
+        for app in started:
+            app.stop()

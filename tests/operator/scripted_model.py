@@ -461,11 +461,14 @@ class ScriptedModel:
 
             def _json(self, status: int, obj: Any) -> None:
                 data = json.dumps(obj, ensure_ascii=False).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client went away (a pause or stop cut the request off)
 
         self._server = _Server(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(

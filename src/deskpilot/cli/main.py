@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import typer
 
-from deskpilot.cli import control, desktop, doctor, observe, provider, serve, vault
+from deskpilot.cli import (
+    control,
+    desktop,
+    doctor,
+    observe,
+    provider,
+    run,
+    serve,
+    vault,
+    verification,
+)
 
 app = typer.Typer(
     name="deskpilot",
@@ -21,6 +31,8 @@ app.add_typer(vault.app, name="vault")
 app.command("unhalt")(control.unhalt)
 app.add_typer(control.confirm_app, name="confirm")
 app.add_typer(control.settings_app, name="settings")
+app.command("run")(run.run)
+app.add_typer(verification.app, name="verification")
 
 
 if __name__ == "__main__":

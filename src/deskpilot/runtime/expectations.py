@@ -18,10 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from deskpilot.protocol.errors import DeskpilotError
 from deskpilot.protocol.observed import ObservedState
 from deskpilot.protocol.verification import VerificationSpec
 from deskpilot.runtime.call import Call, ToolOutcome
 from deskpilot.runtime.context import ToolContext
+from deskpilot.runtime.refusals import refusal_from
 from deskpilot.runtime.verification import Evidence, check_specs, verify
 
 _MARK = {True: "passed", False: "FAILED", None: "undecidable"}
@@ -30,7 +32,11 @@ _MARK = {True: "passed", False: "FAILED", None: "undecidable"}
 def admit(ctx: ToolContext, specs: Sequence[VerificationSpec] | None) -> None:
     """Refuse, before anything runs, an expectation the engine cannot decide."""
     if specs:
-        check_specs(specs, allow_external_readback=ctx.kernel.settings().allow_external_readback)
+        allow = ctx.kernel.settings().allow_external_readback
+        try:
+            check_specs(specs, allow_external_readback=allow)
+        except DeskpilotError as exc:
+            raise refusal_from(exc) from None
 
 
 async def check(
@@ -63,7 +69,9 @@ async def check(
                 "reason": verdict.reason.value,
             }
         )
-        lines.append(f"{i}. {verdict.spec.get('kind')}: {_MARK[verdict.passed]}")
+        lines.append(
+            f"{i}. {verdict.spec.get('kind')}: {_MARK[verdict.passed]} ({verdict.reason.value})"
+        )
     if all(v.passed is True for v in verdicts):
         summary = "passed"
     elif any(v.passed is False for v in verdicts):

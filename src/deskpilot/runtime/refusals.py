@@ -239,3 +239,10 @@ def _reason_code(exc: DeskpilotError) -> str | None:
 
 def refusal(code: ErrorCode, message: str, **details: Any) -> RuntimeRefusal:
     return RuntimeRefusal(code, message, details=details or None)
+
+
+def refusal_from(exc: DeskpilotError) -> RuntimeRefusal:
+    """A refusal raised by our own rules below the runtime (the verification engine, the
+    decision-model wiring) whose words are written for the agent: keep them, instead of the
+    generic safe text that stands in for errors from the host or the kernel."""
+    return RuntimeRefusal(exc.code, exc.message, retryable=exc.retryable, details=exc.details)

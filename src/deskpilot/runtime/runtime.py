@@ -138,6 +138,8 @@ class Runtime:
             log.warning("the kill switch could not be armed: %s", exc)
 
     async def close(self) -> None:
+        for task in self.ctx.tasks.all():
+            supervisor.stop_watching(task)
         for task in self.ctx.tasks.running():
             await self.ctx.kernel.stop(task.task_id, CancelReason.SHUTDOWN)
             supervisor.let_go(self.ctx, task)

@@ -33,6 +33,8 @@ class DelegatedTask:
     started_at: float = field(default_factory=time.time)
     #: the operator loop (one run; resume starts a new one on the same session)
     runner: asyncio.Task[None] | None = None
+    #: while paused: waits for a resume from anywhere and restarts the operator
+    watcher: asyncio.Task[None] | None = None
     #: set when the current run has finished its cleanup
     settled: asyncio.Event = field(default_factory=asyncio.Event)
     runs: int = 0
@@ -48,6 +50,8 @@ class DelegatedTask:
     verification_ids: list[str] = field(default_factory=list)
     #: the step the operator is in now (observing, deciding, acting, verifying, …)
     phase: str = "starting"
+    #: consecutive no-ops when the task ended (its session books are gone by then)
+    final_noops: int = 0
     #: the operator's own time per step, the model call excluded (benchmarks read it)
     own_ms: list[float] = field(default_factory=list)
 

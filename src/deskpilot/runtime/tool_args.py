@@ -210,7 +210,11 @@ class StartTaskArgs(ToolArgs):
     goal: str = Field(min_length=1, max_length=4_000)
     app: AppRef | None = None
     window_id: str | None = None
-    success_criteria: list[VerificationSpec] | None = Field(default=None, max_length=32)
+    #: omitted = derived from the acceptance sentences or the goal; an empty list is refused
+    #: (it would silently mean the weakest default check)
+    success_criteria: list[VerificationSpec] | None = Field(
+        default=None, min_length=1, max_length=32
+    )
     acceptance_criteria: list[str] = Field(default_factory=list, max_length=16)
     #: only "my_desktop" is provided; anything else is refused by the handler, in words
     environment: str = "my_desktop"

@@ -64,8 +64,11 @@ async def act(
         out = await action_tools.act(ctx, call, args)
     except DeskpilotError as exc:
         _note(task, call, exc.code.value)
-        code, message, _, _ = safe_error(exc)
-        return Acted(None, f"{name} was not done: {code.value}: {message}", True, ending(exc))
+        code, message, _, details = safe_error(exc)
+        reason = details.get("reason") or details.get("policyReason")
+        why = f" (reason: {reason})" if isinstance(reason, str) and reason else ""
+        text = f"{name} was not done: {code.value}{why}: {message}"
+        return Acted(None, text, True, ending(exc))
     _note(task, call, call.diag.code)
     return Acted(out, out.text, False)
 

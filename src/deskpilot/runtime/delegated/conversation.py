@@ -31,7 +31,13 @@ SYSTEM = (
 
 
 def goal_message(
-    goal: str, acceptance: list[str], criteria: list[str], window: str, batching: bool
+    goal: str,
+    acceptance: list[str],
+    criteria: list[str],
+    window: str,
+    batching: bool,
+    *,
+    resumed_after: int | None = None,
 ) -> str:
     lines = [f"Goal: {goal}"]
     if acceptance:
@@ -41,6 +47,12 @@ def goal_message(
         lines.append("The task is verified by:")
         lines += [f"- {c}" for c in criteria]
     lines.append(f"Target window: {window}")
+    if resumed_after is not None:
+        lines.append(
+            f"This task was paused and is resumed now, after {resumed_after} actions. The "
+            "window may have changed meanwhile (a person may have used it): read the state "
+            "below and continue from it; do not redo what it already shows done."
+        )
     if batching:
         lines.append(
             "You may send several actions at once with act_batch when you can see them all "

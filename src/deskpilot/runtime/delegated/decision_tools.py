@@ -9,6 +9,7 @@ accepted cannot drift apart.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from deskpilot.provider import ToolSpec as ModelTool
@@ -62,8 +63,10 @@ def _action_schema(name: str) -> dict[str, Any]:
     required = [r for r in schema.get("required", []) if r not in OPERATOR_FIELDS]
     if required:
         out["required"] = required
-    if "$defs" in schema:
-        out["$defs"] = schema["$defs"]
+    defs = schema.get("$defs", {})
+    used = {k: v for k, v in defs.items() if f"#/$defs/{k}" in json.dumps(props)}
+    if used:  # only what the remaining fields name (not the ``expect`` specs)
+        out["$defs"] = used
     return out
 
 

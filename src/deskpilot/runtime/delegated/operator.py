@@ -13,12 +13,14 @@ breaking turn the flag off for this process (kernel/rollout.py).
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 from deskpilot.protocol.errors import DeskpilotError
 from deskpilot.protocol.session import SessionState
 from deskpilot.provider import ExecutionLedger, Provider, ToolCall
+from deskpilot.provider.protocol import neutralise
 from deskpilot.runtime.call import ToolOutcome
 from deskpilot.runtime.context import ToolContext
 from deskpilot.runtime.delegated import decision_tools as dt
@@ -51,9 +53,15 @@ class Operator:
         self.tools = dt.decision_tools(batching=self.batching)
         criteria = [_describe(c) for c in task.criteria_json()]
         self.conv = Conversation(
-            goal_message(task.goal, task.acceptance, criteria, _window(task), self.batching)
+            goal_message(
+                task.goal,
+                task.acceptance,
+                criteria,
+                _window(task),
+                self.batching,
+                resumed_after=task.actions if task.runs > 1 else None,
+            )
         )
-        self.ledger = ExecutionLedger()
         #: the operator's own time per step (everything but the model call), for benchmarks
         self.own_ms: list[float] = []
 
@@ -93,7 +101,10 @@ class Operator:
             if not self._phase(SessionState.PLANNING):
                 return End(EndKind.LET_GO, "not_live", "the session is not live")
             own = time.perf_counter() - t0
-            result = await self.model.decide(self.conv.messages, self.tools, ledger=self.ledger)
+            # a fresh ledger per decision: the guard then sees repeats within this step only
+            # (the same click in two steps is two decisions; history is trimmed)
+            ledger = ExecutionLedger()
+            result = await self.model.decide(self.conv.messages, self.tools, ledger=ledger)
             t1 = time.perf_counter()
             self.task.model_calls += result.requests
             self.task.decisions += 1
@@ -196,13 +207,11 @@ class Operator:
 
 
 def _describe(spec: dict[str, Any]) -> str:
-    parts = [str(spec.get("kind"))]
-    for key in ("assertion", "selector", "text", "expected", "path", "app", "argv"):
-        if spec.get(key) not in (None, "", [], {}):
-            parts.append(f"{key}={spec[key]}")
-    return " ".join(parts)
+    """A criterion as the model reads it: the spec's own JSON (the caller's words)."""
+    return neutralise(json.dumps(spec, ensure_ascii=False, separators=(", ", ": ")))
 
 
 def _window(task: DelegatedTask) -> str:
-    t = task.target
-    return f'"{t.get("title", "")}" (app {t.get("app", "")}, window {t.get("windowId", "")})'
+    """Which window, without its title: titles and app names come from the screen and may
+    carry protocol markers, so they reach the model only inside tool results (the state)."""
+    return f"window {task.target.get('windowId', '')} (its title is in the state below)"

@@ -24,6 +24,9 @@ from deskpilot.runtime.task_registry import DelegatedTask
 
 log = logging.getLogger(__name__)
 
+#: how long one wait for a resume lasts before it looks again
+WATCH_S = 3600.0
+
 _END_STATES = {
     EndKind.COMPLETED: SessionState.COMPLETED,
     EndKind.FAILED: SessionState.FAILED,
@@ -31,15 +34,65 @@ _END_STATES = {
 }
 
 
-def launch(ctx: ToolContext, task: DelegatedTask, model: Provider) -> None:
-    """Start a run (the caller has resolved the model and made the session live)."""
+def launch(ctx: ToolContext, task: DelegatedTask, model: Provider) -> bool:
+    """Start a run (the caller has resolved the model and made the session live); False
+    when a run is already going (the caller closes its model)."""
+    stop_watching(task)
+    if task.running:
+        return False
     task.settled = asyncio.Event()
     task.runs += 1
     task.end_reason = task.end_message = None
     task.phase = "starting"
-    task.runner = asyncio.get_running_loop().create_task(
+    runner = asyncio.get_running_loop().create_task(
         _run(ctx, task, model), name=f"operator {task.task_id}"
     )
+    runner.add_done_callback(lambda _: _finished(ctx, task, model))
+    task.runner = runner
+    return True
+
+
+def _finished(ctx: ToolContext, task: DelegatedTask, model: Provider) -> None:
+    """A run cancelled before its first step never ran its own cleanup: settle it now."""
+    if task.settled.is_set():
+        return
+
+    async def settle() -> None:
+        try:
+            await model.aclose()
+            await _settle(ctx, task, None)
+        finally:
+            task.settled.set()
+
+    asyncio.get_running_loop().create_task(settle(), name=f"settle {task.task_id}")
+
+
+def stop_watching(task: DelegatedTask) -> None:
+    if task.watcher is not None and not task.watcher.done():
+        task.watcher.cancel()
+    task.watcher = None
+
+
+async def _watch_resume(ctx: ToolContext, task: DelegatedTask) -> None:
+    """While the task is paused, a resume from anywhere (another process: a CLI, the
+    dashboard) restarts the operator here, in the process that runs it."""
+    wanted = frozenset({SessionState.OBSERVING}) | TERMINAL_STATES
+    row, timed_out = await ctx.kernel.wait_for_state(task.task_id, wanted, WATCH_S)
+    while timed_out and row.state == SessionState.PAUSED:
+        row, timed_out = await ctx.kernel.wait_for_state(task.task_id, wanted, WATCH_S)
+    task.watcher = None
+    if row.state != SessionState.OBSERVING or task.running:
+        return
+    try:
+        model = ctx.decision_model()
+    except DeskpilotError as exc:
+        log.warning("task %s resumed elsewhere, but the decision model failed", task.task_id)
+        task.end_reason, task.end_message = exc.code.value, exc.message
+        with contextlib.suppress(DeskpilotError):
+            await ctx.kernel.pause(task.task_id)
+        return
+    if not launch(ctx, task, model):
+        await model.aclose()
 
 
 def let_go(ctx: ToolContext, task: DelegatedTask) -> None:
@@ -87,8 +140,15 @@ async def _settle(ctx: ToolContext, task: DelegatedTask, end: End | None) -> Non
                 await kernel.stop(task.task_id, CancelReason.KILL_SWITCH)
     row = kernel.session(task.task_id)
     if row is None or row.state in TERMINAL_STATES:
+        sess = ctx.sessions.get(task.key)
+        if sess is not None:
+            task.final_noops = sess.consecutive_noops
         if row is not None and end is None:
             task.end_reason = row.cancel_reason or row.state.value
         ctx.sessions.forget(task.key)
         ctx.states.invalidate(agent_session=task.key, reason="task_ended")
     task.phase = row.state.value if row is not None else "ended"
+    if row is not None and row.state == SessionState.PAUSED:
+        task.watcher = asyncio.get_running_loop().create_task(
+            _watch_resume(ctx, task), name=f"resume watch {task.task_id}"
+        )

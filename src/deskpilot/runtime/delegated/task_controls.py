@@ -17,13 +17,15 @@ from deskpilot.protocol.errors import ErrorCode
 from deskpilot.protocol.session import TERMINAL_STATES, CancelReason, SessionState
 from deskpilot.protocol.wire import TargetSpec
 from deskpilot.runtime import control_tools
+from deskpilot.runtime.apps import AppEntry
 from deskpilot.runtime.call import Call, ToolOutcome
 from deskpilot.runtime.context import ToolContext
-from deskpilot.runtime.delegated.supervisor import launch, let_go
-from deskpilot.runtime.delegated.task_tools import find_task, status_of
+from deskpilot.runtime.delegated.supervisor import launch, let_go, stop_watching
+from deskpilot.runtime.delegated.task_tools import find_task, resolve_model, status_of
 from deskpilot.runtime.observation_tools import json_text
 from deskpilot.runtime.preflight import require_desktop
 from deskpilot.runtime.refusals import refusal
+from deskpilot.runtime.state_view import app_label
 from deskpilot.runtime.targets import list_windows, resolve
 from deskpilot.runtime.task_registry import DelegatedTask
 from deskpilot.runtime.tool_args import (
@@ -81,6 +83,16 @@ async def takeover(ctx: ToolContext, call: Call, args: TaskControlArgs) -> ToolO
 async def resume(ctx: ToolContext, call: Call, args: TaskControlArgs) -> ToolOutcome:
     task = _task(ctx, call, args.task_id)
     if task is None:
+        latest = ctx.tasks.latest(call.agent_session)
+        if latest is not None and ctx.sessions.get(call.agent_session) is None:
+            state = ctx.kernel.session_state(latest.task_id)
+            raise refusal(
+                ErrorCode.INVALID_STATE_TRANSITION,
+                f"Your latest task {latest.task_id} has ended "
+                f"({state.value if state else 'unknown'}); there is nothing to resume. "
+                "Start a new task.",
+                state=state.value if state else None,
+            )
         return await control_tools.resume(ctx, call, NoArgs())
     state = ctx.kernel.session_state(task.task_id)
     if state != SessionState.PAUSED:
@@ -92,14 +104,16 @@ async def resume(ctx: ToolContext, call: Call, args: TaskControlArgs) -> ToolOut
         )
     if task.running:
         await task.settled.wait()
-    model = ctx.decision_model()  # the model is resolved again; a failure leaves it paused
+    model = resolve_model(ctx)  # resolved again; a failure leaves the task paused
+    stop_watching(task)  # this resume starts the run itself
     try:
         await ctx.kernel.resume(task.task_id)
     except BaseException:
         await model.aclose()
         raise
     try:
-        launch(ctx, task, model)
+        if not launch(ctx, task, model):
+            await model.aclose()
     except BaseException:
         await model.aclose()
         await ctx.kernel.pause(task.task_id)
@@ -134,10 +148,28 @@ async def bind_target(ctx: ToolContext, call: Call, args: TaskBindArgs) -> ToolO
     else:
         assert args.app is not None
         _, window = await resolve(ctx, call, args.app)
+    entry = AppEntry(window.app.pid, window.app, [window])
+    row = ctx.kernel.session(task.task_id)
+    allowed = {a.lower() for a in row.contract.allowed_apps} if row is not None else set()
+    if allowed and not allowed & entry.names():
+        # the task may act only on its own app: a window of another app would make every
+        # action a policy refusal (and app-level criteria would judge the wrong app)
+        raise refusal(
+            ErrorCode.INVALID_REQUEST,
+            f"That window belongs to {app_label(window.app)}, which this task may not act on "
+            "(its allowed apps are its target's). Bind a window of the same app, or stop "
+            "this task and start a new one for the other app.",
+            allowedApps=sorted(allowed),
+        )
     await ctx.kernel.bind_target(task.task_id, TargetSpec(window_id=window.window_id))
     sess = ctx.sessions.get(task.key)
     if sess is not None:
         sess.bound_target = {"windowId": window.window_id, "pid": window.app.pid}
     ctx.states.invalidate(agent_session=task.key, reason="paused")
-    task.target = {**task.target, "windowId": window.window_id, "title": window.title}
+    task.target = {
+        "windowId": window.window_id,
+        "title": window.title,
+        "app": app_label(window.app),
+        "pid": window.app.pid,
+    }
     return _answer(ctx, call, task, next="call resume (task_id) to restart the operator")

@@ -26,13 +26,14 @@ from deskpilot.protocol.session import (
     TaskContract,
 )
 from deskpilot.protocol.wire import TargetSpec, WindowInfo
+from deskpilot.provider import Provider
 from deskpilot.runtime.apps import AppEntry
 from deskpilot.runtime.call import Call, ToolOutcome
 from deskpilot.runtime.context import ToolContext
 from deskpilot.runtime.delegated.supervisor import launch
 from deskpilot.runtime.observation_tools import json_text
 from deskpilot.runtime.preflight import check_may_act, require_desktop
-from deskpilot.runtime.refusals import refusal
+from deskpilot.runtime.refusals import refusal, refusal_from
 from deskpilot.runtime.state_view import app_label
 from deskpilot.runtime.targets import list_windows, resolve
 from deskpilot.runtime.task_registry import DelegatedTask
@@ -67,6 +68,17 @@ async def _target(ctx: ToolContext, call: Call, args: StartTaskArgs) -> tuple[Ap
         return AppEntry(window.app.pid, window.app, [window]), window
     assert args.app is not None
     return await resolve(ctx, call, args.app)
+
+
+def resolve_model(ctx: ToolContext) -> Provider:
+    """The configured decision model, or ``decision_model_error`` whose words name the
+    command that fixes it (they hold no key: agent/decision_model.py)."""
+    try:
+        return ctx.decision_model()
+    except DeskpilotError as exc:
+        if exc.code is not ErrorCode.DECISION_MODEL_ERROR:
+            raise
+        raise refusal_from(exc) from None
 
 
 def _contract(args: StartTaskArgs, entry: AppEntry, criteria: list[Any]) -> TaskContract:
@@ -105,13 +117,15 @@ async def start_task(ctx: ToolContext, call: Call, args: StartTaskArgs) -> ToolO
             environment="my_desktop",
         )
     entry, window = await _target(ctx, call, args)
-    model = ctx.decision_model()  # decision_model_error, with the command that fixes it
+    model = resolve_model(ctx)
     try:
         if args.success_criteria:
             criteria, source = list(args.success_criteria), "success_criteria"
-            check_specs(
-                criteria, allow_external_readback=ctx.kernel.settings().allow_external_readback
-            )
+            allow = ctx.kernel.settings().allow_external_readback
+            try:
+                check_specs(criteria, allow_external_readback=allow)
+            except DeskpilotError as exc:
+                raise refusal_from(exc) from None
         else:
             criteria, source = derive_criteria(
                 args.goal, list(args.acceptance_criteria), app_label(entry.identity)
@@ -211,7 +225,7 @@ def status_of(ctx: ToolContext, task: DelegatedTask) -> dict[str, Any]:
     elapsed_ms = round((time.time() - task.started_at) * 1000)
     sess = ctx.sessions.get(task.key)
     steps = row.steps if row is not None else 0
-    noops = sess.consecutive_noops if sess is not None else 0
+    noops = sess.consecutive_noops if sess is not None else task.final_noops
     out: dict[str, Any] = {
         "taskId": task.task_id,
         "goal": task.goal,
