@@ -16,15 +16,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from deskpilot.protocol.errors import ErrorCode
 from deskpilot.protocol.session import CancelReason
 from deskpilot.protocol.wire import TargetSpec
 from deskpilot.runtime.call import Call, ToolOutcome
 from deskpilot.runtime.context import ToolContext
 from deskpilot.runtime.observation_tools import json_text
 from deskpilot.runtime.preflight import require_desktop
-from deskpilot.runtime.refusals import refusal
-from deskpilot.runtime.targets import list_windows, resolve
+from deskpilot.runtime.targets import resolve_target
 from deskpilot.runtime.tool_args import BindTargetArgs, NoArgs, StopArgs
 
 
@@ -104,18 +102,7 @@ async def stop(ctx: ToolContext, call: Call, args: StopArgs) -> ToolOutcome:
 
 async def bind_target(ctx: ToolContext, call: Call, args: BindTargetArgs) -> ToolOutcome:
     await require_desktop(ctx, call, acting=False)
-    if args.window_id is not None:
-        windows = await list_windows(ctx, call)
-        match = [w for w in windows if w.window_id.lower() == args.window_id.lower()]
-        if not match:
-            raise refusal(
-                ErrorCode.TARGET_NOT_FOUND,
-                f"No window with id {args.window_id}. Call list_windows for the ids.",
-            )
-        window = match[0]
-    else:
-        assert args.app is not None
-        _, window = await resolve(ctx, call, args.app)
+    _, window = await resolve_target(ctx, call, args.app, args.window_id)
     session_id = await _session(ctx, call)
     await ctx.kernel.bind_target(session_id, TargetSpec(window_id=window.window_id))
     dropped = ctx.states.invalidate(agent_session=call.agent_session, reason="paused")

@@ -30,6 +30,25 @@ async def resolve(ctx: ToolContext, call: Call, app: str | int) -> tuple[AppEntr
     return resolve_in(await list_windows(ctx, call), app)
 
 
+async def resolve_target(
+    ctx: ToolContext, call: Call, app: str | int | None, window_id: str | None
+) -> tuple[AppEntry, WindowInfo]:
+    """The window a control or a task names, by ``window_id`` (from list_windows) or by
+    ``app`` (its main window), with its app."""
+    if window_id is None:
+        assert app is not None
+        return await resolve(ctx, call, app)
+    windows = await list_windows(ctx, call)
+    match = [w for w in windows if w.window_id.lower() == window_id.lower()]
+    if not match:
+        raise refusal(
+            ErrorCode.TARGET_NOT_FOUND,
+            f"No window with id {window_id}. Call list_windows for the ids.",
+        )
+    window = match[0]
+    return AppEntry(window.app.pid, window.app, [window]), window
+
+
 async def observe(
     ctx: ToolContext, call: Call, target: TargetSpec | None, *, screenshot: bool = True
 ) -> ObservedState:

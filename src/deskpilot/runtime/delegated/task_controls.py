@@ -17,7 +17,6 @@ from deskpilot.protocol.errors import ErrorCode
 from deskpilot.protocol.session import TERMINAL_STATES, CancelReason, SessionState
 from deskpilot.protocol.wire import TargetSpec
 from deskpilot.runtime import control_tools
-from deskpilot.runtime.apps import AppEntry
 from deskpilot.runtime.call import Call, ToolOutcome
 from deskpilot.runtime.context import ToolContext
 from deskpilot.runtime.delegated.supervisor import launch, let_go, stop_watching
@@ -26,7 +25,7 @@ from deskpilot.runtime.observation_tools import json_text
 from deskpilot.runtime.preflight import require_desktop
 from deskpilot.runtime.refusals import refusal
 from deskpilot.runtime.state_view import app_label
-from deskpilot.runtime.targets import list_windows, resolve
+from deskpilot.runtime.targets import resolve_target
 from deskpilot.runtime.task_registry import DelegatedTask
 from deskpilot.runtime.tool_args import (
     BindTargetArgs,
@@ -139,16 +138,7 @@ async def bind_target(ctx: ToolContext, call: Call, args: TaskBindArgs) -> ToolO
         plain = BindTargetArgs(app=args.app, window_id=args.window_id)
         return await control_tools.bind_target(ctx, call, plain)
     await require_desktop(ctx, call, acting=False)
-    if args.window_id is not None:
-        windows = await list_windows(ctx, call)
-        match = [w for w in windows if w.window_id.lower() == args.window_id.lower()]
-        if not match:
-            raise refusal(ErrorCode.TARGET_NOT_FOUND, f"No window with id {args.window_id}.")
-        window = match[0]
-    else:
-        assert args.app is not None
-        _, window = await resolve(ctx, call, args.app)
-    entry = AppEntry(window.app.pid, window.app, [window])
+    entry, window = await resolve_target(ctx, call, args.app, args.window_id)
     row = ctx.kernel.session(task.task_id)
     allowed = {a.lower() for a in row.contract.allowed_apps} if row is not None else set()
     if allowed and not allowed & entry.names():

@@ -25,7 +25,7 @@ from deskpilot.protocol.session import (
     SessionState,
     TaskContract,
 )
-from deskpilot.protocol.wire import TargetSpec, WindowInfo
+from deskpilot.protocol.wire import TargetSpec
 from deskpilot.provider import Provider
 from deskpilot.runtime.apps import AppEntry
 from deskpilot.runtime.call import Call, ToolOutcome
@@ -35,7 +35,7 @@ from deskpilot.runtime.observation_tools import json_text
 from deskpilot.runtime.preflight import check_may_act, require_desktop
 from deskpilot.runtime.refusals import refusal, refusal_from
 from deskpilot.runtime.state_view import app_label
-from deskpilot.runtime.targets import list_windows, resolve
+from deskpilot.runtime.targets import resolve_target
 from deskpilot.runtime.task_registry import DelegatedTask
 from deskpilot.runtime.tool_args import StartTaskArgs, TaskRefArgs, WaitArgs
 from deskpilot.runtime.verification import check_specs, derive_criteria
@@ -53,21 +53,6 @@ RETURN_STATES = frozenset(
 )
 #: how long wait_for_completion waits for an ended run's cleanup
 SETTLE_WAIT_S = 10.0
-
-
-async def _target(ctx: ToolContext, call: Call, args: StartTaskArgs) -> tuple[AppEntry, WindowInfo]:
-    if args.window_id is not None:
-        windows = await list_windows(ctx, call)
-        match = [w for w in windows if w.window_id.lower() == args.window_id.lower()]
-        if not match:
-            raise refusal(
-                ErrorCode.TARGET_NOT_FOUND,
-                f"No window with id {args.window_id}. Call list_windows for the ids.",
-            )
-        window = match[0]
-        return AppEntry(window.app.pid, window.app, [window]), window
-    assert args.app is not None
-    return await resolve(ctx, call, args.app)
 
 
 def resolve_model(ctx: ToolContext) -> Provider:
@@ -116,7 +101,7 @@ async def start_task(ctx: ToolContext, call: Call, args: StartTaskArgs) -> ToolO
             "deskpilot runs on); other environments are not available.",
             environment="my_desktop",
         )
-    entry, window = await _target(ctx, call, args)
+    entry, window = await resolve_target(ctx, call, args.app, args.window_id)
     model = resolve_model(ctx)
     try:
         if args.success_criteria:
