@@ -21,7 +21,8 @@ from deskpilot.protocol.errors import DeskpilotError
 from deskpilot.protocol.session import SessionState
 from deskpilot.provider import ExecutionLedger, Provider, ToolCall
 from deskpilot.provider.protocol import neutralise
-from deskpilot.runtime.call import ToolOutcome
+from deskpilot.runtime.apps import app_windows, dialogs_of
+from deskpilot.runtime.call import Call, ToolOutcome
 from deskpilot.runtime.context import ToolContext
 from deskpilot.runtime.delegated import decision_tools as dt
 from deskpilot.runtime.delegated.acting import act, new_call, operator_turn
@@ -31,6 +32,7 @@ from deskpilot.runtime.delegated.endings import End, EndKind, ending
 from deskpilot.runtime.delegated.verifying import check
 from deskpilot.runtime.observation_tools import get_app_state
 from deskpilot.runtime.refusals import safe_error
+from deskpilot.runtime.targets import list_windows
 from deskpilot.runtime.task_registry import DelegatedTask
 from deskpilot.runtime.tool_args import AppArgs
 
@@ -71,11 +73,33 @@ class Operator:
         now = self.ctx.kernel.set_phase(self.task.task_id, phase)
         return now == phase
 
+    async def _target_window(self, call: Call) -> str | None:
+        """The window to look at: a dialog of the bound window (topmost), else the bound
+        window, else — when it closed — another window of the task's own app; never the
+        focused window, which could be another app whose state the criteria would judge."""
+        windows = await list_windows(self.ctx, call)
+        bound = str(self.task.target.get("windowId", ""))
+        dialogs = dialogs_of(windows, bound)
+        if dialogs:
+            return dialogs[0].window_id
+        if any(w.window_id == bound for w in windows):
+            return bound
+        pid = self.task.target.get("pid")
+        mine = app_windows(windows, pid if isinstance(pid, int) else None)
+        return mine[0].window_id if mine else None
+
     async def observe(self) -> ToolOutcome | End:
         self._phase(SessionState.OBSERVING)
         call = new_call(self.task, self.turn, "get_app_state")
         try:
-            return await get_app_state(self.ctx, call, AppArgs())
+            window = await self._target_window(call)
+            if window is None:
+                return End(
+                    EndKind.FAILED,
+                    "target_unobservable",
+                    "the task's window is closed and its app has no other window",
+                )
+            return await get_app_state(self.ctx, call, AppArgs(app=window))
         except DeskpilotError as exc:
             end = ending(exc)
             if end is not None:
