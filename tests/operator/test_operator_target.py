@@ -1,0 +1,61 @@
+"""The operator looks only at its own task's windows: when the bound dialog closes, another
+app's window on the same desktop is never what the criteria are checked against."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from scripted_model import FormFiller, ScriptedModel
+
+from deskpilot.desktop.apps import App
+
+pytestmark = pytest.mark.desktop
+
+DECOY = "DECOY-7f3a text of another app"
+
+
+def _json(outcome: Any) -> dict[str, Any]:
+    assert not outcome.is_error, (outcome.diagnostic.code, outcome.diagnostic.message)
+    return dict(json.loads(outcome.text.split("\n\ndeskpilot diagnostic:")[0]))
+
+
+async def test_criteria_are_not_judged_on_another_apps_window(
+    runtime: Any,
+    zenity_form: App,
+    decision_model: ScriptedModel,
+    more_apps: Callable[..., Awaitable[App]],
+) -> None:
+    zenity = shutil.which("zenity")
+    assert zenity is not None
+    decoy = await more_apps([zenity, "--info", "--title=Decoy", f"--text={DECOY}"])
+    decision_model.set_policy(FormFiller({"Name": "Ada", "City": "Paris"}))
+    started = _json(
+        await runtime.call(
+            "start_task",
+            {
+                "goal": "Fill in the contact form and press OK.",
+                "app": zenity_form.pid,
+                # true of the decoy's window only: it must not pass on that window
+                "success_criteria": [{"kind": "visual", "assertion": "text_present", "text": DECOY}],
+            },
+            agent_session="target-check",
+        )
+    )
+    done = _json(
+        await runtime.call(
+            "wait_for_completion",
+            {"task_id": started["taskId"], "timeout_ms": 60_000},
+            agent_session="target-check",
+        )
+    )
+    assert zenity_form.proc.wait(timeout=10) == 0  # the form was submitted and closed
+    assert decoy.proc.poll() is None  # the decoy is still on screen
+    assert done["state"] == "failed" and done["endReason"] == "verification_failed", done
+    verdicts = done["lastVerification"]["verdicts"]
+    assert [v["passed"] for v in verdicts] == [None], verdicts  # undecidable, not passed
+    rows = runtime.ctx.kernel.verifications(started["taskId"])
+    assert rows and all(r.passed is not True for r in rows), [r.to_json() for r in rows]
