@@ -40,7 +40,9 @@ async def test_criteria_are_not_judged_on_another_apps_window(
                 "goal": "Fill in the contact form and press OK.",
                 "app": zenity_form.pid,
                 # true of the decoy's window only: it must not pass on that window
-                "success_criteria": [{"kind": "visual", "assertion": "text_present", "text": DECOY}],
+                "success_criteria": [
+                    {"kind": "visual", "assertion": "text_present", "text": DECOY}
+                ],
             },
             agent_session="target-check",
         )
