@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from scripted_model import FormFiller, ScriptedModel
+from scripted_model import FormFiller, ScriptedModel, final
 
 from deskpilot.desktop.apps import App
 
@@ -61,3 +61,30 @@ async def test_criteria_are_not_judged_on_another_apps_window(
     assert [v["passed"] for v in verdicts] == [None], verdicts  # undecidable, not passed
     rows = runtime.ctx.kernel.verifications(started["taskId"])
     assert rows and all(r.passed is not True for r in rows), [r.to_json() for r in rows]
+
+
+async def test_prose_is_no_claim_of_success(
+    runtime: Any, zenity_form: App, decision_model: ScriptedModel
+) -> None:
+    """A model that only talks ("I will click OK") completes nothing, whatever the derived
+    criteria would say about the window: after three prose replies the task fails."""
+    decision_model.set_policy(lambda request: final("I will click the OK button now."))
+    started = _json(
+        await runtime.call(
+            "start_task",
+            {"goal": "Press OK in the form.", "app": zenity_form.pid},  # derived: frontmost
+            agent_session="prose",
+        )
+    )
+    done = _json(
+        await runtime.call(
+            "wait_for_completion",
+            {"task_id": started["taskId"], "timeout_ms": 60_000},
+            agent_session="prose",
+        )
+    )
+    assert done["state"] == "failed" and done["endReason"] == "model_no_decision", done
+    assert done["verificationIds"] == [] and done["steps"] == 0, done
+    assert decision_model.calls >= 3
+    # the model was told, in our own words, that prose does nothing
+    assert "Your last reply was prose" in json.dumps(decision_model.requests[-1])

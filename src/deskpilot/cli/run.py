@@ -554,6 +554,9 @@ def load_criteria(path: Path) -> list[Any]:
     except OSError as exc:
         msg = f"cannot read {path}: {exc.strerror}"
         raise typer.BadParameter(msg, param_hint="--criteria") from None
+    except UnicodeDecodeError:
+        msg = f"{path} is not UTF-8 text (save it as UTF-8 JSON)"
+        raise typer.BadParameter(msg, param_hint="--criteria") from None
     except json.JSONDecodeError as exc:
         raise typer.BadParameter(f"{path} is not JSON: {exc}", param_hint="--criteria") from None
     if isinstance(data, dict):

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import signal
 import socket
 import sys
 from enum import StrEnum
@@ -52,13 +54,39 @@ def serve(
         bounded_duration_ms=int(budget_seconds * 1000),
         bounded_max_actions=budget_actions,
     )
-    if transport is Transport.http:
-        if host not in LOOPBACK:
-            raise typer.BadParameter("the HTTP transport binds loopback only", param_hint="--host")
-        sock = _bind(host, port)  # before the runtime starts: a busy port costs nothing
-        asyncio.run(_http(config, host, sock))
-    else:
-        asyncio.run(_stdio(config))
+    try:
+        if transport is Transport.http:
+            if host not in LOOPBACK:
+                raise typer.BadParameter(
+                    "the HTTP transport binds loopback only", param_hint="--host"
+                )
+            sock = _bind(host, port)  # before the runtime starts: a busy port costs nothing
+            asyncio.run(_http(config, host, sock))
+        else:
+            asyncio.run(_stdio(config))
+    except asyncio.CancelledError:
+        raise typer.Exit(143) from None  # SIGTERM: shut down cleanly, then say so
+
+
+class _Shutdown:
+    """SIGTERM ends the server the way Ctrl-C does: the runtime closes, so live tasks and
+    sessions end as ``shutdown`` and the desktop lease is let go (the default action would
+    kill the process and leave them running in the store). The signal cancels the serving
+    task once; after the shutdown began it is ignored, so it never cuts the cleanup short."""
+
+    def __init__(self) -> None:
+        self.started = False
+        self._task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGTERM, self._signalled)
+
+    def _signalled(self) -> None:
+        if not self.started and self._task is not None:
+            self._task.cancel()
+
+    def begin(self) -> None:
+        self.started = True
 
 
 async def _previews(runtime: Runtime) -> PreviewServer | None:
@@ -86,11 +114,13 @@ async def _stdio(config: RuntimeConfig) -> None:
 
     runtime = build_runtime(config)
     server = build_server(runtime)
+    shutdown = _Shutdown()
     await runtime.start()
     previews = await _previews(runtime)
     try:
         await server.run_stdio_async()
     finally:
+        shutdown.begin()
         if previews is not None:
             await previews.stop_async()
         await runtime.close()
@@ -127,9 +157,11 @@ async def _http(config: RuntimeConfig, host: str, sock: socket.socket) -> None:
     print(f"deskpilot MCP (Streamable HTTP): http://{shown}:{bound}/mcp", file=sys.stderr)
     print(f"bearer token (shown once, 30 min sliding): {token.value}", file=sys.stderr, flush=True)
     uv = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    shutdown = _Shutdown()  # uvicorn handles SIGTERM itself while serving, then re-raises it
     try:
         await uv.serve(sockets=[sock])
     finally:
+        shutdown.begin()
         if previews is not None:
             await previews.stop_async()
         await runtime.close()

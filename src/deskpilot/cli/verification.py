@@ -14,6 +14,7 @@ from typing import Any
 import typer
 
 from deskpilot.store.db import Database
+from deskpilot.store.session_rows import SessionRepository
 from deskpilot.store.verifications import VerificationRepository, VerificationRow
 
 app = typer.Typer(help="Verification results of delegated tasks and action expectations.")
@@ -71,7 +72,11 @@ def list_(
     as_json: bool = typer.Option(False, "--json", help="Print the rows as a JSON list."),
 ) -> None:
     """Every verification of one task (and its actions' expectations), oldest first."""
-    rows = _repo().list(task_id)
+    repo = _repo()
+    if SessionRepository(repo.db).get(task_id) is None:
+        typer.echo(f"error: no task or session {task_id!r} in this data dir", err=True)
+        raise typer.Exit(1)
+    rows = repo.list(task_id)
     if as_json:
         typer.echo(json.dumps([r.to_json() for r in rows], ensure_ascii=False, indent=2))
         return

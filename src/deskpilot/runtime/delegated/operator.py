@@ -38,6 +38,13 @@ from deskpilot.runtime.tool_args import AppArgs
 
 #: verification failures after which the task fails instead of trying again
 MAX_VERIFICATION_FAILURES = 3
+#: prose replies in a row after which the task fails (the model is not deciding)
+MAX_PROSE_REPLIES = 3
+_PROSE = (
+    "Your last reply was prose: it does nothing here and is not a claim that the goal is "
+    "reached. Reply with one tool call: an action, ready_for_verification when the goal is "
+    "reached, need_handoff or give_up."
+)
 _NO_WINDOW = (
     "The target window cannot be observed any more (it closed, perhaps because the last "
     "action finished the task). If the goal is reached call ready_for_verification; "
@@ -66,6 +73,8 @@ class Operator:
         )
         #: the operator's own time per step (everything but the model call), for benchmarks
         self.own_ms: list[float] = []
+        #: prose replies in a row (a final answer is not a decision)
+        self.finals = 0
 
     def _phase(self, phase: SessionState) -> bool:
         """Enter a phase; False when the session is no longer live (paused, ended)."""
@@ -139,8 +148,19 @@ class Operator:
                     "decision_model_error",
                     f"the decision model failed ({code}); the task cannot continue",
                 )
-            decision = result.tool_call or ToolCall(dt.READY, {})
-            end, state = await self._carry_out(decision, state)
+            if result.tool_call is None:  # prose: it decides nothing, and is no claim of success
+                self.finals += 1
+                self.own_ms.append((own + time.perf_counter() - t1) * 1000)
+                if self.finals >= MAX_PROSE_REPLIES:
+                    return End(
+                        EndKind.FAILED,
+                        "model_no_decision",
+                        f"the decision model answered in prose {self.finals} times in a row",
+                    )
+                self.conv.begin_step(_PROSE)
+                continue
+            self.finals = 0
+            end, state = await self._carry_out(result.tool_call, state)
             self.own_ms.append((own + time.perf_counter() - t1) * 1000)
             if end is not None:
                 return end
@@ -223,7 +243,8 @@ class Operator:
             ), None
         self.conv.add_result(
             decision,
-            checked.report() + "\nKeep working toward the goal; the window now:",
+            checked.report() + "\nKeep working toward the goal; the window as it is now "
+            "follows.",
             is_error=True,
         )
         self.conv.add_state(fresh.text)

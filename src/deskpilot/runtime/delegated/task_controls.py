@@ -1,7 +1,8 @@
 """pause, takeover, resume, stop and bind_target when the caller has a delegated task.
 
-A control names a task with ``task_id``, or means the caller's latest task while that one is
-live (not ended); otherwise it is the atomic session's control (runtime/control_tools.py).
+A control names a task with ``task_id`` (one this agent session started), or means the
+caller's latest task while that one is live (not ended); otherwise it is the atomic
+session's control (runtime/control_tools.py).
 
 * ``pause`` / ``takeover`` stop the operator (the kernel cancels in-flight input first) and
   keep the session and its budget; the operator shows ``not_running``.
@@ -39,7 +40,16 @@ from deskpilot.runtime.tool_args import (
 
 def _task(ctx: ToolContext, call: Call, task_id: str | None) -> DelegatedTask | None:
     if task_id is not None:
-        return find_task(ctx, call, task_id)
+        named = find_task(ctx, call, task_id)
+        if named.agent_session != call.agent_session:
+            # reading another session's task is fine (get_status); steering it is its
+            # owner's, or the person's (the kill switch, the dashboard)
+            raise refusal(
+                ErrorCode.INVALID_REQUEST,
+                f"Task {task_id} was started by another agent session; only that session "
+                "controls it. get_status and wait_for_completion may still read it.",
+            )
+        return named
     task = ctx.tasks.latest(call.agent_session)
     if task is None:
         return None

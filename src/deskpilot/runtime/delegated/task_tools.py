@@ -51,6 +51,17 @@ RETURN_STATES = frozenset(
         SessionState.HANDOFF_REQUIRED,
     }
 )
+#: what an end the operator did not write itself means (a cancel from outside the task)
+END_MESSAGES = {
+    "desktop_claimed": "Another agent session acted on the desktop and took it over; the "
+    "task was canceled so two agents never drive one desktop. Start it again when the "
+    "desktop is free.",
+    "kill_switch": "The person pressed the kill switch: every session was canceled and "
+    "actions are halted until `deskpilot unhalt`.",
+    "shutdown": "The deskpilot process that ran the task stopped.",
+    "user_stop": "Stopped by request.",
+    "budget_expired": "The bounded budget ran out.",
+}
 #: how long wait_for_completion waits for an ended run's cleanup
 SETTLE_WAIT_S = 10.0
 
@@ -72,7 +83,12 @@ def _contract(args: StartTaskArgs, entry: AppEntry, criteria: list[Any]) -> Task
     if args.allowed_apps is not None:
         wanted = [a.strip().lower().removesuffix(".desktop") for a in args.allowed_apps]
         wider = [a for a in wanted if a and a not in entry.names()]
-        if wider or not any(wanted):
+        if not any(wanted):
+            raise refusal(
+                ErrorCode.INVALID_REQUEST,
+                "allowed_apps must name at least one app; omit it to allow the target's own.",
+            )
+        if wider:
             raise refusal(
                 ErrorCode.INVALID_REQUEST,
                 "allowed_apps may only narrow the task to its target app "
@@ -238,9 +254,11 @@ def status_of(ctx: ToolContext, task: DelegatedTask) -> dict[str, Any]:
         "target": task.target,
     }
     if row is not None and row.state in TERMINAL_STATES | {SessionState.HANDOFF_REQUIRED}:
-        out["endReason"] = task.end_reason or row.cancel_reason or row.state.value
-        if task.end_message:
-            out["endMessage"] = task.end_message[:500]
+        reason = task.end_reason or row.cancel_reason or row.state.value
+        out["endReason"] = reason
+        message = task.end_message or END_MESSAGES.get(reason)
+        if message:
+            out["endMessage"] = message[:500]
     if row is not None and row.state == SessionState.PAUSED:
         out["pausedBy"] = row.paused_by
         out["takenOver"] = row.taken_over_by is not None
