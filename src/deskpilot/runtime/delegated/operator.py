@@ -243,8 +243,7 @@ class Operator:
             ), None
         self.conv.add_result(
             decision,
-            checked.report() + "\nKeep working toward the goal; the window as it is now "
-            "follows.",
+            checked.report() + "\nKeep working toward the goal; the window as it is now follows.",
             is_error=True,
         )
         self.conv.add_state(fresh.text)
