@@ -25,7 +25,7 @@ import pytest
 from typer.testing import CliRunner
 
 from deskpilot.cli.main import app as cli_app
-from deskpilot.desktop.apps import App, launch, wait_accessible
+from deskpilot.desktop.apps import App, launch_accessible
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 from scripted_model import Calculator, ScriptedModel
@@ -54,17 +54,8 @@ def cli_env(tmp_path: Path, desktop: Any) -> dict[str, str]:
 
 
 def _start(argv: list[str]) -> App:
-    """An app registered with AT-SPI (one relaunch when it never shows up)."""
-    for attempt in (1, 2):
-        started = launch(argv)
-        try:
-            wait_accessible(pid=started.pid, timeout=30)
-            return started
-        except TimeoutError:
-            started.stop()
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
+    """An app registered with AT-SPI (desktop/apps.py: one relaunch)."""
+    return launch_accessible(argv)
 
 
 @pytest.fixture

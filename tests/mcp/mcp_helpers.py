@@ -16,7 +16,7 @@ from typing import Any
 
 from mcp_types import CallToolResult
 
-from deskpilot.desktop.apps import App, launch, wait_accessible
+from deskpilot.desktop.apps import App, launch_accessible, wait_accessible
 from deskpilot.mcp.server import build_server
 from deskpilot.runtime.diagnostics import parse_diagnostic
 from deskpilot.runtime.runtime import RuntimeConfig
@@ -28,18 +28,8 @@ DESKPILOT = str(ROOT / ".venv" / "bin" / "deskpilot")
 
 
 def start_app(argv: list[str], *, capture_stdout: bool = False) -> App:
-    """Launch and wait for the AT-SPI registration; one relaunch when it never shows up
-    (seen occasionally on the shared VM under load)."""
-    for attempt in (1, 2):
-        app = launch(argv, capture_stdout=capture_stdout)
-        try:
-            wait_accessible(pid=app.pid, timeout=30)
-            return app
-        except TimeoutError:
-            app.stop()
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
+    """Launch and wait for the AT-SPI registration (desktop/apps.py: one relaunch)."""
+    return launch_accessible(argv, capture_stdout=capture_stdout)
 
 
 async def astart_app(argv: list[str], *, capture_stdout: bool = False) -> App:

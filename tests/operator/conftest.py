@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from scripted_model import ScriptedModel
 
-from deskpilot.desktop.apps import App, launch, wait_accessible
+from deskpilot.desktop.apps import App, launch_accessible
 from deskpilot.hostclient.config import LOCAL_TRUST_ENV
 
 FORM_ARGV = ["--forms", "--title=Contact", "--add-entry=Name", "--add-entry=City"]
@@ -49,17 +49,8 @@ def dp_desktop(desktop: Any) -> Iterator[Any]:
 
 
 def start_app(argv: list[str], *, capture_stdout: bool = False) -> App:
-    """Launch and wait for the AT-SPI registration (one relaunch if it never shows up)."""
-    for attempt in (1, 2):
-        app = launch(argv, capture_stdout=capture_stdout)
-        try:
-            wait_accessible(pid=app.pid, timeout=30)
-            return app
-        except TimeoutError:
-            app.stop()
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
+    """Launch and wait for the AT-SPI registration (desktop/apps.py: one relaunch)."""
+    return launch_accessible(argv, capture_stdout=capture_stdout)
 
 
 @pytest.fixture

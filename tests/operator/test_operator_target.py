@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from scripted_model import FormFiller, ScriptedModel, final
+from scripted_model import Calculator, FormFiller, Handoff, ScriptedModel, final
 
 from deskpilot.desktop.apps import App
 
@@ -88,3 +88,34 @@ async def test_prose_is_no_claim_of_success(
     assert decision_model.calls >= 3
     # the model was told, in our own words, that prose does nothing
     assert "Your last reply was prose" in json.dumps(decision_model.requests[-1])
+
+
+async def test_a_handoff_is_handed_back_with_resume(
+    runtime: Any, calculator: App, decision_model: ScriptedModel
+) -> None:
+    """The model asks for the person; once they have done their part, resume restarts the
+    operator on the same session (``runs`` 2) and the task can still complete."""
+    decision_model.set_policy(Handoff("a person must confirm the currency"))
+    who = "handback"
+    started = _json(
+        await runtime.call(
+            "start_task",
+            {
+                "goal": "Compute 7 times 6.",
+                "app": calculator.pid,
+                "success_criteria": [{"kind": "visual", "assertion": "text_present", "text": "42"}],
+            },
+            agent_session=who,
+        )
+    )
+    task_id = started["taskId"]
+    wait = {"task_id": task_id, "timeout_ms": 60_000}
+    first = _json(await runtime.call("wait_for_completion", wait, agent_session=who))
+    assert first["state"] == "handoff_required", first
+    assert first["endReason"] == "model_handoff" and first["operator"] == "handoff_required"
+    assert "currency" in first["endMessage"], first
+    decision_model.set_policy(Calculator("7*6"))
+    resumed = _json(await runtime.call("resume", {"task_id": task_id}, agent_session=who))
+    assert resumed["runs"] == 2 and resumed["state"] != "handoff_required", resumed
+    done = _json(await runtime.call("wait_for_completion", wait, agent_session=who))
+    assert done["state"] == "completed" and done["endReason"] == "verification_passed", done

@@ -504,7 +504,9 @@ class FakeKernel:
         self._log(Record("open_session", session_id))
         return session_id
 
-    async def pause(self, session_id: str, *, takeover: bool = False) -> SessionState:
+    async def pause(
+        self, session_id: str, *, takeover: bool = False, by: str | None = None
+    ) -> SessionState:
         self._require_live(session_id)
         self.states[session_id] = SessionState.PAUSED
         self.frames.drop(session_id)

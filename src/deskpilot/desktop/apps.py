@@ -136,3 +136,21 @@ def wait_accessible(
 
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(lambda: asyncio.run(wait_accessible_async(*coro_args))).result()
+
+
+def launch_accessible(
+    argv: list[str], *, capture_stdout: bool = False, timeout: float = 30.0
+) -> App:
+    """Launch an app and wait until it is on the AT-SPI bus; one relaunch when it never shows
+    up (a GTK app that loses the race with the registry at start stays invisible for good,
+    seen now and then on a loaded 2-core machine)."""
+    for attempt in (1, 2):
+        app = launch(argv, capture_stdout=capture_stdout)
+        try:
+            wait_accessible(pid=app.pid, timeout=timeout)
+            return app
+        except TimeoutError:
+            app.stop()
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")

@@ -6,7 +6,8 @@ session's control (runtime/control_tools.py).
 
 * ``pause`` / ``takeover`` stop the operator (the kernel cancels in-flight input first) and
   keep the session and its budget; the operator shows ``not_running``.
-* ``resume`` restarts the operator on the same session and budget: the decision model is
+* ``resume`` (from paused, or from handoff_required once the person has done their part)
+  restarts the operator on the same session and budget: the decision model is
   resolved again, the session resumes (re-claiming the desktop), a new run starts; when the
   run cannot start the session is paused again.
 * ``stop`` cancels the task with its reason recorded; ``bind_target`` only while paused.
@@ -104,6 +105,10 @@ async def resume(ctx: ToolContext, call: Call, args: TaskControlArgs) -> ToolOut
             )
         return await control_tools.resume(ctx, call, NoArgs())
     state = ctx.kernel.session_state(task.task_id)
+    if state == SessionState.HANDOFF_REQUIRED and not task.running:
+        # the person did what the task needed them for: hand it back the same way a pause
+        # is resumed (the session keeps its budget)
+        state = await ctx.kernel.pause(task.task_id, by="person")
     if state != SessionState.PAUSED:
         raise refusal(
             ErrorCode.INVALID_STATE_TRANSITION,
