@@ -178,6 +178,7 @@ def test_run_json_without_a_provider_prints_an_error_line(
     (line,) = jsonl(done.stdout)
     assert line["type"] == "error" and line["code"] == "decision_model_error"
     assert "deskpilot provider configure" in line["message"]
+    assert line["details"] == {"cause": "configuration_invalid"}, line  # what was wrong
 
 
 @pytest.mark.desktop

@@ -110,9 +110,16 @@ def answer_json(outcome: ToolOutcome) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"value": value}
 
 
-def failure(outcome: ToolOutcome) -> tuple[str, str]:
+def failure(outcome: ToolOutcome) -> tuple[str, str, dict[str, Any]]:
+    """The error's code, words and structured details (a lease holder's pid, the candidate
+    apps, the setting to change): the details are what the person acts on."""
     diag = outcome.diagnostic
-    return diag.code or "internal_error", diag.message or "the call failed"
+    details = diag.extra.get("details")
+    return (
+        diag.code or "internal_error",
+        diag.message or "the call failed",
+        dict(details) if isinstance(details, dict) else {},
+    )
 
 
 # ----------------------------------------------------------------------------- views
@@ -127,7 +134,7 @@ class View(Protocol):
     def event(self, row: TimelineEventRow) -> None: ...
     def status(self, status: dict[str, Any]) -> None: ...
     def note(self, text: str) -> None: ...
-    def error(self, code: str, message: str) -> None: ...
+    def error(self, code: str, message: str, details: dict[str, Any] | None = None) -> None: ...
     def result(self, status: dict[str, Any], exit_code: int) -> None: ...
     def suspend(self) -> None: ...
     def unsuspend(self) -> None: ...
@@ -255,9 +262,12 @@ class RichView:
     def note(self, text: str) -> None:
         self.console.print(Text(text, style="cyan"))
 
-    def error(self, code: str, message: str) -> None:
+    def error(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
         self._live.stop()
         self.errors.print(Text(f"error: {code}: {message}", style="bold red"))
+        if details:
+            shown = json.dumps(details, ensure_ascii=False, separators=(", ", ": "))
+            self.errors.print(Text(f"  details: {shown}", style="red"))
 
     def result(self, status: dict[str, Any], exit_code: int) -> None:
         self._live.stop()
@@ -318,8 +328,8 @@ class JsonView:
     def note(self, text: str) -> None:
         self._emit({"type": "note", "text": text})
 
-    def error(self, code: str, message: str) -> None:
-        self._emit({"type": "error", "code": code, "message": message})
+    def error(self, code: str, message: str, details: dict[str, Any] | None = None) -> None:
+        self._emit({"type": "error", "code": code, "message": message, "details": details or {}})
 
     def result(self, status: dict[str, Any], exit_code: int) -> None:
         self._emit({"type": "result", "exitCode": exit_code, **status})
@@ -451,7 +461,7 @@ class Follower:
     async def call(self, tool: str, args: dict[str, Any]) -> bool:
         outcome = await self.runtime.call(tool, args, agent_session=AGENT_SESSION)
         if outcome.is_error:
-            code, message = failure(outcome)
+            code, message, _ = failure(outcome)
             self.view.note(f"{tool} did not go through: {code}: {message}")
             return False
         return True
