@@ -119,3 +119,22 @@ async def test_a_handoff_is_handed_back_with_resume(
     assert resumed["runs"] == 2 and resumed["state"] != "handoff_required", resumed
     done = _json(await runtime.call("wait_for_completion", wait, agent_session=who))
     assert done["state"] == "completed" and done["endReason"] == "verification_passed", done
+
+
+async def test_one_live_task_per_agent_session(
+    runtime: Any, calculator: App, decision_model: ScriptedModel
+) -> None:
+    decision_model.set_policy(Calculator("7*6"))
+    decision_model.delay = 2.0  # the first task is still running when the second is asked
+    who = "one-at-a-time"
+    args = {"goal": "Compute 7 times 6.", "app": calculator.pid}
+    first = _json(await runtime.call("start_task", args, agent_session=who))
+    second = await runtime.call("start_task", args, agent_session=who)
+    assert second.is_error and second.diagnostic.code == "invalid_request"
+    assert first["taskId"] in (second.diagnostic.message or ""), second.diagnostic.message
+    assert runtime.ctx.tasks.latest(who).task_id == first["taskId"]  # nothing was started
+    stopped = _json(await runtime.call("stop", {"task_id": first["taskId"]}, agent_session=who))
+    assert stopped["state"] == "canceled", stopped
+    again = await runtime.call("start_task", args, agent_session=who)  # now it may
+    assert not again.is_error, (again.diagnostic.code, again.diagnostic.message)
+    await runtime.call("stop", {}, agent_session=who)

@@ -66,6 +66,23 @@ END_MESSAGES = {
 SETTLE_WAIT_S = 10.0
 
 
+def _one_at_a_time(ctx: ToolContext, call: Call) -> None:
+    """One live task per agent session: two operators on one desktop would interleave their
+    plans (their actions never overlap, their intentions would)."""
+    latest = ctx.tasks.latest(call.agent_session)
+    if latest is None:
+        return
+    state = ctx.kernel.session_state(latest.task_id)
+    if state is not None and state not in TERMINAL_STATES:
+        raise refusal(
+            ErrorCode.INVALID_REQUEST,
+            f"Task {latest.task_id} of this agent session is still {state.value}: wait for it "
+            "(wait_for_completion) or stop it before starting another.",
+            taskId=latest.task_id,
+            state=state.value,
+        )
+
+
 def resolve_model(ctx: ToolContext) -> Provider:
     """The configured decision model, or ``decision_model_error`` whose words name the
     command that fixes it (they hold no key: agent/decision_model.py)."""
@@ -117,6 +134,7 @@ async def start_task(ctx: ToolContext, call: Call, args: StartTaskArgs) -> ToolO
             "deskpilot runs on); other environments are not available.",
             environment="my_desktop",
         )
+    _one_at_a_time(ctx, call)
     entry, window = await resolve_target(ctx, call, args.app, args.window_id)
     model = resolve_model(ctx)
     try:
