@@ -49,9 +49,7 @@ def _state(units: int) -> str:
 
 
 @pytest.mark.parametrize("profile", PROFILES)
-def test_a_full_tree_reaches_the_model_whole_on_every_profile(
-    tmp_path: Path, profile: str
-) -> None:
+def test_a_full_tree_reaches_the_model_whole_on_every_profile(tmp_path: Path, profile: str) -> None:
     config = load_decision_config(_env(tmp_path, profile))
     assert config.limits.max_tool_result_chars >= STATE_RESULT_CHARS > TREE_UNITS
     state = _state(TREE_UNITS)
