@@ -585,5 +585,5 @@ class FakeKernel:
     def _delegated_only(self, *_: Any, **__: Any) -> Any:
         raise DeskpilotError(ErrorCode.NOT_AVAILABLE_YET, "the fake kernel runs no tasks")
 
-    claim = set_phase = finish = record_event = record_verification = _delegated_only
+    claim = set_phase = finish = record_verification = _delegated_only
     verifications = verification = timeline = wait_for_state = _delegated_only

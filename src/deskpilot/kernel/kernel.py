@@ -136,11 +136,6 @@ class Kernel:
                 log.debug("the host had already forgotten session %s", session_id)
         return row.state
 
-    def record_event(
-        self, session_id: str, event: EventType, payload: dict[str, object] | None = None
-    ) -> None:
-        self.sessions.record(session_id, event, payload=dict(payload or {}))
-
     def record_verification(
         self,
         session_id: str,

@@ -22,7 +22,7 @@ from deskpilot.kernel.governed_launch import LaunchReport, LaunchResult, Spawn, 
 from deskpilot.kernel.policy.launch_rules import LaunchRequest
 from deskpilot.kernel.results import ExecutedAction, HaltInfo
 from deskpilot.protocol.observed import ObservedState
-from deskpilot.protocol.session import CancelReason, EventType, SessionState, TaskContract
+from deskpilot.protocol.session import CancelReason, SessionState, TaskContract
 from deskpilot.protocol.wire import Action, Capabilities, TargetSpec, WindowInfo
 from deskpilot.store.session_rows import SessionMode, SessionRow
 from deskpilot.store.settings import SettingsModel
@@ -122,10 +122,6 @@ class KernelPort(Protocol):
     ) -> SessionState:
         """End a delegated task (completed / failed) or hand it over (handoff_required)."""
         ...
-
-    def record_event(
-        self, session_id: str, event: EventType, payload: dict[str, object] | None = None
-    ) -> None: ...
 
     def record_verification(
         self,

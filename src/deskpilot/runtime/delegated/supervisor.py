@@ -40,21 +40,24 @@ def launch(ctx: ToolContext, task: DelegatedTask, model: Provider) -> bool:
     stop_watching(task)
     if task.running:
         return False
-    task.settled = asyncio.Event()
+    # each run has its own event: a late callback of the previous run never touches it
+    settled = task.settled = asyncio.Event()
     task.runs += 1
     task.end_reason = task.end_message = None
     task.phase = "starting"
     runner = asyncio.get_running_loop().create_task(
-        _run(ctx, task, model), name=f"operator {task.task_id}"
+        _run(ctx, task, model, settled), name=f"operator {task.task_id}"
     )
-    runner.add_done_callback(lambda _: _finished(ctx, task, model))
+    runner.add_done_callback(lambda _: _finished(ctx, task, model, settled))
     task.runner = runner
     return True
 
 
-def _finished(ctx: ToolContext, task: DelegatedTask, model: Provider) -> None:
+def _finished(
+    ctx: ToolContext, task: DelegatedTask, model: Provider, settled: asyncio.Event
+) -> None:
     """A run cancelled before its first step never ran its own cleanup: settle it now."""
-    if task.settled.is_set():
+    if settled.is_set():
         return
 
     async def settle() -> None:
@@ -62,7 +65,7 @@ def _finished(ctx: ToolContext, task: DelegatedTask, model: Provider) -> None:
             await model.aclose()
             await _settle(ctx, task, None)
         finally:
-            task.settled.set()
+            settled.set()
 
     asyncio.get_running_loop().create_task(settle(), name=f"settle {task.task_id}")
 
@@ -101,7 +104,9 @@ def let_go(ctx: ToolContext, task: DelegatedTask) -> None:
         task.runner.cancel()
 
 
-async def _run(ctx: ToolContext, task: DelegatedTask, model: Provider) -> None:
+async def _run(
+    ctx: ToolContext, task: DelegatedTask, model: Provider, settled: asyncio.Event
+) -> None:
     end: End | None = None
     operator: Operator | None = None
     try:
@@ -121,7 +126,7 @@ async def _run(ctx: ToolContext, task: DelegatedTask, model: Provider) -> None:
         finally:
             if operator is not None:
                 task.own_ms += operator.own_ms
-            task.settled.set()
+            settled.set()
 
 
 async def _settle(ctx: ToolContext, task: DelegatedTask, end: End | None) -> None:
