@@ -165,19 +165,12 @@ def _json(text: str) -> dict[str, Any]:
 
 
 async def _start_form() -> Any:
-    from deskpilot.desktop.apps import launch, wait_accessible
+    from deskpilot.desktop.apps import launch_accessible
 
-    for attempt in (1, 2):
-        app = launch([shutil.which("zenity") or "zenity", *FORM_ARGV], capture_stdout=True)
-        try:
-            await asyncio.to_thread(wait_accessible, pid=app.pid, timeout=30)
-            await asyncio.sleep(0.3)
-            return app
-        except TimeoutError:
-            app.stop()
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
+    argv = [shutil.which("zenity") or "zenity", *FORM_ARGV]
+    app = await asyncio.to_thread(launch_accessible, argv, capture_stdout=True)
+    await asyncio.sleep(0.3)
+    return app
 
 
 def _submitted(app: Any) -> str:

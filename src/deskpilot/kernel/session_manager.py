@@ -22,15 +22,17 @@ from deskpilot.protocol.session import (
     TERMINAL_STATES,
     CancelReason,
     EventType,
-    OperatorState,
     SessionState,
     TaskContract,
     can_transition,
+    operator_state,
 )
 from deskpilot.protocol.wire import TargetSpec
 from deskpilot.store.db import Database
 from deskpilot.store.session_rows import SessionMode, SessionRepository, SessionRow
 from deskpilot.store.timeline import TimelineEventRow, TimelineRepository
+
+__all__ = ["SessionListener", "SessionManager", "operator_state"]
 
 SessionListener = Callable[[SessionRow, TimelineEventRow | None], None]
 
@@ -44,20 +46,6 @@ _STATE_EVENTS: dict[SessionState, EventType] = {
     SessionState.FAILED: EventType.SESSION_FAILED,
     SessionState.CANCELED: EventType.SESSION_CANCELED,
 }
-
-
-def operator_state(state: SessionState, running: bool) -> OperatorState:
-    """What the agent sees of a delegated task, from the session state and whether an
-    operator loop is currently attached."""
-    if state == SessionState.COMPLETED:
-        return OperatorState.COMPLETED
-    if state == SessionState.FAILED:
-        return OperatorState.FAILED
-    if state == SessionState.HANDOFF_REQUIRED:
-        return OperatorState.HANDOFF_REQUIRED
-    if running and state not in TERMINAL_STATES and state != SessionState.PAUSED:
-        return OperatorState.RUNNING
-    return OperatorState.NOT_RUNNING
 
 
 class SessionManager:

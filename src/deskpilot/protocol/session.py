@@ -79,6 +79,20 @@ class OperatorState(enum.StrEnum):
     NOT_RUNNING = "not_running"
 
 
+def operator_state(state: SessionState, running: bool) -> OperatorState:
+    """What the agent sees of a delegated task, from the session state and whether an
+    operator loop is currently attached (one rule for the kernel and the runtime)."""
+    if state == SessionState.COMPLETED:
+        return OperatorState.COMPLETED
+    if state == SessionState.FAILED:
+        return OperatorState.FAILED
+    if state == SessionState.HANDOFF_REQUIRED:
+        return OperatorState.HANDOFF_REQUIRED
+    if running and state not in TERMINAL_STATES and state != SessionState.PAUSED:
+        return OperatorState.RUNNING
+    return OperatorState.NOT_RUNNING
+
+
 class EventType(enum.StrEnum):
     SESSION_STARTED = "session_started"
     OBSERVATION_CREATED = "observation_created"

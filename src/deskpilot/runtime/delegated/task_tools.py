@@ -24,6 +24,7 @@ from deskpilot.protocol.session import (
     CancelReason,
     SessionState,
     TaskContract,
+    operator_state,
 )
 from deskpilot.protocol.wire import TargetSpec
 from deskpilot.provider import Provider
@@ -225,18 +226,6 @@ def find_task(ctx: ToolContext, call: Call, task_id: str | None) -> DelegatedTas
     return task
 
 
-def operator_state(task: DelegatedTask, state: SessionState | None) -> str:
-    if state == SessionState.COMPLETED:
-        return "completed"
-    if state == SessionState.FAILED:
-        return "failed"
-    if state == SessionState.HANDOFF_REQUIRED:
-        return "handoff_required"
-    if task.running and state not in TERMINAL_STATES and state != SessionState.PAUSED:
-        return "running"
-    return "not_running"
-
-
 def status_of(ctx: ToolContext, task: DelegatedTask) -> dict[str, Any]:
     row = ctx.kernel.session(task.task_id)
     state = row.state if row is not None else None
@@ -249,7 +238,7 @@ def status_of(ctx: ToolContext, task: DelegatedTask) -> dict[str, Any]:
         "taskId": task.task_id,
         "goal": task.goal,
         "state": None if state is None else state.value,
-        "operator": operator_state(task, state),
+        "operator": "not_running" if state is None else operator_state(state, task.running).value,
         "phase": task.phase,
         "steps": steps,
         "actions": task.actions,
