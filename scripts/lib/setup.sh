@@ -9,6 +9,7 @@ DESKPILOT_APT_PACKAGES=(
   xvfb xauth dbus dbus-x11 at-spi2-core
   zenity gnome-calculator mousepad chromium
   fonts-dejavu-core x11-utils openbox
+  tesseract-ocr tesseract-ocr-eng libtesseract-dev libleptonica-dev pkg-config g++ python3-dev
 )
 
 _dp_log() { printf '[setup] %s\n' "$*" >&2; }
@@ -50,7 +51,8 @@ dp_install_venv() {
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     _dp_log "installing deskpilot (editable, dev extras) into .venv"
     "$root/.venv/bin/python" -m pip install -q --upgrade pip >/dev/null
-    "$root/.venv/bin/python" -m pip install -q -e "$root[dev]"
+    # tesserocr is built against Debian's libtesseract, not its wheel's own copy (docs/vision.md)
+    "$root/.venv/bin/python" -m pip install -q --no-binary tesserocr -e "$root[dev]"
     echo "$want" > "$stamp"
   fi
 }

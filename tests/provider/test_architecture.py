@@ -3,7 +3,7 @@
 Sub-layers (a module imports only its own sub-package or lower layers):
 
     orchestrator | diagnostics  >  turn  >  protocol  >  tools | transport
-        >  config | telemetry | continuation  >  contract
+        >  config | telemetry | continuation | vision_intent  >  contract
 
 plus: no import cycles, nothing of the desktop, no imports of the package facade from inside,
 and the orchestrator stays thin (line cap). The same layering is an import-linter contract
@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("turn",),
     ("protocol",),
     ("tools", "transport"),
-    ("config", "telemetry", "continuation"),
+    ("config", "telemetry", "continuation", "vision_intent"),
     ("contract",),
 ]
 ORCHESTRATOR_MAX_LINES = 220

@@ -140,3 +140,16 @@ def test_caller_selection_bypasses_ranking() -> None:
     sel = select_tools(ALL, [], max_tools=1, only=["bash", "grep"])
     assert [t.name for t in sel.selected] == ["bash", "grep"]
     assert sel.prompt_source == "caller"
+
+
+def test_pinned_tools_survive_clipping_but_not_a_prohibition() -> None:
+    from deskpilot.provider.tools.selection import select_tools as select
+
+    tools = [ToolSpec(n, f"{n} things") for n in ("alpha", "beta", "gamma", "delta", "read")]
+    chosen = select(tools, ["please read the gamma file"], max_tools=2, pinned={"alpha", "beta"})
+    assert chosen.names == {"alpha", "beta"}
+    assert "caller_pinned" in next(s for s in chosen.scores if s.name == "alpha").reasons
+    wider = select(tools, ["use gamma on it"], max_tools=3, pinned={"alpha", "beta"})
+    assert wider.names == {"alpha", "beta", "gamma"}
+    banned = select(tools, ["don't use alpha"], max_tools=2, pinned={"alpha", "beta"})
+    assert "alpha" not in banned.names and "beta" in banned.names

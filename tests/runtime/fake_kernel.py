@@ -40,6 +40,9 @@ from deskpilot.kernel.port import (
     HaltInfo,
     LaunchRequest,
     LaunchResult,
+    Run,
+    ShellRequest,
+    ShellResult,
     Spawn,
     Watch,
 )
@@ -488,6 +491,29 @@ class FakeKernel:
     ) -> LaunchResult:
         self._log(Record("launch", session_id))
         raise DeskpilotError(ErrorCode.NOT_AVAILABLE_YET, "the fake kernel launches nothing")
+
+    async def run_shell(self, session_id: str, request: ShellRequest, run: Run) -> ShellResult:
+        """Rated by the real shell policy (default contract, the fake's settings); an allowed
+        command runs through ``run`` for real, anything else is refused (the fake has no
+        person to confirm)."""
+        from deskpilot.kernel.broker.records import blocked_error
+        from deskpilot.kernel.policy.shell_rules import evaluate_shell
+
+        self._require_live(session_id)
+        decision = evaluate_shell(request, TaskContract(), self.settings_model)
+        if decision.decision == Decision.DENY:
+            self._log(Record("run_shell", session_id, outcome="action_blocked"))
+            raise blocked_error(decision)
+        if decision.decision == Decision.REQUIRE_APPROVAL:
+            self._log(Record("run_shell", session_id, outcome="approval_denied"))
+            raise DeskpilotError(
+                ErrorCode.APPROVAL_DENIED,
+                "the fake kernel has no person to confirm this command",
+                details={"reason": "confirmation_denied"},
+            )
+        report = await run(request)
+        self._log(Record("run_shell", session_id))
+        return ShellResult(f"act_{next(self._action_ids)}", report, decision)
 
     # ------------------------------------------------------------------ sessions
 

@@ -34,22 +34,26 @@ FIX_HINT = (
 )
 
 
-def decision_limits(config: ProviderConfig) -> dict[str, int]:
-    """The configured limits, raised where a desktop state needs more room."""
+def decision_limits(config: ProviderConfig, max_tools: int = DECISION_MAX_TOOLS) -> dict[str, int]:
+    """The configured limits, raised where a desktop state needs more room; ``max_tools`` is
+    how many tools one request may show (the operator shows all of its few; the agent clips
+    its many, keeping its core pinned)."""
     limits = config.limits.as_dict()
     limits["max_tool_result_chars"] = max(limits["max_tool_result_chars"], STATE_RESULT_CHARS)
     limits["max_tool_history_chars"] = max(
         limits["max_tool_history_chars"], STATE_HISTORY_CHARS, limits["max_tool_result_chars"]
     )
-    limits["max_tools"] = max(limits["max_tools"], DECISION_MAX_TOOLS)
+    limits["max_tools"] = max_tools
     return limits
 
 
-def load_decision_config(env: Mapping[str, str] | None = None) -> ProviderConfig:
+def load_decision_config(
+    env: Mapping[str, str] | None = None, *, max_tools: int = DECISION_MAX_TOOLS
+) -> ProviderConfig:
     """The configured profile with decision-sized limits, or ``decision_model_error``."""
     try:
         base = load_config(env, require_key=True)
-        return load_config(env, require_key=True, limits=decision_limits(base))
+        return load_config(env, require_key=True, limits=decision_limits(base, max_tools))
     except ProviderError as err:
         raise DeskpilotError(
             ErrorCode.DECISION_MODEL_ERROR,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from deskpilot.cli import (
+    agent,
     control,
     desktop,
     doctor,
@@ -32,6 +33,7 @@ app.command("unhalt")(control.unhalt)
 app.add_typer(control.confirm_app, name="confirm")
 app.add_typer(control.settings_app, name="settings")
 app.command("run")(run.run)
+app.command("agent")(agent.agent)
 app.add_typer(verification.app, name="verification")
 
 

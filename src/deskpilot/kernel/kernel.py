@@ -18,10 +18,12 @@ from deskpilot.kernel.broker.dispatch import host_sample
 from deskpilot.kernel.broker.records import observed
 from deskpilot.kernel.flags import Flags
 from deskpilot.kernel.governed_launch import Launches, LaunchResult, Spawn, Watch
+from deskpilot.kernel.governed_shell import Run, ShellResult, Shells
 from deskpilot.kernel.halt import halted_error
 from deskpilot.kernel.killswitch import ArmState, KillSwitchListener
 from deskpilot.kernel.killswitch.arming import KillSwitchArming
 from deskpilot.kernel.policy.launch_rules import LaunchRequest
+from deskpilot.kernel.policy.shell_rules import ShellRequest
 from deskpilot.kernel.results import ExecutedAction, HaltInfo
 from deskpilot.kernel.rollout import RolloutController
 from deskpilot.kernel.task_records import TaskRecords
@@ -267,6 +269,11 @@ class Kernel:
         """Start a program as a governed action (halt, budgets, launch policy, ledger,
         confirmation, lane), then record what became of it; see kernel/governed_launch.py."""
         return await Launches(self.broker).launch(session_id, request, spawn, watch)
+
+    async def run_shell(self, session_id: str, request: ShellRequest, run: Run) -> ShellResult:
+        """Run a shell command as a governed action (halt, budgets, shell policy, ledger,
+        confirmation, lane); ``run`` runs it; see kernel/governed_shell.py."""
+        return await Shells(self.broker).run(session_id, request, run)
 
     async def pause(
         self, session_id: str, *, takeover: bool = False, by: str | None = None

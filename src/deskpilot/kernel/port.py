@@ -19,7 +19,9 @@ from typing import Any, Protocol
 
 from deskpilot.kernel.flags import Flags
 from deskpilot.kernel.governed_launch import LaunchReport, LaunchResult, Spawn, Watch
+from deskpilot.kernel.governed_shell import Run, ShellReport, ShellResult
 from deskpilot.kernel.policy.launch_rules import LaunchRequest
+from deskpilot.kernel.policy.shell_rules import ShellRequest
 from deskpilot.kernel.results import ExecutedAction, HaltInfo
 from deskpilot.protocol.observed import ObservedState
 from deskpilot.protocol.session import CancelReason, SessionState, TaskContract
@@ -36,7 +38,11 @@ __all__ = [
     "LaunchReport",
     "LaunchRequest",
     "LaunchResult",
+    "Run",
     "SessionRow",
+    "ShellReport",
+    "ShellRequest",
+    "ShellResult",
     "Spawn",
     "TimelineEventRow",
     "VerificationRow",
@@ -91,6 +97,11 @@ class KernelPort(Protocol):
         self, session_id: str, request: LaunchRequest, spawn: Spawn, watch: Watch
     ) -> LaunchResult:
         """Start a program as a governed action (kernel/governed_launch.py)."""
+        ...
+
+    async def run_shell(self, session_id: str, request: ShellRequest, run: Run) -> ShellResult:
+        """Run a shell command as a governed action (kernel/governed_shell.py): ``run`` is
+        called only once policy, ledger and confirmation allow it, under the desktop lane."""
         ...
 
     # ------------------------------------------------------------------ sessions

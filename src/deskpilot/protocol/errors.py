@@ -71,6 +71,8 @@ class ErrorCode(enum.StrEnum):
     SNAPSHOT_TOO_LARGE = "snapshot_too_large"
     VAULT_INTEGRITY_ERROR = "vault_integrity_error"
     VAULT_KEY_INVALID = "vault_key_invalid"
+    # reading a screenshot (deskpilot.vision: the OCR engine or the multimodal endpoint)
+    VISION_UNAVAILABLE = "vision_unavailable"
     # anything else
     INTERNAL_ERROR = "internal_error"
 

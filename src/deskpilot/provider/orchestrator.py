@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from deskpilot.provider.config import ProviderConfig, load_config
 from deskpilot.provider.contract import ProviderError
@@ -26,6 +26,7 @@ from deskpilot.provider.turn import (
     judge,
     prepare_turn,
     repair_prompt,
+    vision_gate,
 )
 
 
@@ -66,9 +67,12 @@ class Provider:
         ledger: ExecutionLedger | None = None,
         plan_mode: bool = False,
         abort: asyncio.Event | None = None,
+        pinned: Collection[str] = (),
     ) -> TurnResult:
         limits = self.config.limits
-        prepared = prepare_turn(messages, tools, max_tools=limits.max_tools, plan_mode=plan_mode)
+        prepared = prepare_turn(
+            messages, tools, max_tools=limits.max_tools, plan_mode=plan_mode, pinned=pinned
+        )
         ledger = ledger if ledger is not None else ExecutionLedger()
         ledger.sync(messages)
         budget = RecoveryBudget(limits)
@@ -81,6 +85,9 @@ class Provider:
         )
         repair: str | None = None
         requests, warnings = 0, list[str]()
+        blocked = vision_gate(prepared)  # an image task with no vision tool: nothing is sent
+        if blocked is not None:
+            return self._end(prepared, ledger, budget, requests, warnings, error=blocked)
         while True:
             chat = serialise(
                 messages,
@@ -120,13 +127,14 @@ class Provider:
             if not allowed:
                 return self._exhausted(step, prepared, ledger, budget, requests, warnings)
             raw = response.content or json.dumps(response.native_tool_calls or [])
-            named = step.verdict.name if step.verdict else None
+            named = step.tool_name
             repair = repair_prompt(
                 step.code,
                 step.message,
                 selected=prepared.selected,
                 raw=raw,
                 tool=prepared.tools.get(named) if named else None,
+                suggestion=step.suggestion,
             )
 
     def _note_warnings(self, step: Step, warnings: list[str]) -> None:

@@ -15,20 +15,26 @@ from deskpilot.protocol.wire import Capabilities, PermissionState
 from deskpilot.runtime.call import Call
 from deskpilot.runtime.context import ToolContext
 from deskpilot.runtime.refusals import RuntimeRefusal, refusal
+from deskpilot.runtime.turns import Turn
 
 
 def check_may_act(ctx: ToolContext, call: Call) -> None:
     """The kill-switch halt (until unhalt or a new client session), a user's stop (for the
     rest of the turn), and a displacement by another agent session (until this one observes
     again or starts a new turn)."""
-    ctx.kernel.check_halt(call.agent_session)
-    if call.turn.stopped:
+    check_may_act_in(ctx, call.agent_session, call.turn)
+
+
+def check_may_act_in(ctx: ToolContext, agent_session: str, turn: Turn) -> None:
+    """``check_may_act`` for an action that is not a desktop tool call (the agent's shell)."""
+    ctx.kernel.check_halt(agent_session)
+    if turn.stopped:
         raise refusal(
             ErrorCode.SESSION_CANCELED,
             "The user stopped this task; no more actions in this turn. Report to the user.",
             reason="user_stop",
         )
-    ctx.sessions.check_displaced(call.agent_session, call.turn.key)
+    ctx.sessions.check_displaced(agent_session, turn.key)
 
 
 async def require_desktop(ctx: ToolContext, call: Call, *, acting: bool) -> Capabilities:

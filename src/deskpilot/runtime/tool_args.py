@@ -333,4 +333,20 @@ def input_schema(model: type[ToolArgs]) -> dict[str, Any]:
     return schema
 
 
-__all__ = ["RuntimeRefusal", "ToolArgs", "input_schema", "validate_args"]
+def schema_without(model: type[ToolArgs], fields: frozenset[str]) -> dict[str, Any]:
+    """The published schema without ``fields`` (and the definitions only they used): what a
+    model is shown when the caller fills those fields itself or never needs them."""
+    schema = input_schema(model)
+    props = {k: v for k, v in schema.get("properties", {}).items() if k not in fields}
+    out: dict[str, Any] = {"type": "object", "properties": props, "additionalProperties": False}
+    required = [r for r in schema.get("required", []) if r not in fields]
+    if required:
+        out["required"] = required
+    text = json.dumps(props)
+    used = {k: v for k, v in schema.get("$defs", {}).items() if f"#/$defs/{k}" in text}
+    if used:
+        out["$defs"] = used
+    return out
+
+
+__all__ = ["RuntimeRefusal", "ToolArgs", "input_schema", "schema_without", "validate_args"]

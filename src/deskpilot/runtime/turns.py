@@ -91,6 +91,13 @@ class TurnTracker:
         for turn in self._turns.values():
             turn.budget.switch(mode)
 
+    def leave(self, agent_session: str) -> None:
+        """The agent session's user task is over (deskpilot's own agent ends each one): the
+        turn ends once no member is left in it."""
+        cur = self.peek(agent_session)
+        if cur is not None:
+            self._leave(cur, agent_session)
+
     def _leave(self, turn: Turn, agent_session: str) -> None:
         turn.members.discard(agent_session)
         self._by_session.pop(agent_session, None)

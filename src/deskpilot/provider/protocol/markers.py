@@ -25,11 +25,29 @@ _NAMES = (
     PREVIOUS_MARKER,
     REPAIR_TAG,
     "tool_call",
+    "tool_calls",
     "tool_result",
+    "tool_use",
     "function_call",
+    "function_calls",
+    "function_results",
 )
 _ALT = "|".join(sorted(_NAMES, key=len, reverse=True))
 _ANGLE = re.compile(rf"<(?=\s*/?\s*(?:{_ALT}|{PLAN_TAG})(?![A-Za-z0-9_]))", re.IGNORECASE)
+#: other agents' protocol tags (``<acme_tool_call>``, ``<x:function_calls>``): a prefix, then
+#: one of the protocol words — text on a screen or in a file can carry any of them
+_FOREIGN = re.compile(
+    r"<(?=\s*/?\s*[A-Za-z0-9]+[_:.-](?:tool_calls?|tool_results?|tool_use|function_calls?|"
+    r"function_results?)(?![A-Za-z0-9_]))",
+    re.IGNORECASE,
+)
+#: a JSON action envelope (ours, or an OpenAI-style call list) quoted in untrusted text: its
+#: opening brace becomes a look-alike, so an echo of it can never parse as a call
+_ENVELOPE = re.compile(
+    r'\{(?=\s*"(?:(?:kind|type)"\s*:\s*"(?:tool_call|final|function_call|function|tool_use)"'
+    r'|(?:tool_calls|function_call)"\s*:))',
+    re.IGNORECASE,
+)
 _BRACKET = re.compile(rf"\[(?=\s*/?\s*{PREVIOUS_MARKER}(?![A-Za-z0-9_]))", re.IGNORECASE)
 _MARKUP = re.compile(
     rf"<\s*/?\s*(?:{_ALT})(?![A-Za-z0-9_])|\[\s*/?\s*{PREVIOUS_MARKER}(?![A-Za-z0-9_])",
@@ -44,10 +62,12 @@ _HISTORY_BLOCKS = re.compile(
 
 
 def neutralise(text: str) -> str:
-    """Make protocol markers inert while keeping them readable."""
-    if "<" not in text and "[" not in text:
+    """Make protocol markers inert while keeping them readable: our tags and other agents'
+    (``<acme_tool_call>``), history markers, and quoted JSON action envelopes."""
+    if "<" not in text and "[" not in text and "{" not in text:
         return text
-    return _BRACKET.sub("⟦", _ANGLE.sub("‹", text))
+    text = _FOREIGN.sub("‹", _ANGLE.sub("‹", text))
+    return _ENVELOPE.sub("｛", _BRACKET.sub("⟦", text))
 
 
 def has_markup(text: str) -> bool:

@@ -4,21 +4,40 @@ Ranking reads user messages only (the latest, or recent ones when the latest is 
 tool results never rank. Forbidden tools ("don't use read") leave the eligible set and nothing
 adds them back; explicit-only prompts ("only use X") show only X. Name mentions need word
 boundaries, so ``README.md`` does not name ``read``.
+
+Vision bridge (rules in ``vision_intent``): for an image-understanding request the best
+eligible vision tool is forced in (above any clip, even ``max_tools=1``); for an image *path*
+the file tools lose their path bonus and are demoted, so the path is not shown to ``read``.
+Forbidden and explicit-only rules still win: nothing re-adds a vision tool they removed.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from deskpilot.provider.continuation import ranking_window
 from deskpilot.provider.tools.spec import ToolSpec, keywords
+from deskpilot.provider.vision_intent import (
+    NO_VISION,
+    REVIEW_TOOL,
+    VisionIntent,
+    detect,
+    is_file_tool,
+    preferred_vision_tools,
+)
 
 SUMMARY_SCHEMA = "deskpilot.provider.tool-selection.v1"
 SUMMARY_GROUP_LIMIT = 12
+#: a pinned tool's bonus: more than any prompt evidence (≤ 128), less than a preferred vision
+#: tool for an image task or an explicit "only use X"
+PINNED_SCORE = 300
 CORE_TOOLS = frozenset({"read", "bash", "write", "edit", "ls", "grep", "find"})
+VISION_FORCED_SCORE = 500.0  # above a name mention (100), below explicit-only (1000)
+VISION_ALTERNATIVE_SCORE = 20.0
+IMAGE_PATH_FILE_PENALTY = 50.0
 
 _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:/\\-]*")
 _PATHLIKE = re.compile(r"[/\\]|\.[A-Za-z0-9]")
@@ -56,6 +75,7 @@ class Selection:
     user_messages: int
     explicit_only: tuple[str, ...] = ()
     forbidden: tuple[str, ...] = ()
+    vision: VisionIntent = NO_VISION
     names: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -64,6 +84,11 @@ class Selection:
     @property
     def omitted(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.scores if not s.selected)
+
+    @property
+    def vision_selected(self) -> tuple[str, ...]:
+        """Selected vision tools, best first (empty: none shown this turn)."""
+        return preferred_vision_tools(t.name for t in self.selected)
 
     @property
     def clipped(self) -> bool:
@@ -98,6 +123,8 @@ class Selection:
             "tool_selection_prompt_chars": self.prompt_chars,
             "tool_selection_user_messages": self.user_messages,
             "selected_tool_names": [t.name for t in self.selected],
+            "tool_selection_vision_task": self.vision.image_task,
+            "tool_selection_vision_reasons": list(self.vision.reasons),
         }
 
 
@@ -134,10 +161,16 @@ def select_tools(
     max_tools: int,
     only: Iterable[str] | None = None,
     core_tools: frozenset[str] = CORE_TOOLS,
+    pinned: Collection[str] = (),
 ) -> Selection:
-    """Rank and clip; ``only`` (a caller's explicit list) bypasses ranking but not validity."""
+    """Rank and clip; ``only`` (a caller's explicit list) bypasses ranking but not validity.
+
+    ``pinned`` are the caller's always-needed tools (an agent's observe/act core): they rank
+    above everything the prompt's words earn, below an explicit "only use X", and a "don't use
+    X" still removes them."""
     window, source = ranking_window(user_texts)
     text = "\n".join(window)
+    vision = detect(window)
     if only is not None:
         wanted = set(only)
         chosen = tuple(t for t in tools if t.name in wanted)
@@ -147,13 +180,21 @@ def select_tools(
             )
             for i, t in enumerate(tools)
         )
-        return Selection(chosen, scores, len(tools), "caller", len(text), len(window))
+        return Selection(
+            chosen, scores, len(tools), "caller", len(text), len(window), vision=vision
+        )
     lowered = text.lower()
     known = {t.name_lower: t.name for t in tools}
     forbidden = _names_in(_FORBID, lowered, known) if lowered else []
     named_exclusive = _names_in(_EXCLUSIVE, lowered, known) if lowered else []
     exclusive = [n for n in named_exclusive if n not in forbidden]
     words, has_path, prompt_keywords = _tokens(text)
+    eligible_names = [
+        t.name
+        for t in tools
+        if t.name not in forbidden and (not named_exclusive or t.name in exclusive)
+    ]
+    ranked_vision = preferred_vision_tools(eligible_names) if vision.image_task else ()
     rows: list[tuple[float, tuple[str, ...]] | None] = []
     reasons_out: dict[int, tuple[str, ...]] = {}
     for index, tool in enumerate(tools):
@@ -172,7 +213,8 @@ def select_tools(
         if tool.name_lower in words:
             score += 100
             reasons.append("prompt_tool_name")
-        if has_path and tool.takes_path:
+        demoted = vision.has_path and is_file_tool(tool.name)
+        if has_path and tool.takes_path and not demoted:
             score += 8
             reasons.append("prompt_path_file")
         overlap = len(tool.keyword_set & prompt_keywords) if prompt_keywords else 0
@@ -182,6 +224,10 @@ def select_tools(
         if tool.name in core_tools:
             score += 2
             reasons.append("core_tool")
+        if tool.name in pinned:
+            score += PINNED_SCORE
+            reasons.append("caller_pinned")
+        score += _vision_adjustment(tool.name, ranked_vision, demoted, reasons)
         rows.append((score, tuple(reasons)))
     eligible = [i for i, row in enumerate(rows) if row is not None]
     eligible.sort(key=lambda i: -rows[i][0])  # type: ignore[index]  # stable: ties keep order
@@ -202,4 +248,22 @@ def select_tools(
         len(window),
         tuple(exclusive),
         tuple(forbidden),
+        vision,
     )
+
+
+def _vision_adjustment(
+    name: str, ranked_vision: tuple[str, ...], demoted: bool, reasons: list[str]
+) -> float:
+    """Score change for the vision bridge; appends its reason code."""
+    if ranked_vision and name == ranked_vision[0]:
+        review = name.lower() == REVIEW_TOOL
+        reasons.append("vision_review_fallback" if review else "vision_preferred")
+        return VISION_FORCED_SCORE
+    if name in ranked_vision:
+        reasons.append("vision_alternative")
+        return VISION_ALTERNATIVE_SCORE
+    if demoted:
+        reasons.append("image_path_file_demoted")
+        return -IMAGE_PATH_FILE_PENALTY
+    return 0.0

@@ -7,6 +7,7 @@ from deskpilot.provider.turn.preparation import PreparedTurn, prepare_turn
 from deskpilot.provider.turn.recovery import RecoveryBudget, category, repair_prompt
 from deskpilot.provider.turn.result import TurnResult
 from deskpilot.provider.turn.step import Step, judge
+from deskpilot.provider.turn.vision_policy import check_vision_final, is_vision_refusal, vision_gate
 
 __all__ = [
     "ExecutionLedger",
@@ -18,9 +19,12 @@ __all__ = [
     "Verdict",
     "category",
     "check_final",
+    "check_vision_final",
     "evaluate",
     "fallback_plan",
+    "is_vision_refusal",
     "judge",
     "prepare_turn",
     "repair_prompt",
+    "vision_gate",
 ]

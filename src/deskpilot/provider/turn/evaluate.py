@@ -1,7 +1,9 @@
-"""One reply → one verdict: parser, selected-tool whitelist and argument validation.
+"""One reply → one verdict: parser, selected-tool whitelist, argument validation, shell guard.
 
 This is exactly what ``deskpilot provider parse`` runs, so the debugging aid and the turn can
-never disagree about a reply.
+never disagree about a reply. Every check that needs only the reply and the tool list lives
+here; checks that need the conversation (repeats, premature finals, vision refusals) are turn
+policy in ``step``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from deskpilot.provider.protocol import (
     parse_output,
     project_native_calls,
 )
-from deskpilot.provider.tools import ToolSpec, validate_arguments
+from deskpilot.provider.tools import ToolSpec, shell_problem, validate_arguments
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,17 @@ def evaluate(
             arguments=outcome.arguments,
             code="invalid_arguments",
             message=report.summary(),
+            form=form,
+            warnings=warnings,
+        )
+    problem = shell_problem(outcome.name, outcome.arguments)
+    if problem:
+        return Verdict(
+            "error",
+            name=outcome.name,
+            arguments=outcome.arguments,
+            code="shell_mismatch",
+            message=problem,
             form=form,
             warnings=warnings,
         )

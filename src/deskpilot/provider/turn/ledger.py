@@ -24,6 +24,8 @@ class LedgerEntry:
     status: Status
     epoch: int
     is_error: bool = False
+    #: the ledger's generation when the call was made (see ``ExecutionLedger.advance``)
+    generation: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -32,6 +34,7 @@ class LedgerEntry:
             "fingerprint": self.fingerprint,
             "status": self.status,
             "epoch": self.epoch,
+            "generation": self.generation,
             "isError": self.is_error,
         }
 
@@ -40,10 +43,14 @@ class LedgerEntry:
 class ExecutionLedger:
     """Pass it back into the next ``decide`` call, or include assistant tool-call messages in
     the history; either lets the guard see what already ran. ``epoch`` counts user messages:
-    a new user message starts a new epoch and earlier calls stop counting as repeats."""
+    a new user message starts a new epoch and earlier calls stop counting as repeats.
+
+    ``advance()`` says the world the tools read has changed without a user message (a live
+    desktop after an action): calls made before it stop counting as repeats too."""
 
     entries: list[LedgerEntry] = field(default_factory=list)
     epoch: int = 0
+    generation: int = 0
     recovery_events: list[dict[str, Any]] = field(default_factory=list)
 
     def _find(self, call_id: str) -> LedgerEntry | None:
@@ -58,7 +65,14 @@ class ExecutionLedger:
                 call = message.tool_call
                 if self._find(call.call_id) is None:
                     self.entries.append(
-                        LedgerEntry(call.call_id, call.name, call.fingerprint, "proposed", epoch)
+                        LedgerEntry(
+                            call.call_id,
+                            call.name,
+                            call.fingerprint,
+                            "proposed",
+                            epoch,
+                            generation=self.generation,
+                        )
                     )
             elif message.role == "tool" and message.tool_call_id:
                 entry = self._find(message.tool_call_id)
@@ -67,9 +81,14 @@ class ExecutionLedger:
                     entry.is_error = message.is_error
         self.epoch = epoch
 
+    def advance(self) -> None:
+        self.generation += 1
+
     def executed(self) -> set[str]:
         return {
-            e.fingerprint for e in self.entries if e.status == "executed" and e.epoch == self.epoch
+            e.fingerprint
+            for e in self.entries
+            if e.status == "executed" and e.epoch == self.epoch and e.generation == self.generation
         }
 
     def is_repeat(self, name: str, arguments: dict[str, Any]) -> bool:
@@ -77,12 +96,26 @@ class ExecutionLedger:
 
     def propose(self, call: ToolCall) -> None:
         self.entries.append(
-            LedgerEntry(call.call_id, call.name, call.fingerprint, "proposed", self.epoch)
+            LedgerEntry(
+                call.call_id,
+                call.name,
+                call.fingerprint,
+                "proposed",
+                self.epoch,
+                generation=self.generation,
+            )
         )
 
     def block(self, call_id: str, name: str, arguments: dict[str, Any]) -> None:
         self.entries.append(
-            LedgerEntry(call_id, name, fingerprint(name, arguments), "blocked_repeat", self.epoch)
+            LedgerEntry(
+                call_id,
+                name,
+                fingerprint(name, arguments),
+                "blocked_repeat",
+                self.epoch,
+                generation=self.generation,
+            )
         )
 
     def note_recovery(self, code: str, category: str, allowed: bool) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from deskpilot.provider.contract import ProviderError
@@ -30,6 +30,7 @@ def prepare_turn(
     max_tools: int,
     plan_mode: bool = False,
     only: Sequence[str] | None = None,
+    pinned: Collection[str] = (),
 ) -> PreparedTurn:
     if not messages:
         raise ProviderError("invalid_input", "a turn needs at least one message")
@@ -39,7 +40,7 @@ def prepare_turn(
             raise ProviderError("invalid_input", f"duplicate tool name {tool.name!r}")
         by_name[tool.name] = tool
     user_texts = [m.content for m in messages if m.role == "user"]
-    selection = select_tools(tools, user_texts, max_tools=max_tools, only=only)
+    selection = select_tools(tools, user_texts, max_tools=max_tools, only=only, pinned=pinned)
     return PreparedTurn(
         selection=selection,
         tools=by_name,

@@ -23,6 +23,7 @@ CATEGORY_OF = {
     "kind_is_tool_name": "drift",
     "premature_final": "final",
     "plan_missing": "final",
+    "vision_refusal": "final",
     "repeated_tool_call": "repeated",
 }
 
@@ -90,6 +91,11 @@ _GUIDANCE = {
         "Do not only announce, acknowledge or repeat. Either make the needed tool call now, or "
         "give a final answer that states the actual result."
     ),
+    "vision_refusal": (
+        "You are not expected to see images yourself: the vision tool turns the image into "
+        "text evidence for you. Do not answer that you cannot view pictures; call the vision "
+        "tool, then answer from its result."
+    ),
     "plan_missing": (
         f"Plan mode is active: reply with a final whose text holds the complete plan inside "
         f"<{PLAN_TAG}>...</{PLAN_TAG}>."
@@ -104,6 +110,7 @@ def repair_prompt(
     selected: Sequence[ToolSpec],
     raw: str,
     tool: ToolSpec | None = None,
+    suggestion: str = "",
 ) -> str:
     names = ", ".join(t.name for t in selected) or "none (reply with a final answer)"
     lines = [
@@ -114,7 +121,9 @@ def repair_prompt(
         lines.append(_GUIDANCE[code])
     if code == "unknown_tool":
         lines.append("That tool is not available this turn. Use only the tools listed below.")
-    if tool is not None and code == "invalid_arguments":
+    if suggestion:
+        lines.append(single_line(suggestion, 1200))
+    if tool is not None and code in ("invalid_arguments", "vision_refusal"):
         schema = single_line(json.dumps(tool.parameters, ensure_ascii=False, sort_keys=True), 1200)
         lines.append(f"Parameters of {tool.name}: {schema}")
     lines += [

@@ -9,7 +9,6 @@ accepted cannot drift apart.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from deskpilot.provider import ToolSpec as ModelTool
@@ -53,21 +52,7 @@ OPERATOR_FIELDS = frozenset({"state_id", "expect"})
 
 
 def _action_schema(name: str) -> dict[str, Any]:
-    schema = ta.input_schema(ACTIONS[name][0])
-    props = {k: v for k, v in schema.get("properties", {}).items() if k not in OPERATOR_FIELDS}
-    out: dict[str, Any] = {
-        "type": "object",
-        "properties": props,
-        "additionalProperties": False,
-    }
-    required = [r for r in schema.get("required", []) if r not in OPERATOR_FIELDS]
-    if required:
-        out["required"] = required
-    defs = schema.get("$defs", {})
-    used = {k: v for k, v in defs.items() if f"#/$defs/{k}" in json.dumps(props)}
-    if used:  # only what the remaining fields name (not the ``expect`` specs)
-        out["$defs"] = used
-    return out
+    return ta.schema_without(ACTIONS[name][0], OPERATOR_FIELDS)
 
 
 def decision_tools(*, batching: bool) -> list[ModelTool]:

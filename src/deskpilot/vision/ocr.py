@@ -1,0 +1,285 @@
+"""The local OCR engine: Debian's tesseract through ``tesserocr``, one engine per process.
+
+Why these choices (measured in docs/vision.md, "Engine settings"):
+
+- ``tesserocr`` keeps the engine and its model loaded between calls; the ``tesseract`` CLI
+  reloads them for every image.
+- ``OMP_THREAD_LIMIT=1`` is set (unless the caller set it) before the library loads: Debian's
+  libtesseract is built with OpenMP and starts more threads than a small machine has cores,
+  which makes it several times slower, not faster.
+- LSTM only; page segmentation "sparse text" (a screenshot is scattered labels, not a page);
+  the image in grayscale with light-on-dark regions inverted first (:func:`dark_text_on_light`:
+  tesseract's own inverted-text detection misses a dark bar's labels), so that detection is
+  turned off (``tessedit_do_invert=0``), which also saves a little time.
+- Lines are built from words: a word made only of border glyphs (``|``, ``[``...) is what
+  tesseract makes of a button's frame, so it is dropped and the line's box is the union of
+  the words kept; a line under ``MIN_CONFIDENCE`` is dropped as garbage.
+
+Boxes are in pixels of the image given: the engine reads the image at its own size, so
+tesseract's coordinates are the caller's. One engine is shared through a lock; callers on
+the event loop go through :func:`ocr_image`, which runs it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PIL import Image, ImageFilter, ImageOps
+
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.vision.evidence import OcrLine, OcrResult
+from deskpilot.vision.frames import decode_image
+
+if TYPE_CHECKING:
+    from tesserocr import PyTessBaseAPI
+
+#: Lines whose (length-weighted) word confidence is under this are dropped as garbage.
+MIN_CONFIDENCE = 50.0
+DEFAULT_LANG = "eng"
+#: Where Debian's tesseract-ocr-eng puts its model (TESSDATA_PREFIX overrides it).
+DEBIAN_TESSDATA = "/usr/share/tesseract-ocr/5/tessdata"
+DEBIAN_PACKAGES = "tesseract-ocr tesseract-ocr-eng"
+BUILD_PACKAGES = "libtesseract-dev libleptonica-dev pkg-config g++ python3-dev"
+#: Tesseract's reading of a widget's frame, not text.
+_BORDER_GLYPHS = frozenset("|[]{}()!")
+#: Polarity: a neighbourhood mean under this (of 255) counts as a dark background.
+_DARK_BACKGROUND = 110
+_BACKGROUND_RADIUS = 12
+
+
+_Rect = tuple[int, int, int, int]  # left, top, right, bottom (exclusive), tesseract's order
+
+
+@dataclass(frozen=True)
+class _Word:
+    text: str
+    confidence: float
+    box: _Rect
+
+
+@dataclass
+class _RawLine:
+    box: _Rect
+    words: list[_Word]
+
+
+class OcrEngine:
+    """One loaded tesseract API behind a lock. Loaded on first use; a missing library or
+    language data is a typed ``vision_unavailable`` error naming the packages to install."""
+
+    def __init__(
+        self,
+        *,
+        lang: str = DEFAULT_LANG,
+        tessdata: str | Path | None = None,
+        min_confidence: float = MIN_CONFIDENCE,
+    ) -> None:
+        self.lang = lang
+        self.tessdata = str(tessdata) if tessdata is not None else _default_tessdata()
+        self.min_confidence = min_confidence
+        self._lock = threading.Lock()
+        self._api: PyTessBaseAPI | None = None
+
+    def read(self, image: bytes) -> OcrResult:
+        """OCR of encoded image bytes (PNG, JPEG, WebP, BMP). Blocking: use off the loop."""
+        started = time.perf_counter()
+        img = decode_image(image)
+        lines = self.recognize(img)
+        elapsed = (time.perf_counter() - started) * 1000.0
+        return OcrResult(
+            lines=tuple(lines),
+            width=img.width,
+            height=img.height,
+            elapsed_ms=elapsed,
+            min_confidence=self.min_confidence,
+        )
+
+    def recognize(self, img: Image.Image) -> list[OcrLine]:
+        """The lines of a decoded image, in reading order."""
+        gray = dark_text_on_light(img if img.mode == "L" else img.convert("L"))
+        with self._lock:
+            api = self._loaded()
+            api.SetImageBytes(gray.tobytes(), gray.width, gray.height, 1, gray.width)
+            if not api.Recognize():
+                raise DeskpilotError(
+                    ErrorCode.VISION_UNAVAILABLE,
+                    "tesseract failed to recognise the image",
+                    retryable=True,
+                    details={"cause": "ocr_failed"},
+                )
+            raw = _raw_lines(api)
+            api.Clear()
+        lines = [line for line in (self._line(r) for r in raw) if line is not None]
+        return reading_order(lines)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether tesseract has been loaded (it is on the first read)."""
+        return self._api is not None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._api is not None:
+                self._api.End()
+                self._api = None
+
+    def _loaded(self) -> PyTessBaseAPI:
+        if self._api is None:
+            self._api = self._load()
+        return self._api
+
+    def _load(self) -> PyTessBaseAPI:
+        os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+        try:
+            import tesserocr
+        except ImportError:
+            raise _unavailable(
+                "the OCR engine is not installed: the Python package tesserocr is missing "
+                f"(install Debian's {DEBIAN_PACKAGES} {BUILD_PACKAGES}, then "
+                "pip install --no-binary tesserocr tesserocr)",
+                cause="tesserocr_missing",
+            ) from None
+        model = Path(self.tessdata) / f"{self.lang}.traineddata"
+        if not model.is_file():
+            package = f"tesseract-ocr-{self.lang}" if self.lang.isalpha() else "its package"
+            raise _unavailable(
+                f"tesseract has no language data for {self.lang!r} in {self.tessdata} "
+                f"(install the Debian package {package}; for English: {DEBIAN_PACKAGES})",
+                cause="language_missing",
+                lang=self.lang,
+            )
+        try:
+            api = tesserocr.PyTessBaseAPI(
+                path=self.tessdata.rstrip("/") + "/",
+                lang=self.lang,
+                oem=tesserocr.OEM.LSTM_ONLY,
+                psm=tesserocr.PSM.SPARSE_TEXT,
+            )
+        except RuntimeError:
+            raise _unavailable(
+                f"tesseract could not load its {self.lang!r} model from {self.tessdata} "
+                f"(reinstall the Debian packages {DEBIAN_PACKAGES})",
+                cause="init_failed",
+                lang=self.lang,
+            ) from None
+        api.SetVariable("tessedit_do_invert", "0")
+        return api
+
+    def _line(self, raw: _RawLine) -> OcrLine | None:
+        """The line's box is tesseract's line box (its ink, from layout analysis; LSTM word
+        boxes can stray), narrowed past any border glyphs dropped at either end."""
+        keep = [bool(w.text) and not set(w.text) <= _BORDER_GLYPHS for w in raw.words]
+        kept = [w for w, k in zip(raw.words, keep, strict=True) if k]
+        if not kept:
+            return None
+        chars = sum(len(w.text) for w in kept)
+        confidence = sum(w.confidence * len(w.text) for w in kept) / chars
+        if confidence < self.min_confidence:
+            return None
+        left, top, right, bottom = raw.box
+        if not keep[0]:
+            left = max(left, kept[0].box[0])
+        if not keep[-1]:
+            right = min(right, kept[-1].box[2])
+        text = " ".join(w.text for w in kept)
+        return OcrLine(text, round(confidence, 1), left, top, right - left, bottom - top)
+
+
+def reading_order(lines: list[OcrLine]) -> list[OcrLine]:
+    """Top to bottom, and left to right within a row: lines whose vertical centres lie
+    within half a line height of a row's first line belong to that row."""
+    rows: list[list[OcrLine]] = []
+    for line in sorted(lines, key=lambda ln: (ln.y, ln.x)):
+        centre = line.y + line.height / 2
+        if rows:
+            first = rows[-1][0]
+            if abs(centre - (first.y + first.height / 2)) <= max(first.height, 1) / 2:
+                rows[-1].append(line)
+                continue
+        rows.append([line])
+    return [line for row in rows for line in sorted(row, key=lambda ln: ln.x)]
+
+
+def dark_text_on_light(gray: Image.Image) -> Image.Image:
+    """``gray`` with light-on-dark regions (dark bars, panels, dark themes) inverted, so all
+    text is dark on light as tesseract reads best: a pixel whose neighbourhood (a 25 px box
+    blur) is dark is inverted. About 10 ms for 1280x800."""
+    background = gray.filter(ImageFilter.BoxBlur(_BACKGROUND_RADIUS))
+    dark = background.point(lambda v: 255 if v < _DARK_BACKGROUND else 0)
+    if dark.getbbox() is None:
+        return gray
+    return Image.composite(ImageOps.invert(gray), gray, dark)
+
+
+def _raw_lines(api: Any) -> list[_RawLine]:
+    from tesserocr import RIL, iterate_level
+
+    lines: list[_RawLine] = []
+    iterator = api.GetIterator()
+    if iterator is None:
+        return lines
+    for item in iterate_level(iterator, RIL.WORD):
+        if item.IsAtBeginningOf(RIL.TEXTLINE) or not lines:
+            line_box = item.BoundingBox(RIL.TEXTLINE)
+            lines.append(_RawLine(line_box if line_box is not None else (0, 0, 0, 0), []))
+        try:
+            text = (item.GetUTF8Text(RIL.WORD) or "").strip()
+        except RuntimeError:
+            continue
+        box = item.BoundingBox(RIL.WORD)
+        if not text or box is None:
+            continue
+        word = _Word(" ".join(text.split()), float(item.Confidence(RIL.WORD)), box)
+        lines[-1].words.append(word)
+    return [line for line in lines if line.words and line.box[2] > line.box[0]]
+
+
+def _default_tessdata() -> str:
+    prefix = os.environ.get("TESSDATA_PREFIX", "").strip()
+    return prefix or DEBIAN_TESSDATA
+
+
+def _unavailable(message: str, *, cause: str, **details: str) -> DeskpilotError:
+    return DeskpilotError(
+        ErrorCode.VISION_UNAVAILABLE,
+        message,
+        retryable=False,
+        details={"cause": cause, "debianPackages": DEBIAN_PACKAGES, **details},
+    )
+
+
+_ENGINE_LOCK = threading.Lock()
+_ENGINE: OcrEngine | None = None
+
+
+def default_engine() -> OcrEngine:
+    """The process's one engine (English, Debian's tessdata or ``TESSDATA_PREFIX``)."""
+    global _ENGINE
+    with _ENGINE_LOCK:
+        if _ENGINE is None:
+            _ENGINE = OcrEngine()
+        return _ENGINE
+
+
+def ocr_ready(engine: OcrEngine | None = None) -> bool:
+    """Whether OCR can run here: tesserocr is installed and the language data is present.
+    Cheap (no model is loaded); a caller uses it to decide whether to offer OCR at all."""
+    chosen = engine if engine is not None else default_engine()
+    if chosen.loaded:
+        return True
+    if importlib.util.find_spec("tesserocr") is None:
+        return False
+    return (Path(chosen.tessdata) / f"{chosen.lang}.traineddata").is_file()
+
+
+async def ocr_image(image: bytes, *, engine: OcrEngine | None = None) -> OcrResult:
+    """OCR of an encoded image, off the event loop."""
+    chosen = engine if engine is not None else default_engine()
+    return await asyncio.to_thread(chosen.read, image)

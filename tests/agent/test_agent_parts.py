@@ -1,0 +1,94 @@
+"""The agent's own small parts: argument summaries, the conversation's compaction, ``read``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from deskpilot.agent.arguments import summarise
+from deskpilot.agent.files import MAX_LINES, ReadTool
+from deskpilot.agent.history import KEEP_STATES, Conversation
+from deskpilot.agent.tools import TurnScope
+from deskpilot.protocol.errors import DeskpilotError
+from deskpilot.provider import ToolCall
+
+
+def test_summary_never_shows_typed_text_or_secrets() -> None:
+    typed = summarise("type_text", {"state_id": "st_1", "element_id": 4, "text": "hunter2 pw"})
+    assert "hunter2" not in typed and "text=«10 chars»" in typed and "element_id=4" in typed
+    assert "s3cr3t" not in summarise("set_value", {"value": "s3cr3t"})
+    assert "tok-123" not in summarise("start_task", {"goal": "x", "api_token": "tok-123"})
+    cmd = summarise("bash", {"command": "GITHUB_TOKEN=ghp_abc git status"})
+    assert "ghp_abc" not in cmd and "GITHUB_TOKEN=«hidden»" in cmd and "git status" in cmd
+    long = summarise("bash", {"command": "echo " + "x" * 500})
+    assert len(long) < 120 and long.endswith("…")
+
+
+def _state(n: int) -> str:
+    return f'App=(name="calc", pid=1)\nstate_id=st_{n}\nelements=3\n\n- button "{n}" [1]'
+
+
+def test_older_states_are_compacted_and_say_so() -> None:
+    conv = Conversation()
+    conv.add_user("compute")
+    for n in range(4):
+        call = ToolCall("get_app_state", {"app": "calc"})
+        conv.add_call(call)
+        conv.add_result(
+            call, _state(n), is_error=False, state_id=f"st_{n}", header=f"state_id=st_{n}"
+        )
+    tools = [m for m in conv.messages if m.role == "tool"]
+    whole = [m for m in tools if "- button" in m.content]
+    assert len(whole) == KEEP_STATES
+    assert [m.content.count("st_3") for m in whole][-1] >= 1
+    dropped = [m for m in tools if "was dropped from this history" in m.content]
+    assert len(dropped) == 4 - KEEP_STATES and "st_0" in dropped[0].content
+    conv.add_user("next task")
+    assert not any("- button" in m.content for m in conv.messages if m.role == "tool")
+    assert conv.compacted == 4
+
+
+@pytest.fixture
+def scope(tmp_path: Path) -> TurnScope:
+    return TurnScope("t1", tmp_path, desktop=None)  # type: ignore[arg-type]  # read needs none
+
+
+async def test_read_pages_and_says_where_the_file_continues(scope: TurnScope) -> None:
+    path = scope.cwd / "big.txt"
+    path.write_text("".join(f"line {i}\n" for i in range(1, MAX_LINES + 51)))
+    first = await ReadTool().run({"path": "big.txt"}, scope)
+    assert "     1\tline 1" in first.text
+    assert f"read with offset={MAX_LINES + 1}" in first.text and "50 more lines" in first.text
+    rest = await ReadTool().run({"path": str(path), "offset": MAX_LINES + 1}, scope)
+    assert f"line {MAX_LINES + 50}" in rest.text and "continues" not in rest.text
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "reason"),
+    [
+        ("blob.bin", b"\x00\x01\x02abc", "binary"),
+        ("shot.png", b"\x89PNG\r\n", "image_file"),
+        ("missing.txt", None, "not_found"),
+    ],
+)
+async def test_read_refuses_clearly(
+    scope: TurnScope, name: str, content: bytes | None, reason: str
+) -> None:
+    if content is not None:
+        (scope.cwd / name).write_bytes(content)
+    with pytest.raises(DeskpilotError) as err:
+        await ReadTool().run({"path": name}, scope)
+    assert err.value.details["reason"] == reason
+    if reason == "image_file":
+        assert "vision_read" in err.value.message
+
+
+async def test_read_refuses_key_places(scope: TurnScope, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    ssh = tmp_path / ".ssh"
+    ssh.mkdir()
+    (ssh / "id_ed25519").write_text("PRIVATE")
+    with pytest.raises(DeskpilotError) as err:
+        await ReadTool().run({"path": "~/.ssh/id_ed25519"}, scope)
+    assert err.value.details["reason"] == "secret_place" and "PRIVATE" not in err.value.message
