@@ -12,7 +12,6 @@ import os
 import shutil
 import sys
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +19,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "operator"))
 
+from agent_rig import API_KEY, AgentRig, make_rig
 from scripted_model import ScriptedModel
 
-from deskpilot.agent.events import EventLog
 from deskpilot.desktop.apps import App, launch_accessible
 from deskpilot.hostclient.config import LOCAL_TRUST_ENV
-
-API_KEY = "sk-test-agent-0123456789abcdef"
 
 
 @pytest.fixture
@@ -74,32 +71,6 @@ async def calculator(dp_desktop: Any) -> AsyncIterator[App]:
         yield app
     finally:
         app.stop()
-
-
-@dataclass
-class AgentRig:
-    """An agent over a real runtime, as ``deskpilot agent`` assembles it, with its events."""
-
-    agent: Any
-    runtime: Any
-    events: EventLog
-    cwd: Path
-
-
-async def make_rig(env: dict[str, str], cwd: Path, *, bounded: bool = True) -> AgentRig:
-    from deskpilot.agent.factory import build_agent
-    from deskpilot.runtime.agent_desktop import RuntimeDesktop
-    from deskpilot.runtime.budget import BudgetMode
-    from deskpilot.runtime.runtime import RuntimeConfig
-    from deskpilot.runtime.wiring import build_runtime
-
-    mode = BudgetMode.BOUNDED if bounded else BudgetMode.UNBOUNDED
-    runtime = build_runtime(RuntimeConfig(budget_mode=mode))
-    events = EventLog()
-    agent = build_agent(
-        RuntimeDesktop(runtime), cwd=cwd, sink=events, env={**os.environ, **env}, bounded=bounded
-    )
-    return AgentRig(agent, runtime, events, cwd)
 
 
 @pytest.fixture

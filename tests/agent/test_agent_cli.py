@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 from agent_policies import Steps, last_text
+from agent_rig import API_KEY
 from scripted_model import ScriptedModel, call, final
-
-from conftest import API_KEY
 
 DESKPILOT = [sys.executable, "-m", "deskpilot.cli.main", "agent"]
 
@@ -113,3 +112,25 @@ def test_bad_options_are_refused_clearly(args: list[str], tmp_path: Path) -> Non
     )
     assert proc.returncode in (2, 4), proc.stdout + proc.stderr
     assert "budget" in proc.stderr or "not a directory" in proc.stderr
+
+
+def test_the_person_view_shows_calls_outcomes_and_the_answer_but_no_secrets(
+    model_env: dict[str, str], scripted_model: ScriptedModel, tmp_path: Path
+) -> None:
+    scripted_model.set_policy(
+        Steps(
+            [
+                call("bash", command="API_TOKEN=abc123secret echo hi"),
+                call("read", path="absent.txt"),
+                final("Done: the command said hi; absent.txt does not exist."),
+            ]
+        )
+    )
+    code, _, out = _run(["Say hi with bash, then read absent.txt."], model_env, tmp_path)
+    assert code == 0, out
+    assert "→ bash command=API_TOKEN=«hidden»" in out
+    assert "abc123secret" not in out
+    assert "✓ bash L1" in out or "✓ bash L2" in out
+    assert "→ read path=absent.txt" in out and "✗ read" in out and "invalid_request" in out
+    assert "Done: the command said hi" in out
+    assert "answered · 3 steps · 2 tool calls" in out

@@ -7,9 +7,9 @@ import re
 
 import pytest
 from agent_policies import DesktopCalculator
+from agent_rig import AgentRig
 from scripted_model import ScriptedModel, _display_norm
 
-from conftest import AgentRig
 from deskpilot.desktop.apps import App
 
 pytestmark = pytest.mark.desktop

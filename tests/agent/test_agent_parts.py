@@ -92,3 +92,32 @@ async def test_read_refuses_key_places(scope: TurnScope, tmp_path: Path, monkeyp
     with pytest.raises(DeskpilotError) as err:
         await ReadTool().run({"path": "~/.ssh/id_ed25519"}, scope)
     assert err.value.details["reason"] == "secret_place" and "PRIVATE" not in err.value.message
+
+
+def test_a_48000_unit_tree_reaches_the_model_whole() -> None:
+    from deskpilot.agent.decision_model import load_decision_config
+    from deskpilot.agent.factory import AGENT_MAX_TOOLS
+    from deskpilot.provider import ChatMessage
+    from deskpilot.provider.protocol import serialise
+
+    env = {
+        "DESKPILOT_PROVIDER_BASE_URL": "http://127.0.0.1:9/v1",
+        "DESKPILOT_PROVIDER_MODEL": "m",
+        "DESKPILOT_PROVIDER_API_KEY": "sk-test-0123456789",
+    }
+    for profile in ("reliability", "balanced", "low-latency"):
+        config = load_decision_config(
+            {**env, "DESKPILOT_PROVIDER_PROFILE": profile}, max_tools=AGENT_MAX_TOOLS
+        )
+        assert config.limits.max_tools == AGENT_MAX_TOOLS
+        tree = 'App=(name="x", pid=1)\nstate_id=st_1\n\n' + '- button "é" [1]\n' * 2900
+        assert len(tree) >= 48_000
+        call = ToolCall("get_app_state", {"app": "x"})
+        chat = serialise(
+            [ChatMessage.user("go"), ChatMessage.tool_result(call, tree)],
+            "protocol",
+            max_result_chars=config.limits.max_tool_result_chars,
+            max_history_chars=config.limits.max_tool_history_chars,
+        )
+        body = chat[-1]["content"]
+        assert "[truncated" not in body and body.count("- button") == 2900, profile

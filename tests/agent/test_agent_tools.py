@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 from agent_policies import Steps, exit_code, last_text
+from agent_rig import AgentRig, make_rig
 from scripted_model import Request, ScriptedModel, call, final
 
-from conftest import AgentRig
 from deskpilot.protocol.session import EventType
 
 DESKPILOT = [sys.executable, "-m", "deskpilot.cli.main"]
@@ -163,8 +163,6 @@ async def test_a_destructive_command_waits_for_the_person(
 async def test_spent_actions_refuse_bash_but_reads_still_work(
     model_env: dict[str, str], scripted_model: ScriptedModel, tmp_path: Path
 ) -> None:
-    from conftest import make_rig
-
     (tmp_path / "a.txt").write_text("still readable\n")
     rig = await make_rig(model_env, tmp_path)
     rig.runtime.config.bounded_max_actions = 1

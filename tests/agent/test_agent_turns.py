@@ -4,9 +4,9 @@ and an image request when no vision tool can be offered (no desktop needed)."""
 from __future__ import annotations
 
 from agent_policies import Steps, last_text
+from agent_rig import AgentRig
 from scripted_model import Request, ScriptedModel, call, final
 
-from conftest import AgentRig
 from deskpilot.agent.bash import BashTool
 from deskpilot.agent.files import ReadTool
 from deskpilot.agent.loop import ACCEPT_PLAN, Agent

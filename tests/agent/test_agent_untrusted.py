@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 from agent_policies import Steps
+from agent_rig import AgentRig
 from scripted_model import RAW, Request, ScriptedModel, call, final
 
-from conftest import AgentRig
 from deskpilot.desktop import apps
 
 pytestmark = pytest.mark.desktop

@@ -9,9 +9,9 @@ import shutil
 
 import pytest
 from agent_policies import Steps, last_text
+from agent_rig import AgentRig
 from scripted_model import Request, ScriptedModel, call, final
 
-from conftest import AgentRig
 from deskpilot.desktop import apps
 
 pytestmark = pytest.mark.desktop

@@ -22,6 +22,7 @@ import asyncio
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -93,10 +94,36 @@ async def _turn(agent: Agent, text: str) -> TurnReport:
         loop.remove_signal_handler(signal.SIGINT)
 
 
+async def _next_line(view: _View) -> str | None:
+    """The next line, read on a daemon thread (the event loop — the host's heartbeat, the
+    kernel's waits — keeps running; a Ctrl-C at the prompt ends the session at once instead of
+    waiting for a line that may never come)."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[str | None] = loop.create_future()
+
+    def settle(value: str | None) -> None:
+        if not fut.done():
+            fut.set_result(value)
+
+    def read() -> None:
+        try:
+            value = view.read_line()
+        except (EOFError, KeyboardInterrupt, OSError):
+            value = None
+        loop.call_soon_threadsafe(settle, value)
+
+    threading.Thread(target=read, name="deskpilot-agent-input", daemon=True).start()
+    loop.add_signal_handler(signal.SIGINT, settle, None)
+    try:
+        return await fut
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
 async def _interactive(agent: Agent, view: _View) -> int:
     last = EXIT_OK
     while True:
-        line = await asyncio.to_thread(view.read_line)
+        line = await _next_line(view)
         if line is None:
             return last
         text = line.strip()
