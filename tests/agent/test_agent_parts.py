@@ -36,14 +36,15 @@ def test_older_states_are_compacted_and_say_so() -> None:
         call = ToolCall("get_app_state", {"app": "calc"})
         conv.add_call(call)
         conv.add_result(
-            call, _state(n), is_error=False, state_id=f"st_{n}", header=f"state_id=st_{n}"
+            call, _state(n), is_error=False, state_id=f"st_{n}", header=_state(n).split("\n\n")[0]
         )
     tools = [m for m in conv.messages if m.role == "tool"]
     whole = [m for m in tools if "- button" in m.content]
     assert len(whole) == KEEP_STATES
     assert [m.content.count("st_3") for m in whole][-1] >= 1
-    dropped = [m for m in tools if "was dropped from this history" in m.content]
+    dropped = [m for m in tools if "its tree was dropped from the history" in m.content]
     assert len(dropped) == 4 - KEEP_STATES and "st_0" in dropped[0].content
+    assert 'App=(name="calc", pid=1)' in dropped[0].content
     conv.add_user("next task")
     assert not any("- button" in m.content for m in conv.messages if m.role == "tool")
     assert conv.compacted == 4

@@ -21,9 +21,9 @@ from deskpilot.agent.tools import DesktopTools, LocalTool
 from deskpilot.agent.vision_read import vision_tool
 from deskpilot.provider import Provider
 
-#: tools per request: the pinned core (10 desktop + read, bash, vision_read) and up to three
+#: tools per request: the pinned core (7 desktop + read, bash, vision_read) and up to four
 #: more that the user's words rank (docs/agent.md, "Prompt size")
-AGENT_MAX_TOOLS = 16
+AGENT_MAX_TOOLS = 14
 
 
 def local_tools(env: Mapping[str, str] | None = None) -> list[LocalTool]:

@@ -2,9 +2,9 @@
 
 A desktop state is the biggest thing in a prompt (a tree of up to 48,000 units). The model acts
 on the newest state; an older one is only history. So when a newer state arrives, all but the
-newest ``KEEP_STATES`` states are replaced by their header and a line that says the tree was
-dropped and why — never cut silently — and when a new user task begins every earlier state
-goes the same way (its stateIds are dead by then anyway). Everything else (the user's words,
+newest ``KEEP_STATES`` are replaced by one line that names the state and its window and says
+its tree was dropped — never cut silently — and when a new user task begins every earlier
+state goes the same way (its stateIds are dead by then anyway). Everything else (the user's words,
 the model's answers, non-state tool results) stays as it was.
 """
 
@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 from deskpilot.provider import ChatMessage, ToolCall
 
-#: newest states kept whole in the prompt
-KEEP_STATES = 2
+#: newest states kept whole in the prompt (the model acts on the newest; an action's result
+#: carries the next one)
+KEEP_STATES = 1
 
 
 @dataclass
@@ -61,11 +62,13 @@ class Conversation:
         old = self._states[: max(0, len(self._states) - keep)]
         for entry in old:
             message = self.messages[entry.index]
+            where = " ".join(
+                line for line in entry.header.splitlines() if line.startswith(("App=", "Window="))
+            )
             self.messages[entry.index] = ChatMessage(
                 "tool",
-                f"{entry.header}\n[the tree of state {entry.state_id} was dropped from this "
-                "history: a newer state or a new user task superseded it; observe again to "
-                "see the window now]",
+                f"[state {entry.state_id} superseded; its tree was dropped from the history] "
+                f"{where}".rstrip(),
                 tool_call_id=message.tool_call_id,
                 tool_name=message.tool_name,
                 is_error=message.is_error,

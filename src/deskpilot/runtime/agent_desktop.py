@@ -38,18 +38,22 @@ HIDDEN = frozenset({"screenshot"})
 #: tools (drag, paste, controls, start_task, diagnostics …) are offered when the user's words
 #: rank them (the provider's selection), which keeps each prompt small
 CORE = frozenset(
-    {
-        "list_apps",
-        "list_windows",
-        "get_app_state",
-        "open_app",
-        "click",
-        "type_text",
-        "set_value",
-        "press_key",
-        "invoke_element",
-        "scroll",
-    }
+    {"list_apps", "get_app_state", "click", "type_text", "set_value", "press_key", "invoke_element"}
+)
+#: the order the other tools are offered in when the user's words rank none of them (the
+#: provider's selection keeps the list order among equals): the likeliest next needs first
+NEXT = (
+    "open_app",
+    "scroll",
+    "list_windows",
+    "get_screen_state",
+    "paste",
+    "select_text",
+    "drag",
+    "perform_secondary_action",
+    "start_task",
+    "get_status",
+    "wait_for_completion",
 )
 #: fields of the runtime's argument models the agent's model is not shown
 NOT_SHOWN = frozenset({"expect"})
@@ -60,9 +64,10 @@ class RuntimeDesktop:
         self.runtime = runtime
         self.agent_session = agent_session
         self.kernel: KernelPort = runtime.ctx.kernel
+        order = [*sorted(CORE), *NEXT, *(n for n in TOOLS if n not in CORE and n not in NEXT)]
         self._specs = [
-            ModelTool(name, spec.description, ta.schema_without(spec.args, NOT_SHOWN))
-            for name, spec in TOOLS.items()
+            ModelTool(name, TOOLS[name].description, ta.schema_without(TOOLS[name].args, NOT_SHOWN))
+            for name in order
             if name not in HIDDEN
         ]
 
