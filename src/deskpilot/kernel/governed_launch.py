@@ -20,16 +20,15 @@ import asyncio
 import contextlib
 import json
 import shlex
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from deskpilot.kernel.broker import Broker, ledger_row
+from deskpilot.kernel.broker import Broker
 from deskpilot.kernel.policy import PolicyDecision
 from deskpilot.kernel.policy.launch_rules import LAUNCH_KIND, LaunchRequest, evaluate_launch
 from deskpilot.protocol.errors import DeskpilotError
-from deskpilot.protocol.session import EXECUTABLE_STATES, Decision, EventType, SessionState
+from deskpilot.protocol.session import EXECUTABLE_STATES
 
 #: starts the program (argv as approved) and returns its pid; raises DeskpilotError if it
 #: could not be started
@@ -100,8 +99,6 @@ class Launches:
         row, settings = b.admit(session_id)
 
         decision = evaluate_launch(request, row.contract, settings)
-        aid = action_id or f"act_{uuid.uuid4().hex[:20]}"
-        ledger = ledger_row(aid, session_id, LAUNCH_KIND, self.params_hash(request), decision)
         requested = {
             **b.event_payload(decision),
             "rating": decision.details.get("rating"),
@@ -109,47 +106,27 @@ class Launches:
             "desktopId": request.desktop_id,
             "agentArgs": len(request.agent_args),
         }
-        b.record_request(session_id, ledger, requested, decision)
-        approval_ms = 0.0
-        approval_id: str | None = None
-        if decision.decision == Decision.REQUIRE_APPROVAL:
-            approval_id, approval_ms = await b.confirm(
-                session_id,
-                aid,
-                LAUNCH_KIND,
-                decision,
-                _summary(request, decision),
-                requested,
-                settings.confirmation_timeout_seconds,
-                noun="launch",
-            )
-            b.sessions.require_executable(session_id)
-
-        pid = await self._spawn(row.agent_session_id, session_id, aid, request, spawn, approval_id)
+        aid, approval_id, approval_ms = await b.request_outside(
+            session_id,
+            kind=LAUNCH_KIND,
+            decision=decision,
+            params_hash=self.params_hash(request),
+            requested=requested,
+            summary=_summary(request, decision),
+            settings=settings,
+            noun="launch",
+            action_id=action_id,
+        )
+        async with b.lane_for(session_id, row.agent_session_id, aid, approval_id):
+            try:
+                pid = spawn(request.argv)
+            except DeskpilotError as exc:
+                b.finish_failed(session_id, aid, exc)
+                raise
         report = await self._watch(session_id, pid, watch, aid, decision)
         if report.interrupted is not None:
             b.sessions.require_executable(session_id)  # says paused / canceled
         return LaunchResult(aid, pid, report, decision, approval_ms)
-
-    async def _spawn(
-        self,
-        agent_session_id: str,
-        session_id: str,
-        aid: str,
-        request: LaunchRequest,
-        spawn: Spawn,
-        approval_id: str | None,
-    ) -> int:
-        b = self.broker
-        if not b.coordinator.holds(session_id):
-            await b.coordinator.claim(session_id, agent_session_id)
-        async with b.coordinator.action_lock:
-            b.move_to_acting(session_id, aid, approval_id)
-            try:
-                return spawn(request.argv)
-            except DeskpilotError as exc:
-                b.finish_failed(session_id, aid, exc)
-                raise
 
     async def _watch(
         self, session_id: str, pid: int, watch: Watch, aid: str, decision: PolicyDecision
@@ -182,22 +159,9 @@ class Launches:
     def _executed(
         self, session_id: str, aid: str, pid: int, report: LaunchReport, decision: PolicyDecision
     ) -> None:
-        b = self.broker
-        outcome = report.outcome(pid)
-        with b.db.transaction() as conn:
-            b.actions.finish(aid, "executed", outcome=outcome, conn=conn)
-            b.sessions.timeline.append(
-                session_id,
-                EventType.ACTION_EXECUTED,
-                action_id=aid,
-                payload={"kind": LAUNCH_KIND, "risk": decision.risk.label, **outcome},
-                conn=conn,
-            )
-            b.sessions.rows.count_step(session_id, noop=False, conn=conn)
-            b.sessions.rows.set_state(
-                session_id, SessionState.OBSERVING, expect=SessionState.ACTING, conn=conn
-            )
-        b.rollout.record_action(False)
+        self.broker.finish_outside(
+            session_id, aid, LAUNCH_KIND, decision.risk.label, report.outcome(pid)
+        )
 
 
 def _summary(req: LaunchRequest, decision: PolicyDecision) -> str:

@@ -23,12 +23,11 @@ import asyncio
 import contextlib
 import json
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from deskpilot.kernel.broker import Broker, ledger_row
+from deskpilot.kernel.broker import Broker
 from deskpilot.kernel.policy import PolicyDecision
 from deskpilot.kernel.policy.shell_rules import (
     SHELL_KIND,
@@ -37,7 +36,7 @@ from deskpilot.kernel.policy.shell_rules import (
     validate_shell,
 )
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
-from deskpilot.protocol.session import EXECUTABLE_STATES, Decision, EventType, SessionState
+from deskpilot.protocol.session import EXECUTABLE_STATES
 
 #: runs the command as approved and reports how it ran; cancelled, it kills what it started
 Run = Callable[[ShellRequest], Awaitable["ShellReport"]]
@@ -98,8 +97,6 @@ class Shells:
         row, settings = b.admit(session_id)
 
         decision = evaluate_shell(request, row.contract, settings)
-        aid = action_id or f"act_{uuid.uuid4().hex[:20]}"
-        ledger = ledger_row(aid, session_id, SHELL_KIND, self.params_hash(request), decision)
         requested = {
             **b.event_payload(decision),
             "rating": decision.details.get("rating"),
@@ -107,26 +104,18 @@ class Shells:
             "timeoutS": request.timeout_s,
             "commandChars": len(request.command),
         }
-        b.record_request(session_id, ledger, requested, decision)
-        approval_ms = 0.0
-        approval_id: str | None = None
-        if decision.decision == Decision.REQUIRE_APPROVAL:
-            approval_id, approval_ms = await b.confirm(
-                session_id,
-                aid,
-                SHELL_KIND,
-                decision,
-                _summary(request, decision),
-                requested,
-                settings.confirmation_timeout_seconds,
-                noun="command",
-            )
-            b.sessions.require_executable(session_id)
-
-        if not b.coordinator.holds(session_id):
-            await b.coordinator.claim(session_id, row.agent_session_id)
-        async with b.coordinator.action_lock:
-            b.move_to_acting(session_id, aid, approval_id)
+        aid, approval_id, approval_ms = await b.request_outside(
+            session_id,
+            kind=SHELL_KIND,
+            decision=decision,
+            params_hash=self.params_hash(request),
+            requested=requested,
+            summary=_summary(request, decision),
+            settings=settings,
+            noun="command",
+            action_id=action_id,
+        )
+        async with b.lane_for(session_id, row.agent_session_id, aid, approval_id):
             report = await self._run(session_id, request, run, aid, decision)
         if report.interrupted is not None:
             b.sessions.require_executable(session_id)  # says paused / canceled
@@ -173,22 +162,9 @@ class Shells:
     def _executed(
         self, session_id: str, aid: str, report: ShellReport, decision: PolicyDecision
     ) -> None:
-        b = self.broker
-        outcome = report.outcome()
-        with b.db.transaction() as conn:
-            b.actions.finish(aid, "executed", outcome=outcome, conn=conn)
-            b.sessions.timeline.append(
-                session_id,
-                EventType.ACTION_EXECUTED,
-                action_id=aid,
-                payload={"kind": SHELL_KIND, "risk": decision.risk.label, **outcome},
-                conn=conn,
-            )
-            b.sessions.rows.count_step(session_id, noop=False, conn=conn)
-            b.sessions.rows.set_state(
-                session_id, SessionState.OBSERVING, expect=SessionState.ACTING, conn=conn
-            )
-        b.rollout.record_action(False)
+        self.broker.finish_outside(
+            session_id, aid, SHELL_KIND, decision.risk.label, report.outcome()
+        )
 
 
 def _ms(t0: float) -> float:

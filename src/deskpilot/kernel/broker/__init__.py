@@ -20,7 +20,10 @@ shared through the objects the broker creates.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
+from collections.abc import AsyncIterator
+from typing import Any
 
 from deskpilot.hostclient.api import DesktopBackend
 from deskpilot.kernel.broker import admission, idempotency, rating
@@ -37,6 +40,7 @@ from deskpilot.kernel.flags import Flags
 from deskpilot.kernel.frames import CurrentFrames
 from deskpilot.kernel.halt import Halt
 from deskpilot.kernel.interrupts import InFlightRegistry
+from deskpilot.kernel.policy import PolicyDecision
 from deskpilot.kernel.results import ExecutedAction
 from deskpilot.kernel.rollout import RolloutController
 from deskpilot.kernel.session_manager import SessionManager
@@ -104,6 +108,7 @@ class Broker:
         self.record_request = self._ledger.record_request
         self.move_to_acting = self._ledger.move_to_acting
         self.finish_failed = self._ledger.finish_failed
+        self.finish_outside = self._ledger.finish_outside
         self.confirm = self._confirm.confirm
         self.pause = self._controls.pause
         self.resume = self._controls.resume
@@ -122,6 +127,53 @@ class Broker:
     def admit(self, session_id: str) -> tuple[SessionRow, SettingsModel]:
         """Step 1, for actions and launches alike (admission.py)."""
         return admission.admit(self.sessions, self.halt, self.settings, session_id)
+
+    async def request_outside(
+        self,
+        session_id: str,
+        *,
+        kind: str,
+        decision: PolicyDecision,
+        params_hash: str,
+        requested: dict[str, Any],
+        summary: str,
+        settings: SettingsModel,
+        noun: str,
+        action_id: str | None = None,
+    ) -> tuple[str, str | None, float]:
+        """Steps 3–4 for a governed action outside every window (a launch, a shell command):
+        the ledger row and action_requested before anything runs (a denial is recorded and
+        raised), then the person's one-time confirmation when the decision asks for it.
+        Returns the action id, the approval id and the time the person took."""
+        aid = action_id or f"act_{uuid.uuid4().hex[:20]}"
+        ledger = ledger_row(aid, session_id, kind, params_hash, decision)
+        self.record_request(session_id, ledger, requested, decision)
+        if decision.decision != Decision.REQUIRE_APPROVAL:
+            return aid, None, 0.0
+        approval_id, approval_ms = await self.confirm(
+            session_id,
+            aid,
+            kind,
+            decision,
+            summary,
+            requested,
+            settings.confirmation_timeout_seconds,
+            noun=noun,
+        )
+        self.sessions.require_executable(session_id)
+        return aid, approval_id, approval_ms
+
+    @contextlib.asynccontextmanager
+    async def lane_for(
+        self, session_id: str, agent_session_id: str, aid: str, approval_id: str | None
+    ) -> AsyncIterator[None]:
+        """Step 5 for such an action: the desktop lane (claimed if the session does not hold
+        it), then the session to acting and the row to executing, while the body runs."""
+        if not self.coordinator.holds(session_id):
+            await self.coordinator.claim(session_id, agent_session_id)
+        async with self.coordinator.action_lock:
+            self.move_to_acting(session_id, aid, approval_id)
+            yield
 
     async def execute(
         self,

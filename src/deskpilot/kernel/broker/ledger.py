@@ -148,6 +148,26 @@ class Ledger:
             )
         self.rollout.record_action(False)
 
+    def finish_outside(
+        self, session_id: str, aid: str, kind: str, risk: str, outcome: dict[str, Any]
+    ) -> None:
+        """A governed action outside every window (a launch, a shell command) is over: its
+        outcome, action_executed, the step counted, back to observing."""
+        with self.db.transaction() as conn:
+            self.actions.finish(aid, "executed", outcome=outcome, conn=conn)
+            self.sessions.timeline.append(
+                session_id,
+                EventType.ACTION_EXECUTED,
+                action_id=aid,
+                payload={"kind": kind, "risk": risk, **outcome},
+                conn=conn,
+            )
+            self.sessions.rows.count_step(session_id, noop=False, conn=conn)
+            self.sessions.rows.set_state(
+                session_id, SessionState.OBSERVING, expect=SessionState.ACTING, conn=conn
+            )
+        self.rollout.record_action(False)
+
     def finish_failed(self, session_id: str, aid: str, exc: DeskpilotError) -> None:
         """The backend (or a spawn) failed: the row and action_failed, back to observing —
         except after the person's Escape, which hands the session to them."""
