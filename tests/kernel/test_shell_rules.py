@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from deskpilot.kernel.policy.shell_rules import (
     ShellRequest,
@@ -301,3 +303,11 @@ def test_private_use_characters_fail_closed(work: Path) -> None:
     r = rate_shell(_req("echo " + chr(0xF003B) + " rm", work))
     assert (r.risk, r.rating) == (L3, "unparsed")
     assert os.path.isdir(work)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab $`\"'\\;|&<>()\n*~=#{}-./")), max_size=40))
+def test_any_command_text_gets_a_rating_never_a_crash(command: str) -> None:
+    rating = rate_shell(ShellRequest(command or "x", "/tmp", 5))
+    assert rating.risk in tuple(RiskLevel)
+    assert rating.signals
