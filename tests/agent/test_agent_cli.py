@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -134,3 +135,49 @@ def test_the_person_view_shows_calls_outcomes_and_the_answer_but_no_secrets(
     assert "→ read path=absent.txt" in out and "✗ read" in out and "invalid_request" in out
     assert "Done: the command said hi" in out
     assert "answered · 3 steps · 2 tool calls" in out
+
+
+def test_ctrl_c_while_the_model_thinks_interrupts_cleanly(
+    model_env: dict[str, str], scripted_model: ScriptedModel, tmp_path: Path
+) -> None:
+    scripted_model.delay = 20.0
+    scripted_model.set_policy(lambda r: final("too late"))
+    proc = subprocess.Popen(
+        [*DESKPILOT, "Think for a long time.", "--json", "--cwd", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **model_env},
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if '"event": "thinking"' in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    end = json.loads(rest.strip().splitlines()[-1])
+    assert end["event"] == "turn_end" and end["status"] == "interrupted"
+    assert "Traceback" not in err and "never retrieved" not in err, err
+
+
+def test_interactive_refuses_unknown_commands_and_helps(
+    model_env: dict[str, str], scripted_model: ScriptedModel, tmp_path: Path
+) -> None:
+    code, events, out = _run(["--json"], model_env, tmp_path, stdin="/foo\n/help\n/exit\n")
+    assert code == 0, out
+    notices = {e["code"]: e for e in events if e["event"] == "notice"}
+    assert "unknown_command" in notices and "/plan" in notices["help"]["text"]
+    assert scripted_model.calls == 0
+
+
+def test_json_mode_reports_a_bad_cwd_as_an_event(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [*DESKPILOT, "x", "--json", "--cwd", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 4
+    event = json.loads(proc.stdout.splitlines()[0])
+    assert event["event"] == "error" and "not a directory" in event["message"]

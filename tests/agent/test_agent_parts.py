@@ -21,6 +21,15 @@ def test_summary_never_shows_typed_text_or_secrets() -> None:
     assert "tok-123" not in summarise("start_task", {"goal": "x", "api_token": "tok-123"})
     cmd = summarise("bash", {"command": "GITHUB_TOKEN=ghp_abc git status"})
     assert "ghp_abc" not in cmd and "GITHUB_TOKEN=«hidden»" in cmd and "git status" in cmd
+    for command, secret, shown in [
+        ("export PASSWORD=hunter2zz; echo ok", "hunter2zz", "PASSWORD=«hidden»; echo ok"),
+        ("echo --token pw888zz", "pw888zz", "--token «hidden»"),
+        ('curl -H "Authorization: Bearer tok777zzzz" x', "tok777zzzz", "Bearer «hidden»"),
+        ("echo sk-live-abcdef1234567", "abcdef1234567", "echo «hidden»"),
+    ]:
+        line = summarise("bash", {"command": command})
+        assert secret not in line and shown in line, line
+    assert summarise("bash", {"command": "git log --author=bob"}) == "command=git log --author=bob"
     long = summarise("bash", {"command": "echo " + "x" * 500})
     assert len(long) < 120 and long.endswith("…")
 
@@ -122,3 +131,23 @@ def test_a_48000_unit_tree_reaches_the_model_whole() -> None:
         )
         body = chat[-1]["content"]
         assert "[truncated" not in body and body.count("- button") == 2900, profile
+
+
+async def test_read_refuses_deskpilot_own_keys_wherever_the_data_dir_is(
+    scope: TurnScope, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "elsewhere-data"
+    data.mkdir()
+    (data / "provider.key").write_text("sk-live-should-never-be-read")
+    (data / "snapshot-vault.key").write_bytes(b"vault-key-bytes")
+    monkeypatch.setenv("DESKPILOT_DATA_DIR", str(data))
+    for name in ("provider.key", "snapshot-vault.key"):
+        with pytest.raises(DeskpilotError) as err:
+            await ReadTool().run({"path": str(data / name)}, scope)
+        assert err.value.details["reason"] == "secret_place"
+        assert "sk-live" not in err.value.message
+    link = scope.cwd / "innocent.txt"
+    link.symlink_to(data / "provider.key")
+    with pytest.raises(DeskpilotError) as err:
+        await ReadTool().run({"path": "innocent.txt"}, scope)
+    assert err.value.details["reason"] == "secret_place"

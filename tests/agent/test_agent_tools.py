@@ -138,6 +138,13 @@ async def test_a_destructive_command_waits_for_the_person(
     summary = await _answer_when_asked(verb)
     report = await turn
     assert "rm -rf scratch" in summary and "L3" in summary
+    # the person was told at once, with the id and the command that answers it
+    asked = [e.body for e in rig.events.of("confirmation")]
+    assert asked[0]["state"] == "waiting" and asked[0]["risk"] == "L3"
+    assert asked[0]["approve"] == f"deskpilot confirm approve {asked[0]['confirmationId']}"
+    assert asked[-1]["state"] == ("approved" if verb == "approve" else "denied")
+    kinds = [e.kind for e in rig.events.events]
+    assert kinds.index("confirmation") < kinds.index("tool_result")
     result = rig.events.of("tool_result")[-1].body
     if verb == "approve":
         assert not scratch.exists()
@@ -188,3 +195,20 @@ async def test_spent_actions_refuse_bash_but_reads_still_work(
     assert os.environ.get("DESKPILOT_PROVIDER_API_KEY", "") not in json.dumps(
         [e.to_json() for e in rig.events.events]
     ) or not os.environ.get("DESKPILOT_PROVIDER_API_KEY")
+
+
+async def test_a_model_that_keeps_acting_on_a_spent_budget_ends_the_task(
+    model_env: dict[str, str], scripted_model: ScriptedModel, tmp_path: Path
+) -> None:
+    rig = await make_rig(model_env, tmp_path)
+    rig.runtime.config.bounded_max_actions = 2
+    try:
+        scripted_model.set_policy(lambda r: call("bash", command=f"echo step {len(r.results())}"))
+        report = await rig.agent.run_turn("Echo numbers forever.")
+    finally:
+        await rig.agent.model.aclose()
+        await rig.runtime.close()
+    assert report.status == "budget_exhausted" and report.code == "budget_exhausted"
+    results = [e.body for e in rig.events.of("tool_result")]
+    assert [r["ok"] for r in results] == [True, True, False, False, False]
+    assert report.steps == 5

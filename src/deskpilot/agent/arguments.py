@@ -15,10 +15,16 @@ from typing import Any
 #: fields whose value is what gets typed, pasted or set: shown as a length only
 TEXT_FIELDS = frozenset({"text", "value", "content", "data"})
 _SECRET = re.compile(r"pass(word)?|secret|token|api[_-]?key|credential|otp|pin\b", re.IGNORECASE)
-#: NAME=value assignments in a shell command whose name looks like a secret
-_ASSIGNED_SECRET = re.compile(
-    r"\b([A-Za-z_]*(?:PASS(?:WORD)?|SECRET|TOKEN|API_?KEY|CREDENTIAL)[A-Za-z_]*=)(\S+)",
-    re.IGNORECASE,
+#: secrets in a shell command: NAME=value and --name value / --name=value whose name looks
+#: like a secret, an Authorization header's credentials, and well-known key shapes. Only the
+#: value is replaced, so the command keeps its shape (separators, quotes) in the view.
+_VALUE = r"""(?:'[^']*'|"[^"]*"|[^\s;&|'"]+)"""
+_SECRET_NAME = r"[A-Za-z_-]*(?:PASS(?:WORD|WD)?|SECRET|TOKEN|API[_-]?KEY|CREDENTIAL)[A-Za-z_-]*"
+_COMMAND_SECRETS = (
+    re.compile(rf"(\b{_SECRET_NAME}=){_VALUE}", re.IGNORECASE),
+    re.compile(rf"((?:^|\s)--?{_SECRET_NAME}(?:=|\s+)){_VALUE}", re.IGNORECASE),
+    re.compile(r"(\b(?:Bearer|Basic|Token)\s+)[A-Za-z0-9._~+/=-]{6,}", re.IGNORECASE),
+    re.compile(r"()\b(?:sk|pk|rk|ghp|gho|ghs|glpat|xox[abps])[-_][A-Za-z0-9_-]{8,}"),
 )
 MAX_VALUE_CHARS = 60
 MAX_SUMMARY_CHARS = 200
@@ -30,6 +36,12 @@ def _short(value: Any) -> str:
     return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
 
 
+def hide_secrets(command: str) -> str:
+    for pattern in _COMMAND_SECRETS:
+        command = pattern.sub(r"\1«hidden»", command)
+    return command
+
+
 def summarise(name: str, arguments: Mapping[str, Any]) -> str:
     parts: list[str] = []
     for key, value in arguments.items():
@@ -37,8 +49,7 @@ def summarise(name: str, arguments: Mapping[str, Any]) -> str:
             size = len(value) if isinstance(value, str) else len(json.dumps(value))
             parts.append(f"{key}=«{size} chars»")
         elif key == "command" and name == "bash" and isinstance(value, str):
-            shown = _ASSIGNED_SECRET.sub(r"\1«hidden»", value)
-            parts.append(f"command={_short(shown)}")
+            parts.append(f"command={_short(hide_secrets(value))}")
         elif isinstance(value, Mapping | list):
             parts.append(f"{key}={_short(value)}")
         else:

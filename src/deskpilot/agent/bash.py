@@ -55,6 +55,9 @@ class BashTool:
             code="command_failed" if outcome.failed else None,
             kind=ACT,
             risk=outcome.risk,
-            elapsed_ms=outcome.duration_ms,
-            details={"actionId": outcome.action_id, "exitCode": outcome.exit_code},
+            details={
+                "actionId": outcome.action_id,
+                "exitCode": outcome.exit_code,
+                "commandMs": round(outcome.duration_ms, 1),
+            },
         )

@@ -23,6 +23,7 @@ EventKind = Literal[
     "state",  # the header of a new desktop state the model now sees
     "recovery",  # a repair the provider made (code, category) while deciding
     "notice",  # the loop says something (budget spent, history compacted, plan mode)
+    "confirmation",  # an action waits for the person's confirmation (id, how), or got it
     "error",  # the task could not go on (code, message)
     "turn_end",  # the user task ended (status, steps, actions, timings)
 ]

@@ -55,6 +55,7 @@ def build_agent(
                 "model": config.model,
                 "profile": config.profile,
                 "tools": len(agent.tools()),
+                "toolsPerRequest": config.limits.max_tools,
                 "budget": "bounded" if bounded else "unbounded",
                 "cwd": str(cwd),
             },

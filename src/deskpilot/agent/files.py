@@ -18,6 +18,8 @@ from typing import Any
 from deskpilot.agent.tools import READ, ToolResult, TurnScope
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.provider import ToolSpec as ModelTool
+from deskpilot.provider.config.files import config_dir
+from deskpilot.store.paths import data_dir
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_LINES = 2000
@@ -39,12 +41,23 @@ def _secret_place(path: Path) -> bool:
     text = str(path)
     if text in _SYSTEM_SECRETS:
         return True
-    config = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "deskpilot"
-    data = Path(os.environ.get("XDG_DATA_HOME") or home / ".local/share") / "deskpilot"
-    roots = [home / d for d in _SECRET_DIRS] + [config, data]
+    roots = [home / d for d in _SECRET_DIRS] + [p.resolve() for p in deskpilot_places()]
     if any(path == r or r in path.parents for r in roots):
         return True
     return any(path == home / f for f in _SECRET_FILES)
+
+
+def deskpilot_places() -> list[Path]:
+    """Where deskpilot keeps its own keys and records: the data directory (the vault key, the
+    database, and the provider's key file when ``DESKPILOT_DATA_DIR`` is set) and the
+    provider's configuration directory — from the same functions that write there."""
+    home = Path.home()
+    return [
+        data_dir(),
+        config_dir(),
+        Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "deskpilot",
+        Path(os.environ.get("XDG_DATA_HOME") or home / ".local/share") / "deskpilot",
+    ]
 
 
 def resolve(path_text: str, cwd: Path) -> Path:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from deskpilot.agent.arguments import summarise
+from deskpilot.agent.confirmations import ConfirmationWatch
 from deskpilot.agent.events import AgentEvent, EventKind, EventSink
 from deskpilot.agent.history import Conversation
 from deskpilot.agent.instructions import instructions
@@ -43,6 +44,8 @@ from deskpilot.provider import ToolSpec as ModelTool
 #: model replies per user task, whatever the budget mode (a loop that never ends is a bug)
 MAX_REPLIES = 120
 ACCEPT_PLAN = "Plan mode is now disabled: implement the proposed plan above."
+#: calls refused in a row for a spent budget before the task ends (the model was told)
+MAX_SPENT_ATTEMPTS = 3
 
 Status = Literal["answered", "planned", "failed", "budget_exhausted", "interrupted"]
 
@@ -101,6 +104,7 @@ class Agent:
         #: the desktop's core and the agent's own tools are in every request
         self._pinned = desktop.core() | frozenset(self.local)
         self._recoveries_seen = 0
+        self._confirmations = ConfirmationWatch(desktop.kernel, desktop.current_session, self._emit)
 
     # ------------------------------------------------------------------ the person's switches
 
@@ -145,6 +149,9 @@ class Agent:
         self._emit("turn_start", turnId=turn_id, planMode=self.plan_mode, budget=budget.to_json())
         try:
             await self._steps(scope, report)
+        except asyncio.CancelledError:  # Ctrl-C: what already ran is not undone
+            report.status, report.code = "interrupted", "interrupted"
+            raise
         finally:
             report.elapsed_ms = (time.perf_counter() - t0) * 1000.0
             report.actions = int(budget.to_json().get("actions") or 0)
@@ -153,6 +160,7 @@ class Agent:
         return report
 
     async def _steps(self, scope: TurnScope, report: TurnReport) -> None:
+        spent = 0  # calls refused in a row because the budget is spent
         for _ in range(self.max_replies):
             remaining = scope.budget.remaining_ms()
             if remaining is not None and remaining <= 0:
@@ -184,8 +192,12 @@ class Agent:
                 report.timings.append(StepTiming(_since(step_t0), model_ms, 0.0))
                 return
             assert result.tool_call is not None
-            tool_ms = await self._execute(result.tool_call, scope, report)
+            tool_ms, code = await self._execute(result.tool_call, scope, report)
             report.timings.append(StepTiming(_since(step_t0), model_ms, tool_ms))
+            spent = spent + 1 if code == "budget_exhausted" else 0
+            if spent >= MAX_SPENT_ATTEMPTS:
+                self._end_budget(report, "actions")
+                return
         report.code = "step_limit"
         report.message = f"the model made {self.max_replies} replies without finishing the task"
         self._emit("error", code=report.code, message=report.message)
@@ -209,8 +221,11 @@ class Agent:
             if timer is not None:
                 timer.cancel()
 
-    async def _execute(self, call: ToolCall, scope: TurnScope, report: TurnReport) -> float:
-        """Run one validated call; the result goes into the conversation by value."""
+    async def _execute(
+        self, call: ToolCall, scope: TurnScope, report: TurnReport
+    ) -> tuple[float, str | None]:
+        """Run one validated call; the result goes into the conversation by value. Returns
+        the tool's own time and its error code."""
         kind = self._kind(call.name)
         report.tool_calls += 1
         self._emit(
@@ -221,12 +236,13 @@ class Agent:
             summary=summarise(call.name, call.arguments),
         )
         self.conversation.add_call(call)
-        if call.name in self.local:
-            result = await self._run_local(self.local[call.name], call.arguments, scope)
-        else:
-            result = await self.desktop.call(call.name, call.arguments, turn_id=scope.turn_id)
-            # the desktop is live: after any call to it, the same call again is not a repeat
-            self.ledger.advance()
+        async with self._confirmations.during():
+            if call.name in self.local:
+                result = await self._run_local(self.local[call.name], call.arguments, scope)
+            else:
+                result = await self.desktop.call(call.name, call.arguments, turn_id=scope.turn_id)
+                # the desktop is live: after any call to it, the same call again is not a repeat
+                self.ledger.advance()
         if result.frame is not None and result.state_id is not None:
             scope.frames[result.state_id] = result.frame
         self.conversation.add_result(
@@ -248,7 +264,7 @@ class Agent:
         )
         if result.state_id is not None:
             self._emit("state", stateId=result.state_id, header=result.state_header or "")
-        return result.elapsed_ms
+        return result.elapsed_ms, result.code
 
     async def _run_local(
         self, tool: LocalTool, arguments: Mapping[str, Any], scope: TurnScope
@@ -263,9 +279,8 @@ class Agent:
             try:
                 async with asyncio.timeout(None if remaining is None else remaining / 1000.0):
                     result = await tool.run(arguments, scope)
-                if not result.elapsed_ms:
-                    result = replace(result, elapsed_ms=_since(t0))
-                return result
+                # the whole run, confirmation waits included: never the agent's own time
+                return replace(result, elapsed_ms=_since(t0))
             except TimeoutError:
                 return ToolResult(
                     "The bounded budget of this task ran out while this tool ran; it was "
@@ -298,13 +313,6 @@ class Agent:
         self._emit("notice", code="budget_exhausted", budget=which)
 
     def _emit_thought(self, result: TurnResult, model_ms: float) -> None:
-        self._emit(
-            "thought",
-            result=result.kind,
-            requests=result.requests,
-            modelMs=round(model_ms, 2),
-            selectedTools=len(result.selected_tools),
-        )
         events = self.ledger.recovery_events
         for event in events[self._recoveries_seen :]:
             self._emit(
@@ -314,6 +322,13 @@ class Agent:
                 allowed=event["allowed"],
             )
         self._recoveries_seen = len(events)
+        self._emit(
+            "thought",
+            result=result.kind,
+            requests=result.requests,
+            modelMs=round(model_ms, 2),
+            selectedTools=len(result.selected_tools),
+        )
         for warning in result.warnings:
             self._emit("notice", code=warning)
 

@@ -97,6 +97,10 @@ class DesktopTools(Protocol):
         action that is not a desktop tool (a shell command); yields its id."""
         ...
 
+    def current_session(self) -> str | None:
+        """The kernel session the agent's actions run in now (None before the first)."""
+        ...
+
     def end_turn(self, turn_id: str) -> None:
         """The user task is over: its stateIds die, its budget is done."""
         ...

@@ -76,6 +76,11 @@ class _View:
 
         self.sink(AgentEvent("error", {"code": code, "message": message}))
 
+    def note(self, code: str, text: str) -> None:
+        from deskpilot.agent.events import AgentEvent
+
+        self.sink(AgentEvent("notice", {"code": code, "text": text}))
+
 
 async def _turn(agent: Agent, text: str) -> TurnReport:
     """One user task; Ctrl-C interrupts it (what already ran is not undone)."""
@@ -120,22 +125,34 @@ async def _next_line(view: _View) -> str | None:
         loop.remove_signal_handler(signal.SIGINT)
 
 
+HELP = (
+    "Each line is a new task for the agent. `继续` / `continue` carries on the previous one. "
+    "/plan toggles plan mode (the agent only looks, then answers with a plan); /exit ends "
+    "(so does end of input); Ctrl-C interrupts the running task."
+)
+
+
 async def _interactive(agent: Agent, view: _View) -> int:
-    last = EXIT_OK
+    """Until /exit or end of input (exit 0 then: the session ended as asked)."""
     while True:
         line = await _next_line(view)
         if line is None:
-            return last
+            return EXIT_OK
         text = line.strip()
         if not text:
             continue
         if text in ("/exit", "/quit"):
-            return last
+            return EXIT_OK
         if text == "/plan":
             agent.toggle_plan()
             continue
-        report = await _turn(agent, text)
-        last = _STATUS_EXIT.get(report.status, EXIT_FAILED)
+        if text in ("/help", "/?"):
+            view.note("help", HELP)
+            continue
+        if text.startswith("/") and " " not in text and len(text) > 1:
+            view.note("unknown_command", f"{text} is not a command ({HELP})")
+            continue
+        await _turn(agent, text)
 
 
 async def run_agent(
@@ -197,7 +214,10 @@ def agent(
         raise typer.BadParameter("--budget is bounded or unbounded", param_hint="--budget")
     where = (cwd or Path.cwd()).resolve()
     if not where.is_dir():
-        typer.echo(f"error: --cwd {where} is not a directory", err=True)
+        message = f"--cwd {where} is not a directory"
+        if json_out:
+            _View(json_out=True).say("invalid_request", message)
+        typer.echo(f"error: {message}", err=True)
         raise typer.Exit(EXIT_NOT_STARTED)
     code = asyncio.run(
         run_agent(goal, json_out=json_out, bounded=budget == "bounded", plan=plan, cwd=where)

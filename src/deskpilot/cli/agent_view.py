@@ -9,6 +9,7 @@ the header of a new state, recoveries and notices, and keeps a spinner while the
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,17 @@ class JsonLines:
 
     def close(self) -> None:
         pass
+
+
+NOTICES = {
+    "plan_fallback": "the model gave no plan in the expected form: a local outline is shown",
+    "premature_final_unrepaired": "the model's answer may be premature (no repairs left)",
+}
+_PLAN_TAGS = re.compile(r"</?proposed_plan>", re.IGNORECASE)
+
+
+def _plural(count: Any, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def _risk(risk: Any) -> str:
@@ -75,7 +87,8 @@ class RichAgentView:
         self.console.print(
             Text(
                 f"deskpilot agent · model {b.get('model')} ({b.get('profile')}) · "
-                f"{b.get('tools')} tools · budget {b.get('budget')}",
+                f"{b.get('tools')} tools ({b.get('toolsPerRequest')} per request) · "
+                f"budget {b.get('budget')}",
                 style="bold",
             )
         )
@@ -139,13 +152,33 @@ class RichAgentView:
             text = "plan mode on" if b.get("on") else "plan mode off"
         elif code == "budget_exhausted":
             text = f"the bounded budget is spent ({b.get('budget')})"
+        elif b.get("text"):
+            text = str(b["text"])
         else:
-            text = str(code)
+            text = NOTICES.get(str(code), str(code))
         self.console.print(Text(f"  · {text}", style="blue"))
 
     def _on_model_text(self, b: dict[str, Any]) -> None:
-        title = "plan" if b.get("plan") else "answer"
-        self.console.print(Panel(escape(str(b.get("text") or "")), title=title, expand=False))
+        text = str(b.get("text") or "")
+        title = "answer"
+        if b.get("plan"):
+            title, text = "plan", _PLAN_TAGS.sub("", text).strip()
+        self.console.print(Panel(escape(text), title=title, expand=False))
+
+    def _on_confirmation(self, b: dict[str, Any]) -> None:
+        if b.get("state") == "waiting":
+            self.console.print(
+                Text(
+                    f"  ⏸ waiting for your confirmation ({b.get('risk')}): {b.get('summary')}\n"
+                    f"    run `{b.get('approve')}` (or `{b.get('deny')}`) in another terminal",
+                    style="bold magenta",
+                )
+            )
+            self._spin("waiting for your confirmation …")
+        else:
+            self.console.print(
+                Text(f"  confirmation {b.get('confirmationId')}: {b.get('state')}", style="dim")
+            )
 
     def _on_error(self, b: dict[str, Any]) -> None:
         self.console.print(Text(f"error: {b.get('code')}: {b.get('message')}", style="bold red"))
@@ -155,8 +188,10 @@ class RichAgentView:
         own_text = f" · agent {own:.1f} ms/step" if isinstance(own, int | float) else ""
         self.console.print(
             Text(
-                f"{b.get('status')} · {b.get('steps')} steps · {b.get('toolCalls')} tool calls · "
-                f"{b.get('actions')} actions · {(b.get('elapsedMs') or 0) / 1000:.1f} s{own_text}",
+                f"{b.get('status')} · {_plural(b.get('steps'), 'step')} · "
+                f"{_plural(b.get('toolCalls'), 'tool call')} · "
+                f"{_plural(b.get('actions'), 'action')} · "
+                f"{(b.get('elapsedMs') or 0) / 1000:.1f} s{own_text}",
                 style="bold green" if b.get("status") in ("answered", "planned") else "bold red",
             )
         )

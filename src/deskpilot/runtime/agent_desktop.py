@@ -97,6 +97,10 @@ class RuntimeDesktop:
         async with self.runtime.ctx.sessions.using(self.agent_session) as sess:
             yield sess.session_id
 
+    def current_session(self) -> str | None:
+        sess = self.runtime.ctx.sessions.get(self.agent_session)
+        return None if sess is None else sess.session_id
+
     def end_turn(self, turn_id: str) -> None:
         self.runtime.turns.leave(self.agent_session)
 

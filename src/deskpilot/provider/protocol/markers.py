@@ -41,11 +41,13 @@ _FOREIGN = re.compile(
     r"function_results?)(?![A-Za-z0-9_]))",
     re.IGNORECASE,
 )
-#: a JSON action envelope (ours, or an OpenAI-style call list) quoted in untrusted text: its
-#: opening brace becomes a look-alike, so an echo of it can never parse as a call
+#: a JSON action envelope (ours, or an OpenAI-style call list) quoted in untrusted text, also
+#: JSON-escaped inside another JSON string (``{\"kind\":…``): its opening brace becomes a
+#: look-alike, so an echo of it can never parse as a call
 _ENVELOPE = re.compile(
-    r'\{(?=\s*"(?:(?:kind|type)"\s*:\s*"(?:tool_call|final|function_call|function|tool_use)"'
-    r'|(?:tool_calls|function_call)"\s*:))',
+    r'\{(?=\s*\\?"(?:(?:kind|type)\\?"\s*:\s*\\?"'
+    r'(?:tool_call|final|function_call|function|tool_use)\\?"'
+    r'|(?:tool_calls|function_call)\\?"\s*:))',
     re.IGNORECASE,
 )
 _BRACKET = re.compile(rf"\[(?=\s*/?\s*{PREVIOUS_MARKER}(?![A-Za-z0-9_]))", re.IGNORECASE)

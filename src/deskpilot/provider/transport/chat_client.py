@@ -233,6 +233,11 @@ class ChatClient:
         waiter = asyncio.ensure_future(abort.wait())
         try:
             done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # the caller itself was cancelled (Ctrl-C): end the request too
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+            raise
         finally:
             waiter.cancel()
         if task in done:
@@ -286,7 +291,11 @@ class ChatClient:
         except httpx.TimeoutException:
             raise ProviderError("request_timeout", "HTTP timeout") from None
         except httpx.HTTPError as exc:
-            raise ProviderError("network_error", exc.__class__.__name__) from None
+            url = httpx.URL(self.config.endpoint)
+            where = f"{url.scheme}://{url.host}" + (f":{url.port}" if url.port else "")
+            raise ProviderError(
+                "network_error", f"{exc.__class__.__name__} reaching {where}"
+            ) from None
 
     def _http_error(self, status: int, retry_after: str | None) -> ProviderError:
         code = self._contract.classify_http(status)
