@@ -43,3 +43,18 @@ def desktop() -> Iterator[vdesk.DesktopState]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+@pytest.fixture(scope="session")
+def dp_desktop(desktop: vdesk.DesktopState) -> Iterator[vdesk.DesktopState]:
+    """The private desktop with the host's development trust on (a test host is not an
+    installed, signed one)."""
+    from deskpilot.hostclient.config import LOCAL_TRUST_ENV
+
+    old = os.environ.get(LOCAL_TRUST_ENV)
+    os.environ[LOCAL_TRUST_ENV] = "1"
+    yield desktop
+    if old is None:
+        os.environ.pop(LOCAL_TRUST_ENV, None)
+    else:
+        os.environ[LOCAL_TRUST_ENV] = old

@@ -8,7 +8,6 @@ loops); that directory is put on the import path here, as pytest does for its ow
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -23,7 +22,6 @@ from agent_rig import API_KEY, AgentRig, make_rig
 from scripted_model import ScriptedModel
 
 from deskpilot.desktop.apps import App, launch_accessible
-from deskpilot.hostclient.config import LOCAL_TRUST_ENV
 
 
 @pytest.fixture
@@ -49,17 +47,6 @@ def model_env(scripted_model: ScriptedModel, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delenv("DESKPILOT_VISION_BASE_URL", raising=False)
     monkeypatch.delenv("DESKPILOT_VISION_MODEL", raising=False)
     return env
-
-
-@pytest.fixture(scope="session")
-def dp_desktop(desktop: Any) -> Iterator[Any]:
-    old = os.environ.get(LOCAL_TRUST_ENV)
-    os.environ[LOCAL_TRUST_ENV] = "1"
-    yield desktop
-    if old is None:
-        os.environ.pop(LOCAL_TRUST_ENV, None)
-    else:
-        os.environ[LOCAL_TRUST_ENV] = old
 
 
 @pytest.fixture

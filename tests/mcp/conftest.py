@@ -7,7 +7,6 @@ object in this process, a real host subprocess behind it) or over a stdio subpro
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,17 +14,6 @@ import pytest
 from mcp_helpers import HttpServer, http_server, start_app
 
 from deskpilot.desktop.apps import App
-from deskpilot.hostclient.config import LOCAL_TRUST_ENV
-
-
-@pytest.fixture(scope="session")
-def dp_desktop(desktop: Any) -> Iterator[Any]:
-    """The private desktop with the host's development trust on."""
-    old = os.environ.get(LOCAL_TRUST_ENV)
-    os.environ[LOCAL_TRUST_ENV] = "1"
-    yield desktop
-    if old is None:
-        os.environ.pop(LOCAL_TRUST_ENV, None)
 
 
 @pytest.fixture

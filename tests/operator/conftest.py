@@ -9,7 +9,6 @@ tests/conftest.py) and start each app fresh for one test.
 from __future__ import annotations
 
 import asyncio
-import os
 import shlex
 import shutil
 import tempfile
@@ -21,7 +20,6 @@ import pytest
 from scripted_model import ScriptedModel
 
 from deskpilot.desktop.apps import App, launch_accessible
-from deskpilot.hostclient.config import LOCAL_TRUST_ENV
 
 FORM_ARGV = ["--forms", "--title=Contact", "--add-entry=Name", "--add-entry=City"]
 
@@ -34,18 +32,6 @@ def scripted_model() -> Iterator[ScriptedModel]:
     finally:
         model.close()
     assert not model.errors, model.errors
-
-
-@pytest.fixture(scope="session")
-def dp_desktop(desktop: Any) -> Iterator[Any]:
-    """The private desktop with the host's development trust on."""
-    old = os.environ.get(LOCAL_TRUST_ENV)
-    os.environ[LOCAL_TRUST_ENV] = "1"
-    yield desktop
-    if old is None:
-        os.environ.pop(LOCAL_TRUST_ENV, None)
-    else:
-        os.environ[LOCAL_TRUST_ENV] = old
 
 
 def start_app(argv: list[str], *, capture_stdout: bool = False) -> App:
