@@ -31,15 +31,23 @@ class ConfirmationWatch:
         self.kernel = kernel
         self.session_of = session_of
         self.emit = emit
+        #: per kernel session, the last timeline row already looked at (each call reads only
+        #: what was written since)
+        self._seen: dict[str, int] = {}
 
     def _last_seq(self, session_id: str | None) -> int:
         if session_id is None:
             return 0
-        rows = self.kernel.timeline(session_id)
-        return rows[-1].seq if rows else 0
+        if session_id not in self._seen:
+            rows = self.kernel.timeline(session_id)
+            self._seen[session_id] = rows[-1].seq if rows else 0
+        return self._seen[session_id]
 
     def _drain(self, session_id: str, after: int) -> int:
-        for row in self.kernel.timeline(session_id, after):
+        rows = self.kernel.timeline(session_id, after)
+        if rows:
+            self._seen[session_id] = rows[-1].seq
+        for row in rows:
             after = row.seq
             p: dict[str, Any] = row.payload
             if row.type is EventType.APPROVAL_REQUESTED:
