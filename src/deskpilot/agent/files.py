@@ -115,9 +115,14 @@ class ReadTool:
         return ToolResult(f"{header}\n{body}", kind=READ)
 
 
-def read_text(path: Path) -> str:
+def check_not_secret(path: Path) -> None:
+    """Refuse the places keys live, for every tool that reads a file (read, vision_read)."""
     if _secret_place(path):
         raise _refuse(f"{path} is where keys or credentials are kept; not read", "secret_place")
+
+
+def read_text(path: Path) -> str:
+    check_not_secret(path)
     if path.suffix.lower() in IMAGE_SUFFIXES:
         raise _refuse(f"{path} is an image: use vision_read with its path", "image_file")
     try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from deskpilot.agent.files import resolve
+from deskpilot.agent.files import check_not_secret, resolve
 from deskpilot.agent.tools import READ, ToolResult, TurnScope
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.provider import ToolSpec as ModelTool
@@ -63,7 +63,9 @@ class VisionReadTool:
                 )
             image = frame.jpeg
         else:
-            image = load_image_file(resolve(str(path), scope.cwd))
+            where = resolve(str(path), scope.cwd)
+            check_not_secret(where)
+            image = load_image_file(where)
         question = arguments.get("question")
         text = await read_image(
             image, question=str(question) if question else None, config=self.config
