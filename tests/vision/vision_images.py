@@ -49,3 +49,43 @@ def jpeg(img: Image.Image, quality: int = 90) -> bytes:
     buf = io.BytesIO()
     img.convert("RGB").save(buf, format="JPEG", quality=quality)
     return buf.getvalue()
+
+
+WORDS = [
+    *("the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "settings", "network"),
+    *("display", "keyboard", "mouse", "printer", "account", "invoice", "total", "window"),
+]
+
+
+def dense_page(lines: int = 30, pitch: int = 26) -> tuple[Image.Image, list[Box]]:
+    """benchmarks/ocr_bench.py's dense frame: 1280x800, ``lines`` lines of 12 words of
+    16 px text every ``pitch`` px; with the ink box of each line."""
+    img = Image.new("RGB", (1280, 800), "white")
+    d = ImageDraw.Draw(img)
+    boxes = []
+    for i in range(lines):
+        words = [WORDS[(i * 3 + j) % len(WORDS)] for j in range(12)]
+        boxes.append(draw_text(d, (20, 10 + i * pitch), " ".join(words), size=16, fill=(0, 0, 0)))
+    return img, boxes
+
+
+def desktop_frame() -> tuple[Image.Image, list[Box]]:
+    """benchmarks/ocr_bench.py's desktop frame: wallpaper, a window with a title bar, four
+    buttons, a 12-line text area and a dark panel; with the ink box of each text."""
+    img = Image.new("RGB", (1280, 800), (58, 110, 165))
+    d = ImageDraw.Draw(img)
+    d.rectangle((160, 100, 1120, 700), fill=(246, 245, 244), outline=(160, 160, 160))
+    d.rectangle((160, 100, 1120, 136), fill=(222, 221, 218))
+    boxes = [draw_text(d, (560, 108), "Document Settings", size=15, fill=(0, 0, 0), bold=True)]
+    for i, label in enumerate(["Save", "Cancel", "Apply", "Help"]):
+        x = 200 + i * 120
+        d.rounded_rectangle((x, 150, x + 100, 182), 6, fill="white", outline=(150, 150, 150))
+        boxes.append(draw_text(d, (x + 22, 158), label, size=14, fill=(0, 0, 0)))
+    d.rectangle((200, 200, 1080, 620), fill="white", outline=(180, 180, 180))
+    for i in range(12):
+        line = f"Line {i + 1}: the invoice total for account {1000 + i} is due on Monday"
+        boxes.append(draw_text(d, (212, 210 + i * 32), line, size=14, fill=(30, 30, 30)))
+    d.rectangle((0, 770, 1280, 800), fill=(40, 40, 40))
+    panel = "Activities   Files   Terminal   10:42"
+    boxes.append(draw_text(d, (10, 776), panel, size=14, fill=(255, 255, 255)))
+    return img, boxes
