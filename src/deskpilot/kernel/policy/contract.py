@@ -17,6 +17,8 @@ Each check returns a reason code or None. Matching rules:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from deskpilot.kernel.policy import signals as sig
 from deskpilot.kernel.policy.context import PolicyContext
 from deskpilot.protocol.privacy import identity_candidates
@@ -71,6 +73,13 @@ def forbidden(action: Action, ctx: PolicyContext, forbidden_actions: list[str]) 
         if low.startswith("key:") and sig.chord_parts(low[4:]) in keys:
             return e
     return None
+
+
+def forbidden_entry(forbidden_actions: list[str], names: Iterable[str]) -> str | None:
+    """The contract entry naming one of ``names`` (compared whole, case-insensitive), for the
+    actions outside every window (a launch, a shell command) whose keys are fixed names."""
+    lowered = {f.strip().lower(): f.strip() for f in forbidden_actions}
+    return next((lowered[n] for n in names if n in lowered), None)
 
 
 def contract_reason(

@@ -72,8 +72,22 @@ def focus_mismatch(
     return None
 
 
-def _threshold(setting: str) -> RiskLevel | None:
+def confirmation_threshold(setting: str) -> RiskLevel | None:
+    """``requireConfirmationAbove`` as a level (``off``: None), for every kind of action."""
     return None if setting == "off" else RiskLevel(int(setting[1:]))
+
+
+def decided(
+    risk: RiskLevel,
+    decision: Decision,
+    reason: Reason | str,
+    ctx: PolicyContext,
+    details: dict[str, str] | None = None,
+) -> PolicyDecision:
+    """A decision, with ``user_presence`` derived from its reason the one way all rules do."""
+    code = str(reason)
+    presence = decision == Decision.REQUIRE_APPROVAL and code.startswith("user_presence")
+    return PolicyDecision(risk, decision, code, presence, ctx, details or {})
 
 
 def evaluate(
@@ -91,8 +105,7 @@ def evaluate(
     def out(
         decision: Decision, reason: Reason | str, details: dict[str, str] | None = None
     ) -> PolicyDecision:
-        presence = decision == Decision.REQUIRE_APPROVAL and str(reason).startswith("user_presence")
-        return PolicyDecision(risk, decision, str(reason), presence, ctx, details or {})
+        return decided(risk, decision, reason, ctx, details)
 
     mismatch = focus_mismatch(obs, bound, expected_app)
     if mismatch is not None:
@@ -111,7 +124,7 @@ def evaluate(
         return out(Decision.REQUIRE_APPROVAL, Reason.USER_PRESENCE_SUPERVISED)
     if contract.user_presence == UserPresence.REQUIRED and risk >= RiskLevel.L2:
         return out(Decision.REQUIRE_APPROVAL, Reason.USER_PRESENCE_REQUIRED)
-    threshold = _threshold(settings.require_confirmation_above)
+    threshold = confirmation_threshold(settings.require_confirmation_above)
     if threshold is not None and risk > threshold:
         return out(Decision.REQUIRE_APPROVAL, Reason.CONFIRMATION_REQUIRED)
 

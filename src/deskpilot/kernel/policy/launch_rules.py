@@ -33,8 +33,13 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from deskpilot.kernel.policy.context import PolicyContext
-from deskpilot.kernel.policy.contract import domain_reason
-from deskpilot.kernel.policy.engine import PolicyDecision, Reason
+from deskpilot.kernel.policy.contract import domain_reason, forbidden_entry
+from deskpilot.kernel.policy.engine import (
+    PolicyDecision,
+    Reason,
+    confirmation_threshold,
+    decided,
+)
 from deskpilot.protocol.session import (
     Decision,
     EffectClass,
@@ -278,10 +283,6 @@ def _context(req: LaunchRequest, rating: LaunchRating, url: str | None = None) -
     )
 
 
-def _threshold(setting: str) -> RiskLevel | None:
-    return None if setting == "off" else RiskLevel(int(setting[1:]))
-
-
 def evaluate_launch(
     req: LaunchRequest, contract: TaskContract, settings: SettingsModel
 ) -> PolicyDecision:
@@ -294,14 +295,14 @@ def evaluate_launch(
     def out(
         decision: Decision, reason: str, details: dict[str, str] | None = None
     ) -> PolicyDecision:
-        code = str(reason)
-        presence = decision == Decision.REQUIRE_APPROVAL and code.startswith("user_presence")
-        return PolicyDecision(risk, decision, code, presence, ctx, {**base, **(details or {})})
+        return decided(risk, decision, reason, ctx, {**base, **(details or {})})
 
-    lowered = {f.strip().lower(): f.strip() for f in contract.forbidden_actions}
-    for key in (LAUNCH_KIND, ctx.effect.value, f"target:{ctx.target_kind.value}"):
-        if key in lowered:
-            return out(Decision.DENY, Reason.FORBIDDEN_ACTION, {"entry": lowered[key]})
+    entry = forbidden_entry(
+        contract.forbidden_actions,
+        (LAUNCH_KIND, ctx.effect.value, f"target:{ctx.target_kind.value}"),
+    )
+    if entry is not None:
+        return out(Decision.DENY, Reason.FORBIDDEN_ACTION, {"entry": entry})
     ids = launch_identities(req)
     for source, allowed in (
         ("contract", contract.allowed_apps),
@@ -328,7 +329,7 @@ def evaluate_launch(
         return out(Decision.REQUIRE_APPROVAL, Reason.USER_PRESENCE_SUPERVISED)
     if contract.user_presence == UserPresence.REQUIRED:
         return out(Decision.REQUIRE_APPROVAL, Reason.USER_PRESENCE_REQUIRED)
-    threshold = _threshold(settings.require_confirmation_above)
+    threshold = confirmation_threshold(settings.require_confirmation_above)
     if threshold is not None and risk > threshold:
         return out(Decision.REQUIRE_APPROVAL, Reason.CONFIRMATION_REQUIRED)
     return out(Decision.ALLOW, Reason.WITHIN_TASK_SCOPE)

@@ -58,7 +58,13 @@ import os
 from dataclasses import dataclass, field
 
 from deskpilot.kernel.policy.context import PolicyContext
-from deskpilot.kernel.policy.engine import PolicyDecision, Reason
+from deskpilot.kernel.policy.contract import forbidden_entry
+from deskpilot.kernel.policy.engine import (
+    PolicyDecision,
+    Reason,
+    confirmation_threshold,
+    decided,
+)
 from deskpilot.kernel.policy.shell_commands import rate_simple
 from deskpilot.kernel.policy.shell_parse import Unparsed, mask_quotes, split_commands, tokenize
 from deskpilot.kernel.policy.shell_scan import Scan, sensitive_roots
@@ -179,10 +185,6 @@ def _context(req: ShellRequest, rating: ShellRating) -> PolicyContext:
     )
 
 
-def _threshold(setting: str) -> RiskLevel | None:
-    return None if setting == "off" else RiskLevel(int(setting[1:]))
-
-
 def evaluate_shell(
     req: ShellRequest, contract: TaskContract, settings: SettingsModel
 ) -> PolicyDecision:
@@ -203,21 +205,21 @@ def evaluate_shell(
     def out(
         decision: Decision, reason: str, details: dict[str, str] | None = None
     ) -> PolicyDecision:
-        code = str(reason)
-        presence = decision == Decision.REQUIRE_APPROVAL and code.startswith("user_presence")
-        return PolicyDecision(risk, decision, code, presence, ctx, {**base, **(details or {})})
+        return decided(risk, decision, reason, ctx, {**base, **(details or {})})
 
-    lowered = {f.strip().lower(): f.strip() for f in contract.forbidden_actions}
-    for key in (*FORBIDDEN_NAMES, ctx.effect.value, f"target:{ctx.target_kind.value}"):
-        if key in lowered:
-            return out(Decision.DENY, Reason.FORBIDDEN_ACTION, {"entry": lowered[key]})
+    entry = forbidden_entry(
+        contract.forbidden_actions,
+        (*FORBIDDEN_NAMES, ctx.effect.value, f"target:{ctx.target_kind.value}"),
+    )
+    if entry is not None:
+        return out(Decision.DENY, Reason.FORBIDDEN_ACTION, {"entry": entry})
     if risk >= RiskLevel.L3:
         return out(Decision.REQUIRE_APPROVAL, ShellReason.SHELL_CONFIRMATION_REQUIRED)
     if contract.user_presence == UserPresence.SUPERVISED:
         return out(Decision.REQUIRE_APPROVAL, Reason.USER_PRESENCE_SUPERVISED)
     if contract.user_presence == UserPresence.REQUIRED and risk >= RiskLevel.L2:
         return out(Decision.REQUIRE_APPROVAL, Reason.USER_PRESENCE_REQUIRED)
-    threshold = _threshold(settings.require_confirmation_above)
+    threshold = confirmation_threshold(settings.require_confirmation_above)
     if threshold is not None and risk > threshold:
         return out(Decision.REQUIRE_APPROVAL, Reason.CONFIRMATION_REQUIRED)
     return out(Decision.ALLOW, Reason.WITHIN_TASK_SCOPE)
