@@ -181,3 +181,43 @@ def test_json_mode_reports_a_bad_cwd_as_an_event(tmp_path: Path) -> None:
     assert proc.returncode == 4
     event = json.loads(proc.stdout.splitlines()[0])
     assert event["event"] == "error" and "not a directory" in event["message"]
+
+
+def test_tools_limits_what_the_model_is_offered(
+    model_env: dict[str, str], scripted_model: ScriptedModel, tmp_path: Path
+) -> None:
+    scripted_model.set_policy(lambda r: final("no tools here"))
+    code, events, out = _run(["--json", "--tools", "read", "hi"], model_env, tmp_path)
+    assert code == 0, out
+    assert events[0]["toolNames"] == ["read"]
+    system = scripted_model.request(-1).system
+    assert "- read:" in system and "- bash:" not in system and "- click:" not in system
+    code, events, out = _run(["--json", "--tools", "none", "hi"], model_env, tmp_path)
+    assert code == 0 and events[0]["toolNames"] == [], out
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--tools", "read,teleport"], "unknown tool(s) teleport"),
+        (["--tools", "none,read"], "--tools"),
+        (["--max-tools", "0"], "max tools"),
+    ],
+)
+def test_bad_tool_options_are_usage_errors(
+    model_env: dict[str, str], tmp_path: Path, args: list[str], says: str
+) -> None:
+    code, _, out = _run(["--json", *args, "hi"], model_env, tmp_path)
+    assert code == 2, out
+    assert says in out
+
+
+def test_max_tools_clips_and_a_read_event_names_its_path(
+    model_env: dict[str, str], scripted_model: ScriptedModel, tmp_path: Path
+) -> None:
+    (tmp_path / "a.txt").write_text("x\n")
+    scripted_model.set_policy(Steps([call("read", path="a.txt"), final("read it")]))
+    code, events, out = _run(["--json", "--max-tools", "1", "Read a.txt"], model_env, tmp_path)
+    assert code == 0, out
+    assert next(e for e in events if e["event"] == "tool_call")["path"] == "a.txt"
+    assert scripted_model.request(0).tools() == ["read"]

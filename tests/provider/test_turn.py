@@ -298,9 +298,26 @@ async def test_unrepaired_premature_final_is_returned_with_warning(server: Scrip
     server.script(
         Reply.chat('{"kind":"final","text":"OK"}'), Reply.chat('{"kind":"final","text":"OK"}')
     )
-    result, _ = await decide(server, [ChatMessage.user("say ok")])
+    result, _ = await decide(server, [ChatMessage.user("What does the config say?")])
     assert result.kind == "final" and result.text == "OK"
     assert "premature_final_unrepaired" in result.warnings
+
+
+@pytest.mark.parametrize(
+    ("ask", "reply"),
+    [
+        ("say ok", "OK"),
+        ("Do nothing yet; for now just reply: noted.", "Noted."),
+        ("只回复：收到", "收到！"),
+    ],
+)
+async def test_an_ack_the_person_asked_for_is_the_answer(
+    server: ScriptedServer, ask: str, reply: str
+) -> None:
+    server.script(Reply.chat(json.dumps({"kind": "final", "text": reply}, ensure_ascii=False)))
+    result, _ = await decide(server, [ChatMessage.user(ask)])
+    assert (result.kind, result.text, result.requests) == ("final", reply, 1)
+    assert result.recoveries == {}
 
 
 async def test_continuation_without_progress_is_repaired(server: ScriptedServer) -> None:

@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -89,6 +89,7 @@ class Agent:
         sink: EventSink,
         local_tools: Sequence[LocalTool] = (),
         max_replies: int = MAX_REPLIES,
+        offered: Collection[str] | None = None,
     ) -> None:
         self.model = model
         self.desktop = desktop
@@ -101,8 +102,11 @@ class Agent:
         self.plan_mode = False
         self._plan_pending = False
         self._specs = self._all_specs()
+        if offered is not None:  # the person's own list (``--tools``): nothing else is shown
+            wanted = set(offered)
+            self._specs = [t for t in self._specs if t.name in wanted]
         #: the desktop's core and the agent's own tools are in every request
-        self._pinned = desktop.core() | frozenset(self.local)
+        self._pinned = (desktop.core() | frozenset(self.local)) & {t.name for t in self._specs}
         self._recoveries_seen = 0
         self._confirmations = ConfirmationWatch(desktop.kernel, desktop.current_session, self._emit)
 
@@ -234,6 +238,7 @@ class Agent:
             name=call.name,
             toolKind=kind,
             summary=summarise(call.name, call.arguments),
+            **_named_path(call.arguments),
         )
         self.conversation.add_call(call)
         async with self._confirmations.during():
@@ -335,6 +340,13 @@ class Agent:
     def _emit(self, event: EventKind, /, **body: Any) -> None:
         with contextlib.suppress(Exception):  # a broken view must not break the task
             self.sink(AgentEvent(event, body))
+
+
+def _named_path(arguments: Mapping[str, Any]) -> dict[str, str]:
+    """The path a file tool was asked for, as the model wrote it (a path is not typed text;
+    the smoke suite checks that a read used the cwd-relative path it was told)."""
+    path = arguments.get("path")
+    return {"path": path} if isinstance(path, str) else {}
 
 
 def _since(t0: float) -> float:

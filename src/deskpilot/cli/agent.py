@@ -156,7 +156,14 @@ async def _interactive(agent: Agent, view: _View) -> int:
 
 
 async def run_agent(
-    goal: str | None, *, json_out: bool, bounded: bool, plan: bool, cwd: Path
+    goal: str | None,
+    *,
+    json_out: bool,
+    bounded: bool,
+    plan: bool,
+    cwd: Path,
+    tools: list[str] | None = None,
+    max_tools: int | None = None,
 ) -> int:
     from deskpilot.agent.factory import build_agent
     from deskpilot.runtime.agent_desktop import RuntimeDesktop
@@ -171,11 +178,17 @@ async def run_agent(
     try:
         try:
             agent = build_agent(
-                RuntimeDesktop(runtime), cwd=cwd, sink=view.sink, env=os.environ, bounded=bounded
+                RuntimeDesktop(runtime),
+                cwd=cwd,
+                sink=view.sink,
+                env=os.environ,
+                bounded=bounded,
+                tools=tools,
+                max_tools=max_tools,
             )
         except DeskpilotError as exc:
             view.say(exc.code.value, exc.message)
-            return EXIT_NOT_STARTED
+            return EXIT_USAGE if exc.code.value == "invalid_request" else EXIT_NOT_STARTED
         await runtime.start()
         if plan:
             agent.toggle_plan()
@@ -188,6 +201,19 @@ async def run_agent(
         if agent is not None:
             await agent.model.aclose()
         await runtime.close()
+
+
+def _tool_list(raw: str | None) -> list[str] | None:
+    if raw is None:
+        return None
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    if names == ["none"]:
+        return []
+    if not names or "none" in names:
+        raise typer.BadParameter(
+            "a comma-separated list of tool names, or none", param_hint="--tools"
+        )
+    return list(dict.fromkeys(names))
 
 
 def agent(
@@ -207,6 +233,17 @@ def agent(
     cwd: Annotated[
         Path | None, typer.Option(help="Working directory for read and bash (default: here).")
     ] = None,
+    tools: Annotated[
+        str | None,
+        typer.Option(
+            help="Only these tools may be offered, comma-separated (e.g. read,bash); "
+            "'none' offers none. Default: all of them.",
+        ),
+    ] = None,
+    max_tools: Annotated[
+        int | None,
+        typer.Option(help="Tools shown per model request (default 14; the core is pinned)."),
+    ] = None,
 ) -> None:
     """Run deskpilot's own agent on the configured text-only model (`deskpilot provider
     configure` sets it up)."""
@@ -220,6 +257,14 @@ def agent(
         typer.echo(f"error: {message}", err=True)
         raise typer.Exit(EXIT_NOT_STARTED)
     code = asyncio.run(
-        run_agent(goal, json_out=json_out, bounded=budget == "bounded", plan=plan, cwd=where)
+        run_agent(
+            goal,
+            json_out=json_out,
+            bounded=budget == "bounded",
+            plan=plan,
+            cwd=where,
+            tools=_tool_list(tools),
+            max_tools=max_tools,
+        )
     )
     raise typer.Exit(code)

@@ -19,10 +19,42 @@ from rich.table import Table
 
 from deskpilot.hostclient.diagnosis import Diagnosis, diagnose, write_report
 from deskpilot.kernel.sharing import desktop_sharing
+from deskpilot.smoke import gates as smoke_gates
+from deskpilot.smoke import schema as smoke_schema
+from deskpilot.store.paths import data_dir
 
 EXIT_NOT_READY = 1
 EXIT_UNTRUSTED = 3
 EXIT_REPORT_FAILED = 4
+
+
+def _smoke_state() -> dict[str, Any]:
+    """The latest smoke run and its full-suite-strict trend over 3 (read-only, docs/smoke.md).
+
+    Information only: whatever the smoke dir holds, it never fails doctor or changes its exit
+    status, and with no runs it opens no file."""
+    try:
+        return smoke_gates.smoke_status(smoke_schema.smoke_dir(data_dir()))
+    except Exception as exc:  # a broken smoke dir is reported, never fatal to doctor
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def _smoke_row(smoke: dict[str, Any]) -> str:
+    if smoke.get("error"):
+        return f"unreadable: {smoke['error']}"
+    latest = smoke.get("latest")
+    if not latest:
+        return "no runs"
+    if latest.get("parseError"):
+        return f"latest {latest['runId']}: unparsable summary"
+    age = latest.get("ageS")
+    ago = "" if age is None else f", {age / 3600:.1f} h ago"
+    gate = smoke.get("trendGate") or {}
+    return (
+        f"latest {latest['runId']} ({latest['runKind']}): "
+        f"{'ok' if latest['ok'] else 'not ok'}, {latest['failures']} failures{ago}; "
+        f"trend gate {gate.get('profile')} x{gate.get('requested')}: {gate.get('status')}"
+    )
 
 
 def _render(report: dict[str, Any], console: Console) -> None:
@@ -76,6 +108,8 @@ def _render(report: dict[str, Any], console: Console) -> None:
         holder = lease.get("holder") or {}
         who = f" by pid {holder.get('pid')}" if holder else ""
         table.add_row("desktop lease", f"{lease.get('state')}{who}")
+    if "smoke" in report:
+        table.add_row("smoke", _smoke_row(report["smoke"]))
     console.print(table)
 
 
@@ -105,6 +139,7 @@ def doctor(
     report = asyncio.run(diagnose(verify_only=verify_host, app=app))
     data = report.to_dict()
     data.update(desktop_sharing())
+    data["smoke"] = _smoke_state()
     kill_switch_down = bool((data.get("killSwitch") or {}).get("blocksReady"))
     if kill_switch_down:
         data["ready"] = False

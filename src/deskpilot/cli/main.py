@@ -13,6 +13,7 @@ from deskpilot.cli import (
     provider,
     run,
     serve,
+    smoke,
     vault,
     verification,
 )
@@ -35,6 +36,7 @@ app.add_typer(control.settings_app, name="settings")
 app.command("run")(run.run)
 app.command("agent")(agent.agent)
 app.add_typer(verification.app, name="verification")
+app.add_typer(smoke.app, name="smoke")
 
 
 if __name__ == "__main__":

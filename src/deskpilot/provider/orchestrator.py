@@ -14,7 +14,7 @@ from deskpilot.provider.config import ProviderConfig, load_config
 from deskpilot.provider.contract import ProviderError
 from deskpilot.provider.protocol import PROTOCOL_VERSION, ChatMessage, build_payload, serialise
 from deskpilot.provider.telemetry import DebugLog, NullTelemetry, Telemetry
-from deskpilot.provider.tools import ToolSpec
+from deskpilot.provider.tools import ToolSpec, tools_hash
 from deskpilot.provider.transport import ChatClient
 from deskpilot.provider.turn import (
     ExecutionLedger,
@@ -81,6 +81,8 @@ class Provider:
             protocol_version=PROTOCOL_VERSION,
             profile=self.config.profile,
             toolSelectionSummary=prepared.selection.summary(),
+            selected_tool_hash=tools_hash(prepared.selected),
+            runtime_bounds=limits.bounds(),
             **prepared.selection.telemetry(),
         )
         repair: str | None = None

@@ -45,6 +45,23 @@ class RuntimePolicy:
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
 
+    def bounds(self) -> dict[str, Any]:
+        """The numbers a run's behaviour depends on, for its runtime fingerprint (the smoke
+        summary compares them across runs): timeouts, output and result limits, recovery
+        limits. Retry pacing is left out: it changes timing, not what the model sees."""
+        return {
+            "perAttemptTimeoutMs": self.per_attempt_timeout_ms,
+            "totalDeadlineMs": self.total_deadline_ms,
+            "maxOutputTokens": self.max_output_tokens,
+            "maxToolResultChars": self.max_tool_result_chars,
+            "maxToolHistoryChars": self.max_tool_history_chars,
+            "maxTools": self.max_tools,
+            "requestAttempts": self.request_attempts,
+            "recoveryLimits": {
+                k: v for k, v in self.as_dict().items() if k.startswith("max_") and "recover" in k
+            },
+        }
+
     @classmethod
     def for_profile(cls, profile: str = DEFAULT_PROFILE, **overrides: int) -> RuntimePolicy:
         policy, _ = resolve_policy(profile, overrides=overrides)

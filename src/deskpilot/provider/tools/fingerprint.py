@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -46,3 +46,14 @@ def json_equal(a: Any, b: Any) -> bool:
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
     return type(a) is type(b) and bool(a == b)
+
+
+def tools_hash(tools: Iterable[Any]) -> str:
+    """A short, stable hash of the tools a request shows (names, descriptions, schemas): two
+    runs with the same hash showed the model the same tools."""
+    canon = [
+        {"name": t.name, "description": t.description, "parameters": _canon(t.parameters)}
+        for t in tools
+    ]
+    text = json.dumps(canon, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

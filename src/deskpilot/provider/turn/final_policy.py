@@ -117,6 +117,13 @@ def _previous_final(messages: Sequence[ChatMessage]) -> str | None:
     return None
 
 
+def _asked_for(text: str, latest: str) -> bool:
+    """The person asked for this very reply ("for now just reply: noted"): an ack that
+    answers what was asked is the answer, not a premature end."""
+    said = _norm(text)
+    return bool(said) and said in _norm(latest)
+
+
 def check_final(
     text: str,
     messages: Sequence[ChatMessage],
@@ -140,7 +147,7 @@ def check_final(
         previous = _previous_final(messages)
         if is_ack(text) or is_intent_only(text) or (previous and _norm(previous) == _norm(text)):
             return FinalCheck("premature_final", "continuation_no_progress")
-    if is_ack(text):
+    if is_ack(text) and not _asked_for(text, latest):
         return FinalCheck("premature_final", "bare_ack")
     if tools_available and is_intent_only(text):
         return FinalCheck("premature_final", "intent_without_call")

@@ -1,0 +1,553 @@
+"""``deskpilot smoke summary``: read past smoke runs (history, compare, drift, gates, retention).
+
+The command only translates: it checks the flags, calls ``deskpilot.smoke`` (history, compare,
+drift, gates, retention, summary_selftest) and prints the result, as versioned JSON with
+``--json`` or as tables. Exit status: 0 ok; 1 a gate failed (or the run read directly is not
+ok); 2 a usage error, an unknown run id, or a selected summary that cannot be parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from deskpilot.smoke import compare, drift, gates, history, retention, schema, summary_selftest
+from deskpilot.smoke.history import BrokenSummary, RunSummary, SummaryError
+from deskpilot.store import paths
+
+EXIT_USAGE = 2
+_CODE = re.compile(r"^[a-z0-9_]+$")
+_GATE = "Gate options (--trend-gate, --latest, --run-id)"
+_KEEP = "Retention policy (--retention-report)"
+_MODES = (
+    "--latest",
+    "--run-id",
+    "--history",
+    "--compare",
+    "--drift",
+    "--trend-gate",
+    "--retention-report",
+    "--self-test",
+)
+
+
+class UsageError(Exception):
+    """Flags that do not make sense together, or a value that is not what the flag takes."""
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(EXIT_USAGE)
+
+
+def _list(
+    value: str | None, flag: str, valid: Callable[[str], bool] | None = None
+) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = tuple(part.strip() for part in value.split(",") if part.strip())
+    if not items:
+        raise UsageError(f"{flag} needs a comma-separated list")
+    bad = [item for item in items if valid is not None and not valid(item)]
+    if bad:
+        raise UsageError(f"{flag}: not a valid name: {', '.join(bad)}")
+    return items
+
+
+def _reason_code(text: str) -> bool:
+    return bool(_CODE.match(text))
+
+
+def _kinds(value: str | None, flag: str) -> tuple[str, ...]:
+    kinds = _list(value, flag)
+    unknown = [k for k in kinds if k not in schema.RUN_KINDS]
+    if unknown:
+        raise UsageError(
+            f"{flag}: unknown run kind {', '.join(unknown)} (known: {', '.join(schema.RUN_KINDS)})"
+        )
+    return kinds
+
+
+def _print_json(value: dict[str, Any]) -> None:
+    typer.echo(json.dumps(value, indent=2, sort_keys=True))
+
+
+def _table(*columns: str) -> Table:
+    table = Table(
+        show_header=True, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1)
+    )
+    for i, name in enumerate(columns):
+        table.add_column(name, no_wrap=i == 0, min_width=len(name))
+    return table
+
+
+def _verdict(ok: bool, good: str = "ok", bad: str = "FAILED") -> str:
+    return f"[green]{good}[/green]" if ok else f"[red]{bad}[/red]"
+
+
+#: the quality counters a history row shows, when non-zero, as ``label=count``
+_SIGNALS = (
+    ("raw", "rawMarkupFinals"),
+    ("empty", "emptyAssistantEnds"),
+    ("envelope", "toolEnvelopeFinals"),
+    ("errors", "errors"),
+    ("provider", "providerErrors"),
+    ("slow", "slowRequests"),
+    ("lifecycle", "lifecycleFailures"),
+    ("watchdog", "watchdogTimeouts"),
+)
+
+
+def _runs_table(rows: list[dict[str, Any]]) -> Table:
+    table = _table("run id", "kind", "ok", "fail", "cases", "rec", "rate", "ms", "signals")
+    for row in rows:
+        if "parseError" in row:
+            table.add_row(row["runId"], f"[red]parse error: {row['parseError']}[/red]")
+            continue
+        signals = [f"{label}={row[key]}" for label, key in _SIGNALS if row.get(key)]
+        latency = row.get("requestLatencyMsMax")
+        table.add_row(
+            row["runId"],
+            row["runKind"] + ("*" if row.get("runKindInferred") else ""),
+            _verdict(bool(row["ok"]), "yes", "no"),
+            str(row["failures"]),
+            str(row["cases"]),
+            str(row["recoveries"]),
+            f"{row['recoveryRate']:.2f}",
+            "-" if latency is None else f"{latency:.0f}",
+            " ".join(signals) or "-",
+        )
+    return table
+
+
+def _gate_failures(console: Console, result: dict[str, Any]) -> None:
+    if not result["failures"]:
+        return
+    table = _table("check", "runs", "message")
+    for failure in result["failures"]:
+        table.add_row(failure["check"], ", ".join(failure["runIds"]) or "-", failure["message"])
+    console.print(table)
+
+
+def _render_gate(console: Console, result: dict[str, Any]) -> None:
+    profile = f" ({result['profile']})" if result["profile"] else ""
+    info = result["history"] or {}
+    console.print(
+        f"trend gate{profile}: {_verdict(result['ok'], 'passed')} — {result['found']} of "
+        f"{result['requested']} runs; {info.get('filteredOutArtifacts', 0)} filtered out"
+    )
+    console.print(_runs_table(result["runs"]))
+    _gate_failures(console, result)
+
+
+def _render_run(console: Console, view: dict[str, Any]) -> None:
+    row, gate = view["row"], view["gate"]
+    console.print(f"run {view['runId']} ({row['runKind']}): gate {_verdict(gate['ok'], 'passed')}")
+    console.print(_runs_table([row]))
+    _gate_failures(console, gate)
+
+
+def _render_history(console: Console, result: dict[str, Any]) -> None:
+    console.print(f"{result['found']} runs, newest first (* = runKind inferred)")
+    console.print(_runs_table(result["runs"]))
+    if result["runKindViolations"]:
+        kinds = ", ".join(result["requireRunKinds"])
+        ids = ", ".join(result["runKindViolations"])
+        console.print(f"[red]not of kind {kinds}: {ids}[/red]")
+
+
+def _render_compare(console: Console, result: dict[str, Any]) -> None:
+    a, b = result["a"], result["b"]
+    console.print(
+        f"compare {a['runId']} → {b['runId']}" + (" (identical)" if result["identical"] else "")
+    )
+    table = _table("field", "a", "b", "delta")
+    table.add_row("ok", str(a["ok"]), str(b["ok"]), "changed" if result["ok"]["changed"] else "")
+    for field, row in result["overall"].items():
+        table.add_row(
+            field, str(row["a"]), str(row["b"]), "" if not row["delta"] else f"{row['delta']:+}"
+        )
+    console.print(table)
+    if result["cases"]:
+        cases = _table("case", "presence", "changes")
+        for row in result["cases"]:
+            changes = "; ".join(f"{k}: {v['a']} → {v['b']}" for k, v in row["changes"].items())
+            cases.add_row(row["name"], row["presence"], changes)
+        console.print(cases)
+
+
+def _render_drift(console: Console, result: dict[str, Any]) -> None:
+    console.print(f"drift over {result['found']} of {result['requested']} runs")
+    table = _table("run id", "model", "kind", "case set", "runtime", "bounds", "recov", "prov")
+    for row in result["runs"]:
+        runtime = row["runtime"] or {}
+        table.add_row(
+            row["runId"], str(row["provider"]["model"]), row["runKind"], row["caseSetSha256"][:12],
+            runtime.get("sha256", "-"), runtime.get("boundsSha256", "-"),
+            str(row["recoveries"]), str(row["providerErrors"]),
+        )  # fmt: skip
+    console.print(table)
+    for broken in result["parseErrors"]:
+        console.print(f"[red]{broken['runId']}: parse error: {broken['parseError']}[/red]")
+    for item in result["drifted"]:
+        groups = "; ".join(
+            f"{json.dumps(v['value'])}: {', '.join(v['runIds'])}" for v in item["values"]
+        )
+        console.print(f"[yellow]drifted[/yellow] {item['field']}: {groups}")
+    if not result["drifted"]:
+        console.print("no drift in " + ", ".join(result["stableFields"]))
+
+
+def _render_retention(console: Console, result: dict[str, Any]) -> None:
+    totals = result["totals"]
+    console.print(
+        f"retention (read-only) of {result['dir']}: {totals['runs']} runs, {totals['keep']} keep, "
+        f"{totals['archiveCandidates']} archive candidates, {totals['orphans']} orphans, "
+        f"{totals['unrecognised']} unrecognised"
+    )
+    table = _table("run id", "kind", "files", "bytes", "decision", "why kept")
+    for row in result["runs"]:
+        decision = row["decision"] if row["decision"] == "keep" else "[yellow]archive?[/yellow]"
+        kind = row["runKind"] or "[red]unparsable[/red]"
+        table.add_row(
+            row["runId"],
+            kind,
+            str(len(row["files"])),
+            str(row["bytes"]),
+            decision,
+            ", ".join(row["keepReasons"]),
+        )
+    console.print(table)
+    for orphan in result["orphans"]:
+        console.print(f"orphan {orphan['runId']}: {', '.join(orphan['files'])}")
+    for name in result["unrecognisedFiles"]:
+        console.print(f"unrecognised: {name}")
+
+
+def _render_selftest(console: Console, result: dict[str, Any]) -> None:
+    counts = f"{result['passed']} passed, {result['failed']} failed, {result['elapsedS']} s"
+    console.print(f"summary self-test: {_verdict(result['ok'], 'passed')} ({counts})")
+    table = _table("check", "result")
+    for check in result["checks"]:
+        table.add_row(check["name"], _verdict(check["ok"], "passed", check["detail"]))
+    console.print(table)
+
+
+def _gate_overrides(given: dict[str, Any]) -> dict[str, Any]:
+    """The gate options given on the command line as ``GateOptions`` fields; lists parsed."""
+    overrides: dict[str, Any] = {}
+    for name, value in given.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + name.replace("_reason_codes", "_selection_reason_codes").replace("_", "-")
+        if name == "expect_case_names":
+            value = _list(value, flag, schema.valid_case_name)
+        elif name == "require_run_kinds":
+            value = _kinds(value, "--require-run-kind")
+        elif name.endswith("_reason_codes"):
+            value = _list(value, flag, _reason_code)
+        overrides[name] = value
+    return overrides
+
+
+def _check_usage(
+    mode: str,
+    overrides: dict[str, Any],
+    profile: str | None,
+    keep: dict[str, int | None],
+    kinds: tuple[str, ...] | None,
+) -> None:
+    """Refuse flags the chosen mode would silently ignore."""
+    if profile is not None and profile not in gates.PROFILES:
+        raise UsageError(f"unknown --profile {profile!r} (known: {', '.join(gates.PROFILES)})")
+    gate_modes = ("--latest", "--run-id", "--trend-gate")
+    gate_flags = set(overrides) - ({"require_run_kinds"} if mode == "--history" else set())
+    if (gate_flags or profile is not None) and mode not in gate_modes:
+        flags = "--profile, --expect-*, --max-*, --require-*, --forbid-*, --fail-on-*"
+        raise UsageError(f"gate options ({flags}) apply to {', '.join(gate_modes)}, not {mode}")
+    if any(v is not None for v in keep.values()) and mode != "--retention-report":
+        raise UsageError(f"--keep-* options apply only to --retention-report, not {mode}")
+    if kinds is not None and mode not in ("--latest", "--history", "--drift", "--trend-gate"):
+        raise UsageError(f"--run-kind does not apply to {mode}")
+
+
+@dataclass(frozen=True)
+class _Request:
+    """The checked flags: one mode, where to read, and what the gate should ask for."""
+
+    mode: str
+    root: Path
+    run_kinds: tuple[str, ...] | None
+    profile: str | None
+    overrides: dict[str, Any]
+    require_run_kinds: tuple[str, ...]
+    policy: retention.KeepPolicy
+
+
+def _run(request: _Request, value: Any) -> tuple[dict[str, Any], int]:
+    """Do the mode; the JSON document and the exit status."""
+    root, mode = request.root, request.mode
+    if mode == "--self-test":
+        result = summary_selftest.run_selftest().to_json()
+        return result, 0 if result["ok"] else 1
+    if mode == "--retention-report":
+        return retention.report(root, request.policy), 0
+    if mode == "--history":
+        report = history.history_report(
+            history.select(root, value, request.run_kinds or ()), request.require_run_kinds
+        )
+        return report, EXIT_USAGE if report["parseErrors"] else (
+            1 if report["runKindViolations"] else 0
+        )
+    if mode == "--drift":
+        report = drift.drift(history.select(root, value, request.run_kinds or ()))
+        return report, 0 if report["ok"] else EXIT_USAGE
+    if mode == "--trend-gate":
+        gate = gates.trend_gate(
+            root,
+            value,
+            profile=request.profile,
+            overrides=request.overrides,
+            run_kinds=request.run_kinds,
+        )
+        return gate.to_json(), gate.exit_code()
+    if mode == "--compare":
+        pair = [history.find_run(root, run_id) for run_id in value]
+        for run in pair:
+            if isinstance(run, BrokenSummary):
+                raise SummaryError(f"the summary of run {run.run_id} cannot be parsed: {run.error}")
+        good = [run for run in pair if isinstance(run, RunSummary)]
+        return compare.compare(good[0], good[1]), 0
+    if mode == "--run-id":
+        run = history.find_run(root, value)
+    else:
+        latest = history.select(root, 1, request.run_kinds or ()).runs
+        if not latest:
+            kinds = f" of kind {', '.join(request.run_kinds)}" if request.run_kinds else ""
+            raise SummaryError(f"no smoke run summary{kinds} in {root}")
+        run = latest[0]
+    if isinstance(run, BrokenSummary):
+        view: dict[str, Any] = {
+            "schema": schema.RUN_VIEW_SCHEMA,
+            "runId": run.run_id,
+            "path": str(run.path),
+            "parseError": run.error,
+        }
+        return view, EXIT_USAGE
+    gate = gates.gate_run(run, profile=request.profile, overrides=request.overrides)
+    view = {
+        "schema": schema.RUN_VIEW_SCHEMA,
+        "runId": run.run_id,
+        "path": str(run.path),
+        "row": run.row(),
+        "runtime": run.runtime(),
+        "gate": gate.to_json(),
+        "summary": dict(run.data),
+    }
+    return view, gate.exit_code()
+
+
+def _render(mode: str, result: dict[str, Any]) -> None:
+    console = Console()
+    if "parseError" in result and mode in ("--latest", "--run-id"):
+        typer.echo(
+            f"error: the summary of run {result['runId']} cannot be parsed: {result['parseError']}",
+            err=True,
+        )
+        return
+    renderers: dict[str, Callable[[Console, dict[str, Any]], None]] = {
+        "--latest": _render_run,
+        "--run-id": _render_run,
+        "--history": _render_history,
+        "--compare": _render_compare,
+        "--drift": _render_drift,
+        "--trend-gate": _render_gate,
+        "--retention-report": _render_retention,
+        "--self-test": _render_selftest,
+    }
+    renderers[mode](console, result)
+
+
+def summary(
+    directory: Path | None = typer.Argument(
+        None, metavar="DIR", help="The smoke dir (same as --dir).", show_default=False
+    ),
+    latest: bool = typer.Option(False, "--latest", help="The newest run (the default mode)."),
+    run_id: str | None = typer.Option(
+        None, "--run-id", metavar="ID", help="One run by id (YYYYMMDD-HHMMSS[-PID])."
+    ),
+    history_n: int | None = typer.Option(
+        None, "--history", metavar="N", min=1, help="The newest N runs."
+    ),
+    compare_ids: tuple[str, str] | None = typer.Option(
+        None, "--compare", metavar="A B", help="Run B against run A."
+    ),
+    drift_n: int | None = typer.Option(
+        None, "--drift", metavar="N", min=1, help="Provider/runtime drift over N runs."
+    ),
+    trend_n: int | None = typer.Option(
+        None, "--trend-gate", metavar="N", min=1, help="Gate the newest N runs."
+    ),
+    retention_report: bool = typer.Option(
+        False, "--retention-report", help="Read-only keep/archive report."
+    ),
+    self_test: bool = typer.Option(
+        False, "--self-test", help="Prove the gates fail on bad samples."
+    ),
+    run_kind: str | None = typer.Option(
+        None, "--run-kind", metavar="LIST", help="Only runs of these kinds."
+    ),
+    dir_opt: Path | None = typer.Option(
+        None, "--dir", metavar="DIR", help="The smoke dir (default: <data dir>/smoke)."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print versioned JSON."),
+    profile: str | None = typer.Option(
+        None,
+        "--profile",
+        help=f"A gate profile: {', '.join(gates.PROFILES)}.",
+        rich_help_panel=_GATE,
+    ),
+    expect_cases: int | None = typer.Option(None, "--expect-cases", min=0, rich_help_panel=_GATE),
+    expect_case_names: str | None = typer.Option(
+        None, "--expect-case-names", metavar="A,B", rich_help_panel=_GATE
+    ),
+    max_recoveries: int | None = typer.Option(
+        None, "--max-recoveries", min=0, rich_help_panel=_GATE
+    ),
+    max_recovery_rate: float | None = typer.Option(
+        None, "--max-recovery-rate", min=0, rich_help_panel=_GATE
+    ),
+    max_recovery_case_runs: int | None = typer.Option(
+        None, "--max-recovery-case-runs", min=0, rich_help_panel=_GATE
+    ),
+    max_request_latency_ms: float | None = typer.Option(
+        None, "--max-request-latency-ms", min=0, rich_help_panel=_GATE
+    ),
+    max_slow_requests: int | None = typer.Option(
+        None, "--max-slow-requests", min=0, rich_help_panel=_GATE
+    ),
+    max_empty_assistant_ends: int | None = typer.Option(
+        None, "--max-empty-assistant-ends", min=0, rich_help_panel=_GATE
+    ),
+    max_raw_markup_finals: int | None = typer.Option(
+        None, "--max-raw-markup-finals", min=0, rich_help_panel=_GATE
+    ),
+    require_run_kind: str | None = typer.Option(
+        None,
+        "--require-run-kind",
+        metavar="LIST",
+        help="Also with --history.",
+        rich_help_panel=_GATE,
+    ),
+    fail_on_recovery_increase: bool = typer.Option(
+        False, "--fail-on-recovery-increase", rich_help_panel=_GATE
+    ),
+    require_stable_runtime: bool = typer.Option(
+        False, "--require-stable-runtime", help="Both stability checks.", rich_help_panel=_GATE
+    ),
+    require_stable_runtime_fingerprint: bool = typer.Option(
+        False, "--require-stable-runtime-fingerprint", rich_help_panel=_GATE
+    ),
+    require_stable_runtime_bounds: bool = typer.Option(
+        False, "--require-stable-runtime-bounds", rich_help_panel=_GATE
+    ),
+    require_tool_codes: str | None = typer.Option(
+        None, "--require-tool-selection-reason-codes", metavar="LIST", rich_help_panel=_GATE
+    ),
+    require_selected_codes: str | None = typer.Option(
+        None,
+        "--require-selected-tool-selection-reason-codes",
+        metavar="LIST",
+        rich_help_panel=_GATE,
+    ),
+    require_omitted_codes: str | None = typer.Option(
+        None, "--require-omitted-tool-selection-reason-codes", metavar="LIST", rich_help_panel=_GATE
+    ),
+    forbid_tool_codes: str | None = typer.Option(
+        None, "--forbid-tool-selection-reason-codes", metavar="LIST", rich_help_panel=_GATE
+    ),
+    forbid_selected_codes: str | None = typer.Option(
+        None, "--forbid-selected-tool-selection-reason-codes", metavar="LIST", rich_help_panel=_GATE
+    ),
+    forbid_omitted_codes: str | None = typer.Option(
+        None, "--forbid-omitted-tool-selection-reason-codes", metavar="LIST", rich_help_panel=_GATE
+    ),
+    keep_full_suite: int | None = typer.Option(
+        None, "--keep-full-suite", min=0, rich_help_panel=_KEEP
+    ),
+    keep_targeted: int | None = typer.Option(None, "--keep-targeted", min=0, rich_help_panel=_KEEP),
+    keep_preflight_failed: int | None = typer.Option(
+        None, "--keep-preflight-failed", min=0, rich_help_panel=_KEEP
+    ),
+    keep_empty: int | None = typer.Option(None, "--keep-empty", min=0, rich_help_panel=_KEEP),
+) -> None:
+    """Read the smoke runs under the data dir (docs/smoke.md, "Reading runs")."""
+    values: dict[str, Any] = {
+        "--latest": latest or None, "--run-id": run_id, "--history": history_n,
+        "--compare": compare_ids, "--drift": drift_n, "--trend-gate": trend_n,
+        "--retention-report": retention_report or None, "--self-test": self_test or None,
+    }  # fmt: skip
+    chosen = [mode for mode in _MODES if values[mode] is not None]
+    if len(chosen) > 1:
+        raise _fail(f"choose one mode, not {' and '.join(chosen)}")
+    mode = chosen[0] if chosen else "--latest"
+    keep = {
+        "full_suite": keep_full_suite,
+        "targeted": keep_targeted,
+        "preflight_failed": keep_preflight_failed,
+        "empty": keep_empty,
+    }
+    given = {
+        "expect_cases": expect_cases,
+        "expect_case_names": expect_case_names,
+        "max_recoveries": max_recoveries,
+        "max_recovery_rate": max_recovery_rate,
+        "max_recovery_case_runs": max_recovery_case_runs,
+        "max_request_latency_ms": max_request_latency_ms,
+        "max_slow_requests": max_slow_requests,
+        "max_empty_assistant_ends": max_empty_assistant_ends,
+        "max_raw_markup_finals": max_raw_markup_finals,
+        "require_run_kinds": require_run_kind,
+        "fail_on_recovery_increase": fail_on_recovery_increase,
+        "require_stable_runtime_fingerprint": require_stable_runtime
+        or require_stable_runtime_fingerprint,
+        "require_stable_runtime_bounds": require_stable_runtime or require_stable_runtime_bounds,
+        "require_tool_reason_codes": require_tool_codes,
+        "require_selected_tool_reason_codes": require_selected_codes,
+        "require_omitted_tool_reason_codes": require_omitted_codes,
+        "forbid_tool_reason_codes": forbid_tool_codes,
+        "forbid_selected_tool_reason_codes": forbid_selected_codes,
+        "forbid_omitted_tool_reason_codes": forbid_omitted_codes,
+    }
+    try:
+        overrides = _gate_overrides(given)
+        kinds = _kinds(run_kind, "--run-kind") if run_kind is not None else None
+        _check_usage(mode, overrides, profile, keep, kinds)
+        if directory is not None and dir_opt is not None and directory != dir_opt:
+            raise UsageError(f"two different dirs: {directory} and --dir {dir_opt}")
+        root = directory or dir_opt or schema.smoke_dir(paths.data_dir())
+        if root.exists() and not root.is_dir():
+            raise UsageError(f"{root} is not a directory")
+        policy = retention.KeepPolicy(**{k: v for k, v in keep.items() if v is not None})
+        required = overrides.get("require_run_kinds", ())
+        request = _Request(mode, root, kinds, profile, overrides, required, policy)
+        result, code = _run(request, values[mode])
+    except (UsageError, SummaryError, gates.GateUsageError) as exc:
+        raise _fail(str(exc)) from None
+    except OSError as exc:
+        raise _fail(f"cannot read {exc.filename or 'the smoke dir'}: {exc.strerror}") from None
+    if json_out:
+        _print_json(result)
+    else:
+        _render(mode, result)
+    if code:
+        raise typer.Exit(code)
