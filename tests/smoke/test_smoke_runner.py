@@ -294,3 +294,22 @@ def test_the_reference_model_answers_the_preflight() -> None:
     assert reply == final("OK")
     first = router(Request({"messages": [{"role": "user", "content": ALL_CASES[2].turns[0]}]}))
     assert first == call("read", path="project.json")
+
+
+def test_the_persons_limits_and_the_smoke_bounds_reach_each_case(tmp_path: Path) -> None:
+    cases = select([], ["no-tool"])
+    with ScriptedModel(Router(cases)) as model:
+        env = {**base_env(tmp_path, model), "DESKPILOT_PROVIDER_REQUEST_ATTEMPTS": "2"}
+        outcome = run(
+            Options(
+                cases=cases,
+                out_dir=tmp_path / "smoke",
+                env=env,
+                request_timeout_ms=45_000,
+                max_output_tokens=512,
+            )
+        )
+    limits = outcome.summary["caseResults"][0]["runtimeFingerprint"]["limits"]
+    assert limits["requestAttempts"] == 2  # the person's own setting survives
+    assert limits["perAttemptTimeoutMs"] == 45_000 and limits["maxOutputTokens"] == 512
+    assert outcome.summary["settings"]["requestTimeoutMs"] == 45_000

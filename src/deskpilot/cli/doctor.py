@@ -19,9 +19,6 @@ from rich.table import Table
 
 from deskpilot.hostclient.diagnosis import Diagnosis, diagnose, write_report
 from deskpilot.kernel.sharing import desktop_sharing
-from deskpilot.smoke import gates as smoke_gates
-from deskpilot.smoke import schema as smoke_schema
-from deskpilot.store.paths import data_dir
 
 EXIT_NOT_READY = 1
 EXIT_UNTRUSTED = 3
@@ -34,6 +31,10 @@ def _smoke_state() -> dict[str, Any]:
     Information only: whatever the smoke dir holds, it never fails doctor or changes its exit
     status, and with no runs it opens no file."""
     try:
+        from deskpilot.smoke import gates as smoke_gates  # only doctor needs the reader
+        from deskpilot.smoke import schema as smoke_schema
+        from deskpilot.store.paths import data_dir
+
         return smoke_gates.smoke_status(smoke_schema.smoke_dir(data_dir()))
     except Exception as exc:  # a broken smoke dir is reported, never fatal to doctor
         return {"error": f"{type(exc).__name__}: {exc}"}

@@ -40,6 +40,8 @@ class Lifecycle:
     timeout_s: float
     timed_out: bool
     agent_end_s: float | None
+    #: when the agent said it was ready (its ``session_start``), from the spawn
+    agent_start_s: float | None = None
 
     @property
     def linger_s(self) -> float | None:
@@ -65,6 +67,9 @@ class Lifecycle:
             "elapsedSeconds": round(self.elapsed_s, 3),
             "caseTimeoutSeconds": self.timeout_s,
             "timedOutByWatchdog": self.timed_out,
+            "agentStartElapsedSeconds": None
+            if self.agent_start_s is None
+            else round(self.agent_start_s, 3),
             "agentEndElapsedSeconds": None
             if self.agent_end_s is None
             else round(self.agent_end_s, 3),
@@ -89,6 +94,7 @@ def run_agent_process(
 
     The agent's end is the moment the ``tasks``-th ``turn_end`` shows in its event stream."""
     t0 = time.monotonic()
+    wall0 = time.time()
     with (
         open(events_path, "wb") as out,
         open(stderr_path, "wb") as err,
@@ -119,10 +125,39 @@ def run_agent_process(
                 break
             time.sleep(_POLL_S)
     elapsed = time.monotonic() - t0
-    if agent_end is None and _turn_ends(events_path) >= tasks:
+    start, end = _stamped(events_path, tasks)
+    if end is not None:  # the event's own time, finer than the poll
+        agent_end = min(elapsed, max(0.0, end - wall0))
+    elif agent_end is None and _turn_ends(events_path) >= tasks:
         agent_end = elapsed
     _bound(stderr_path)
-    return Lifecycle(proc.returncode, elapsed, timeout_s, timed_out, agent_end)
+    agent_start = None if start is None else min(elapsed, max(0.0, start - wall0))
+    return Lifecycle(proc.returncode, elapsed, timeout_s, timed_out, agent_end, agent_start)
+
+
+def _stamped(path: Path, tasks: int) -> tuple[float | None, float | None]:
+    """The wall times of the agent's ``session_start`` and of its ``tasks``-th ``turn_end``."""
+    start: float | None = None
+    ends: list[float] = []
+    try:
+        lines = path.read_bytes().splitlines()
+    except FileNotFoundError:
+        return None, None
+    for line in lines:
+        if b'"session_start"' not in line and b'"turn_end"' not in line:
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        ts = event.get("ts") if isinstance(event, dict) else None
+        if not isinstance(ts, int | float):
+            continue
+        if event.get("event") == "session_start" and start is None:
+            start = float(ts)
+        elif event.get("event") == "turn_end":
+            ends.append(float(ts))
+    return start, (ends[tasks - 1] if len(ends) >= tasks else None)
 
 
 def _feed(proc: subprocess.Popen[bytes], lines: Sequence[str]) -> None:

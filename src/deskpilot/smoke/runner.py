@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from deskpilot.provider import ProviderConfig, ProviderError, load_config
+from deskpilot.provider.config.profiles import ENV_PREFIX, KNOBS
 from deskpilot.provider.contract.manifest import load_contract
 from deskpilot.smoke import history
 from deskpilot.smoke.case_model import Case, CaseEnv, Failure, Observation
@@ -116,16 +117,22 @@ def _now() -> str:
 
 
 def _provider_env(config: ProviderConfig, options: Options) -> dict[str, str]:
-    env = {
-        "DESKPILOT_PROVIDER_BASE_URL": config.base_url,
-        "DESKPILOT_PROVIDER_MODEL": config.model,
-        "DESKPILOT_PROVIDER_PROFILE": config.profile,
-        "DESKPILOT_PROVIDER_PER_ATTEMPT_TIMEOUT_MS": str(options.request_timeout_ms),
-        "DESKPILOT_PROVIDER_TOTAL_DEADLINE_MS": str(options.request_timeout_ms),
-        "DESKPILOT_PROVIDER_MAX_OUTPUT_TOKENS": str(options.max_output_tokens),
-    }
+    """The configured endpoint as the agent process's environment: every resolved limit (the
+    person's profile, file and variables — the case's private data dir holds no config file),
+    then the smoke's own bounds on top."""
+    env = {ENV_PREFIX + k.env: str(getattr(config.limits, k.field)) for k in KNOBS}
+    env.update(
+        {
+            ENV_PREFIX + "BASE_URL": config.base_url,
+            ENV_PREFIX + "MODEL": config.model,
+            ENV_PREFIX + "PROFILE": config.profile,
+            ENV_PREFIX + "PER_ATTEMPT_TIMEOUT_MS": str(options.request_timeout_ms),
+            ENV_PREFIX + "TOTAL_DEADLINE_MS": str(options.request_timeout_ms),
+            ENV_PREFIX + "MAX_OUTPUT_TOKENS": str(options.max_output_tokens),
+        }
+    )
     if config.api_key:
-        env["DESKPILOT_PROVIDER_API_KEY"] = config.api_key
+        env[ENV_PREFIX + "API_KEY"] = config.api_key
     return env
 
 
@@ -135,7 +142,7 @@ def _base_env(env: Mapping[str, str]) -> dict[str, str]:
     return {
         k: v
         for k, v in env.items()
-        if k not in PERSON_DESKTOP_KEYS and not k.startswith("DESKPILOT_PROVIDER_")
+        if k not in PERSON_DESKTOP_KEYS and not k.startswith(ENV_PREFIX)
     }
 
 
