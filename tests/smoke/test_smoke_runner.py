@@ -313,3 +313,43 @@ def test_the_persons_limits_and_the_smoke_bounds_reach_each_case(tmp_path: Path)
     assert limits["requestAttempts"] == 2  # the person's own setting survives
     assert limits["perAttemptTimeoutMs"] == 45_000 and limits["maxOutputTokens"] == 512
     assert outcome.summary["settings"]["requestTimeoutMs"] == 45_000
+
+
+def test_a_case_that_cannot_run_here_is_skipped_with_its_reason_not_passed(
+    tmp_path: Path,
+) -> None:
+    from contextlib import contextmanager
+
+    from deskpilot.smoke.case_model import CaseUnavailable
+
+    @contextmanager
+    def unavailable(env: object):  # type: ignore[no-untyped-def]
+        raise CaseUnavailable("no frobnicator on this machine")
+        yield None
+
+    cases = [*select([], ["no-tool"]), Case("needs-x", "x", ("x?",), Expect(), setup=unavailable)]
+    with ScriptedModel(Router(cases)) as model:
+        outcome = run(
+            Options(cases=cases, out_dir=tmp_path / "smoke", env=base_env(tmp_path, model))
+        )
+    s = outcome.summary
+    skipped = s["caseResults"][1]
+    assert skipped["skipped"] and "no frobnicator" in skipped["reason"]
+    assert s["caseResults"][0]["ok"] and s["totals"]["skipped"] == 1
+    assert s["ok"] is False and outcome.exit_code == EXIT_FAILED
+
+
+def test_the_vision_case_reads_a_random_code_from_an_image(tmp_path: Path) -> None:
+    from deskpilot.agent.vision_read import vision_tool
+
+    if vision_tool({}) is None:
+        pytest.skip("no OCR here (scripts/test builds tesserocr)")
+    cases = select([], ["vision-read-image"])
+    wrong = {"vision-read-image": lambda r: final("The pickup code is HERON-0000.")}
+    with ScriptedModel(Router(cases)) as model:
+        outcome = run(Options(cases=cases, out_dir=tmp_path / "a", env=base_env(tmp_path, model)))
+    assert outcome.exit_code == EXIT_OK, outcome.summary["caseResults"]
+    with ScriptedModel(Router(cases, wrong)) as model:
+        bad = run(Options(cases=cases, out_dir=tmp_path / "b", env=base_env(tmp_path, model)))
+    codes = [f["code"] for f in bad.summary["caseResults"][0]["failures"]]
+    assert "final_value" in codes and "tool_not_executed" in codes

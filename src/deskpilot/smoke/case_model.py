@@ -18,6 +18,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 
+class CaseUnavailable(RuntimeError):
+    """The case cannot run on this machine (the message says what is missing): it is recorded
+    as skipped with that reason, never as passed."""
+
+
 @dataclass(frozen=True)
 class Failure:
     """One thing a case did wrong, as a stable code and a sentence for the person."""

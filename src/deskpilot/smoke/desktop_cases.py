@@ -29,7 +29,7 @@ from typing import Any
 from deskpilot import desktop as vdesk
 from deskpilot.desktop.apps import App, launch, wait_accessible
 from deskpilot.smoke import checks
-from deskpilot.smoke.case_model import Case, CaseEnv, Expect, Failure, Observation
+from deskpilot.smoke.case_model import Case, CaseEnv, CaseUnavailable, Expect, Failure, Observation
 
 OBSERVE = "desktop-observe-calculator"
 COMPUTE = "desktop-compute-calculator"
@@ -62,7 +62,7 @@ _APP_TIMEOUT_S = 30.0
 _OBSERVE_TIMEOUT_S = 60.0
 
 
-class DesktopUnavailable(RuntimeError):
+class DesktopUnavailable(CaseUnavailable):
     """The private desktop or a case's app cannot run here (the reason says what is missing)."""
 
 

@@ -12,8 +12,23 @@ proves the file was read and understood.
 from __future__ import annotations
 
 import json
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
 
-from deskpilot.smoke.case_model import Case, Expect
+from PIL import Image, ImageDraw, ImageFont
+
+from deskpilot.agent.vision_read import vision_tool
+from deskpilot.smoke.case_model import (
+    Case,
+    CaseEnv,
+    CaseUnavailable,
+    Expect,
+    Failure,
+    Observation,
+)
 
 PROJECT_NAME = "deskpilot-smoke-fixture"
 PROJECT_VERSION = "3.14.159"
@@ -272,4 +287,49 @@ STATUS_NOT_FOUND = Case(
     tools=("get_status", "read"),
 )
 
-EXTRA_CASES: tuple[Case, ...] = (LONG_READ, STATUS_NOT_FOUND)
+
+@dataclass(frozen=True)
+class ImageState:
+    code: str
+
+
+@contextmanager
+def receipt_image(case: CaseEnv) -> Iterator[ImageState]:
+    """A PNG of a receipt whose code is random per run (so only a real read reports it);
+    the case is unavailable where vision_read is not offered (no OCR, no vision model)."""
+    if vision_tool(case.env) is None:
+        raise CaseUnavailable(
+            "vision_read is not offered here: install OCR (scripts/run does) or configure a "
+            "vision model (DESKPILOT_VISION_BASE_URL / _MODEL / _API_KEY)"
+        )
+    code = f"{secrets.choice(CODE_WORDS)}-{1000 + secrets.randbelow(9000)}"
+    image = Image.new("RGB", (900, 300), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=44)
+    draw.text((40, 50), "RECEIPT", fill="black", font=font)
+    draw.text((40, 150), f"Pickup code: {code}", fill="black", font=font)
+    target = case.workspace / "scans" / "receipt.png"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    image.save(target)
+    yield ImageState(code)
+
+
+def verify_receipt(obs: Observation, state: Any) -> list[Failure]:
+    assert isinstance(state, ImageState)
+    if state.code.casefold() in (obs.final() or "").casefold():
+        return []
+    return [Failure("final_value", f"the final answer does not report the code ({state.code})")]
+
+
+CODE_WORDS = ("HERON", "MAPLE", "CEDAR", "OTTER", "RAVEN", "TULIP")
+VISION_READ = Case(
+    "vision-read-image",
+    "a scanned receipt: vision_read (OCR or a vision model) reads the code in the image",
+    ("scans/receipt.png is a photo of a receipt. What is the pickup code on it?",),
+    Expect(must_run=("vision_read",), only=("vision_read", "read")),
+    tools=("vision_read", "read"),
+    setup=receipt_image,
+    verify=verify_receipt,
+)
+
+EXTRA_CASES: tuple[Case, ...] = (LONG_READ, STATUS_NOT_FOUND, VISION_READ)

@@ -28,7 +28,7 @@ from deskpilot.provider import ProviderConfig, ProviderError, load_config
 from deskpilot.provider.config.profiles import ENV_PREFIX, KNOBS
 from deskpilot.provider.contract.manifest import load_contract
 from deskpilot.smoke import history
-from deskpilot.smoke.case_model import Case, CaseEnv, Failure, Observation
+from deskpilot.smoke.case_model import Case, CaseEnv, CaseUnavailable, Failure, Observation
 from deskpilot.smoke.cases import full_suite_names
 from deskpilot.smoke.checks import judge, user_tasks
 from deskpilot.smoke.desktop_cases import (
@@ -376,11 +376,12 @@ def _cases(
 def run_case_safely(
     run_state: _Run, case: Case, env: Mapping[str, str]
 ) -> tuple[dict[str, Any], str | None]:
-    """A case whose setup fails is a failed case with the reason, not a crashed run."""
+    """A case that cannot run here is skipped with the reason; one whose setup breaks is a
+    failed case with the reason; neither crashes the run."""
     try:
         return run_state.run_case(case, env)
-    except DesktopUnavailable:
-        raise
+    except CaseUnavailable as exc:
+        return skipped_record(case.name, f"unavailable: {exc}"), None
     except Exception as exc:
         record = {
             **skipped_record(case.name, "case_error"),

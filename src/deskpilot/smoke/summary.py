@@ -254,7 +254,8 @@ def build_summary(
         "settings": dict(settings),
         "providerHealth": dict(health),
         "stopReason": stop_reason,
-        "ok": failures == 0 and stop_reason is None,
+        # a case that could not run here is not a pass: the run is not ok either
+        "ok": failures == 0 and stop_reason is None and not any(r.get("skipped") for r in records),
         "failures": failures,
         "totals": totals(records, len(selected)),
         "caseResults": [{k: v for k, v in r.items() if k != "schema"} for r in records],

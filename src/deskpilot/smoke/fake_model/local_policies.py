@@ -225,6 +225,16 @@ def status_not_found(request: Request) -> Reply:
     return final(f"deskpilot knows no task task-deadbeef0000: {first[:200]}")
 
 
+def vision_receipt(request: Request) -> Reply:
+    results = _of(task_results(request), "vision_read")
+    if not results:
+        return call("vision_read", path="scans/receipt.png", question="What is the pickup code?")
+    m = re.search(r"code:?\s*([A-Z]+\s*-\s*\d{4})", results[-1].text)
+    if m is None:
+        return final("I could not read a pickup code in the image.")
+    return final(f"The pickup code is {m.group(1).replace(' ', '')}.")
+
+
 LOCAL_POLICIES: dict[str, Policy] = {
     "no-tool": no_tool,
     "bash-pwd": bash_pwd,
@@ -240,4 +250,5 @@ LOCAL_POLICIES: dict[str, Policy] = {
     "tool-result-injection": injection,
     "read-long-file": long_read,
     "task-status-not-found": status_not_found,
+    "vision-read-image": vision_receipt,
 }
