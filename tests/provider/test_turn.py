@@ -141,6 +141,26 @@ async def test_repair_excerpt_is_neutralised(server: ScriptedServer) -> None:
     assert "forged" in repair and "<dp_tool_result>" not in repair.split("<<<", 1)[1]
 
 
+@pytest.mark.parametrize(
+    "leak",
+    [
+        '<acme_tool_call name="shell">rm -rf /</acme_tool_call>',
+        "<x:function_calls><invoke/></x:function_calls>",
+        "[previous_pi_tool_call] read [/previous_pi_tool_call]",
+    ],
+)
+async def test_another_agents_protocol_in_a_final_is_repaired(
+    server: ScriptedServer, leak: str
+) -> None:
+    server.script(
+        Reply.chat(json.dumps({"kind": "final", "text": f"Done. {leak}"})),
+        Reply.chat('{"kind":"final","text":"Done: nothing to run."}'),
+    )
+    result, _ = await decide(server, [ChatMessage.user("clean up the build")])
+    assert (result.kind, result.text) == ("final", "Done: nothing to run.")
+    assert "(raw_protocol_markup)" in user_text(sent(server, 1))
+
+
 async def test_unknown_tool_repair_lists_only_selected_tools(server: ScriptedServer) -> None:
     server.script(
         Reply.chat('{"kind":"tool_call","name":"web_fetch","arguments":{"url":"https://x"}}'),

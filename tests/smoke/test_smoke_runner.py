@@ -92,7 +92,8 @@ def test_the_full_suite_passes_against_the_reference_model(tmp_path: Path) -> No
             path = root / f"{stamp}-{name}{suffix}"
             assert path.exists(), path
     summary_file = root / f"{stamp}-summary.json"
-    assert stat.S_IMODE(summary_file.stat().st_mode) == 0o600
+    for path in root.iterdir():  # every artifact is private to its owner
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path.name
     assert json.loads(summary_file.read_text())["runId"] == stamp
     # the fake key never reaches an artifact
     for path in root.iterdir():
@@ -353,3 +354,109 @@ def test_the_vision_case_reads_a_random_code_from_an_image(tmp_path: Path) -> No
         bad = run(Options(cases=cases, out_dir=tmp_path / "b", env=base_env(tmp_path, model)))
     codes = [f["code"] for f in bad.summary["caseResults"][0]["failures"]]
     assert "final_value" in codes and "tool_not_executed" in codes
+
+
+def test_a_model_that_never_plans_fails_the_plan_contract(tmp_path: Path) -> None:
+    cases = select([], ["plan-mode-contract"])
+    prose = {"plan-mode-contract": lambda r: final("Sure, I would look at the file and then edit.")}
+    with ScriptedModel(Router(cases, prose)) as model:
+        outcome = run(
+            Options(cases=cases, out_dir=tmp_path / "smoke", env=base_env(tmp_path, model))
+        )
+    codes = [f["code"] for f in outcome.summary["caseResults"][0]["failures"]]
+    assert outcome.exit_code == EXIT_FAILED and "plan_fallback" in codes
+
+
+def test_provider_errors_are_not_empty_answers_and_a_failed_preflight_counts_one(
+    tmp_path: Path,
+) -> None:
+    cases = select([], ["read"])
+    with ScriptedModel(Router(cases)) as model:
+        model.fail_next(401, count=20)
+        stopped = run(
+            Options(
+                cases=cases, out_dir=tmp_path / "a", env=base_env(tmp_path, model), preflight=False
+            )
+        )
+        failed = run(Options(cases=cases, out_dir=tmp_path / "b", env=base_env(tmp_path, model)))
+    record = stopped.summary["caseResults"][0]
+    assert "agent_error" in [f["code"] for f in record["failures"]]
+    assert record["emptyAssistantEnd"] is False
+    assert stopped.summary["totals"]["emptyAssistantEnds"] == 0
+    assert stopped.summary["totals"]["providerErrorCodes"] == {"http_401": 1}
+    totals = failed.summary["totals"]
+    assert failed.summary["runKind"] == "preflight-failed"
+    assert totals["providerErrors"] == 1 and totals["providerErrorCodes"] == {"http_401": 1}
+
+
+def test_a_hanging_endpoint_stops_the_run_after_one_watchdog(tmp_path: Path) -> None:
+    cases = select([], ["read", "bash-pwd"])
+    with ScriptedModel(Router(cases), delay=lambda i: 30.0) as model:
+        outcome = run(
+            Options(
+                cases=cases,
+                out_dir=tmp_path / "smoke",
+                env=base_env(tmp_path, model),
+                preflight=False,
+                case_timeout_s=4,
+                request_timeout_ms=60_000,
+            )
+        )
+    s = outcome.summary
+    assert s["stopReason"] == "provider_error"
+    assert s["caseResults"][0]["lifecycle"]["timedOutByWatchdog"] is True
+    assert s["caseResults"][1]["skipped"] and "request_stalled" in s["caseResults"][1]["reason"]
+
+
+def _agents_in(workspace_root: str) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if " agent --json --cwd " in cmdline and workspace_root in cmdline:
+            found.append(int(proc.name))
+    return found
+
+
+def test_sigterm_ends_the_running_agent_and_still_writes_the_summary(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    cases = select([], ["read"])
+    with ScriptedModel(Router(cases), delay=lambda i: 60.0) as model:
+        env = base_env(tmp_path, model)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "deskpilot", "smoke", "--case", "read,bash-pwd",
+             "--no-preflight", "--json"],
+            env={**env, "TMPDIR": str(tmp_path)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not _agents_in(str(tmp_path)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _agents_in(str(tmp_path)), "the case's agent never started"
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    s = json.loads(out)["summary"]
+    assert s["stopReason"] == "interrupted"
+    assert [r["skipped"] for r in s["caseResults"]] == [True, True]
+    time.sleep(0.5)
+    assert _agents_in(str(tmp_path)) == []  # no agent left behind
+    assert not list(tmp_path.glob("deskpilot-smoke-*"))  # its scratch is gone too
+
+
+def test_empty_names_and_piped_tables(tmp_path: Path) -> None:
+    env = {**os.environ, "DESKPILOT_DATA_DIR": str(tmp_path)}
+    empty = cli("--case", "", env=env)
+    assert empty.returncode == 2 and "--case needs at least one name" in empty.stderr
+    listed = cli("--list-cases", env=env)
+    assert "plan-mode-accepted-continuation" in listed.stdout  # whole, not cut at 80 columns

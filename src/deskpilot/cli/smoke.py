@@ -9,12 +9,15 @@ Exit codes (docs/smoke.md)::
     1  a case failed (or a self-test check)
     2  usage: an unknown case or profile, a missing helper (the agent command, Xvfb …)
     3  the provider preflight failed: no case ran, the summary says why
+    130  interrupted (Ctrl-C or SIGTERM): the running case's agent is ended, the rest are
+         skipped, the summary is written
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from typing import Annotated, Any
 
@@ -23,6 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from deskpilot.cli import smoke_summary
+from deskpilot.cli.smoke_views import console
 
 app = typer.Typer(
     help="The live smoke suite (deskpilot agent per case against the configured endpoint) "
@@ -63,9 +67,10 @@ def _list_cases(as_json: bool) -> None:
         )
         return
     table = Table("case", "profiles", "what it proves")
+    table.columns[0].no_wrap = True
     for c in ALL_CASES:
         table.add_row(c.name, ", ".join(profiles_of(c.name)), c.summary)
-    Console().print(table)
+    console().print(table)
 
 
 def _plan(as_json: bool) -> None:
@@ -76,11 +81,12 @@ def _plan(as_json: bool) -> None:
         _emit(data)
         return
     table = Table("tool", "coverage", "cases")
+    table.columns[0].no_wrap = True
     for row in data["tools"]:
         table.add_row(row["tool"], row["coverage"], ", ".join(row["cases"] or row["offeredBy"]))
-    console = Console()
-    console.print(table)
-    console.print(
+    out = console()
+    out.print(table)
+    out.print(
         f"{data['live']} of {len(data['tools'])} tools run in a live case; the rest are proved "
         "only by the offline tests (static) or only offered."
     )
@@ -88,6 +94,9 @@ def _plan(as_json: bool) -> None:
 
 def _progress(console: Console) -> Any:
     def show(record: dict[str, Any]) -> None:
+        if record.get("skipped"):
+            console.print(f"[yellow]skip[/yellow] {record['name']}: {record.get('reason')}")
+            return
         life = record.get("lifecycle") or {}
         mark = "[green]pass[/green]" if record.get("ok") else "[red]FAIL[/red]"
         console.print(f"{mark} {record['name']}  {life.get('elapsedSeconds', '?')} s")
@@ -111,10 +120,10 @@ def _self_test(cases: list[Any], as_json: bool) -> int:
             }
         )
     else:
-        console = Console()
+        out = console()
         for c in checks:
             mark = "[green]ok[/green]" if c.ok else "[red]FAILED[/red]"
-            console.print(f"{mark}  {c.name}: {c.detail}")
+            out.print(f"{mark}  {c.name}: {c.detail}")
     return 0 if ok else 1
 
 
@@ -162,6 +171,10 @@ def smoke(
     if plan:
         _plan(as_json)
         raise typer.Exit(0)
+    for flag, given in (("--case", case), ("--profile", profile)):
+        if given is not None and not _names(given):
+            typer.echo(f"error: {flag} needs at least one name (see --list-cases)", err=True)
+            raise typer.Exit(EXIT_USAGE)
     try:
         cases = select(_names(profile), _names(case))
     except SelectionError as exc:
@@ -183,10 +196,14 @@ def smoke(
     )
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def _run(cases: list[Any], *, profile: str | None, as_json: bool, **knobs: Any) -> int:
     from deskpilot.smoke.runner import MissingHelper, Options, run
 
-    console = Console(stderr=as_json)
+    out = console(stderr=as_json)
     options = Options(
         cases=cases,
         profile=profile,
@@ -195,13 +212,16 @@ def _run(cases: list[Any], *, profile: str | None, as_json: bool, **knobs: Any) 
         max_output_tokens=knobs["max_output_tokens"],
         stop_on_provider_error=not knobs["keep_going"],
         preflight=knobs["preflight"],
-        progress=_progress(console),
+        progress=_progress(out),
     )
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM ends the run like Ctrl-C
     try:
         outcome = run(options)
     except MissingHelper as exc:
         typer.echo(f"error: {exc}", err=True)
         return EXIT_USAGE
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     s = outcome.summary
     if as_json:
         _emit(
@@ -214,16 +234,22 @@ def _run(cases: list[Any], *, profile: str | None, as_json: bool, **knobs: Any) 
         )
     else:
         health = s["providerHealth"]
+        t = s["totals"]
         if not health.get("ok"):
             error = health.get("error") or {}
-            console.print(
-                f"[red]preflight failed[/red]: {error.get('code')}: {error.get('message')}"
+            out.print(
+                f"[red]preflight failed[/red] ({error.get('code')}: {error.get('message')}): "
+                f"no case ran; run {s['runId']}"
             )
-        t = s["totals"]
-        console.print(
-            f"{s['runKind']} run {s['runId']}: {t['passed']}/{t['cases']} passed, "
-            f"{t['recoveries']} recoveries, {t['providerErrors']} provider errors, "
-            f"stop: {s['stopReason'] or 'none'}"
-        )
-        console.print(f"summary: {outcome.summary_path}")
+        else:
+            out.print(
+                f"{s['runKind']} run {s['runId']}: {t['passed']}/{t['cases']} passed"
+                + (f", {t['skipped']} skipped" if t["skipped"] else "")
+                + f", {t['recoveries']} recoveries, {t['providerErrors']} provider errors, "
+                f"stop: {s['stopReason'] or 'none'}"
+            )
+            gate = s.get("summaryGate") or {}
+            for failure in gate.get("failures") or []:
+                out.print(f"[red]gate[/red] {failure['check']}: {failure['message']}")
+        out.print(f"summary: {outcome.summary_path}")
     return outcome.exit_code

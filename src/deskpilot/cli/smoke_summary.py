@@ -133,6 +133,10 @@ class _Request:
 def _run(request: _Request, value: Any) -> tuple[dict[str, Any], int]:
     """Do the mode; the JSON document and the exit status."""
     root, mode = request.root, request.mode
+    if mode in ("--latest", "--run-id", "--compare") and not root.is_dir():
+        raise SummaryError(f"no smoke run summary in {root}: the directory does not exist")
+    if mode == "--compare" and value[0] == value[1]:
+        raise SummaryError("--compare needs two different runs")
     if mode == "--self-test":
         result = summary_selftest.run_selftest().to_json()
         return result, 0 if result["ok"] else 1

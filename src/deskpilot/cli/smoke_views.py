@@ -7,6 +7,7 @@ same dicts, so nothing is computed here that the JSON lacks.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -16,12 +17,18 @@ from rich.console import Console
 from rich.table import Table
 
 
+def console(*, stderr: bool = False) -> Console:
+    """Piped output is not cut at 80 columns (run ids and case names must stay whole)."""
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, width=None if stream.isatty() else 160)
+
+
 def _table(*columns: str) -> Table:
     table = Table(
         show_header=True, header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1)
     )
     for i, name in enumerate(columns):
-        table.add_column(name, no_wrap=i == 0, min_width=len(name))
+        table.add_column(name, no_wrap=i == 0, min_width=len(name), overflow="fold")
     return table
 
 
@@ -179,7 +186,7 @@ def _render_selftest(console: Console, result: dict[str, Any]) -> None:
 
 def render(mode: str, result: dict[str, Any]) -> None:
     """Print ``result`` of ``mode`` for a person (``--json`` prints it as it is)."""
-    console = Console()
+    out = console()
     if "parseError" in result and mode in ("--latest", "--run-id"):
         typer.echo(
             f"error: the summary of run {result['runId']} cannot be parsed: {result['parseError']}",
@@ -196,4 +203,4 @@ def render(mode: str, result: dict[str, Any]) -> None:
         "--retention-report": _render_retention,
         "--self-test": _render_selftest,
     }
-    renderers[mode](console, result)
+    renderers[mode](out, result)

@@ -12,7 +12,6 @@ summary; so is an empty one.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from pathlib import Path
 
@@ -22,16 +21,11 @@ from deskpilot.provider.turn.final_policy import has_plan
 from deskpilot.smoke.case_model import Case, Expect, Failure, Observation
 
 CONTINUATION_SOURCE = "recent_user_continuation"
-#: other agents' protocol tags and history records a final must not carry either
-_FOREIGN = re.compile(
-    r"<\s*/?\s*[A-Za-z0-9]+[_:.-](?:tool_calls?|tool_results?|tool_use|function_calls?)"
-    r"(?![A-Za-z0-9_])|\[\s*/?\s*previous_[A-Za-z0-9]+_tool_call",
-    re.IGNORECASE,
-)
 
 
 def raw_markup(text: str) -> bool:
-    return has_markup(text) or _FOREIGN.search(text) is not None
+    """The provider's own test (one rule for both: what it repairs is what a case fails on)."""
+    return has_markup(text)
 
 
 def tool_envelope(text: str, tools: set[str]) -> bool:
@@ -47,6 +41,7 @@ def judge(case: Case, obs: Observation, workspace: Path) -> list[Failure]:
     """Every way the case fell short of its ``Expect``; empty when it passed."""
     out: list[Failure] = []
     out += _ending(case, obs)
+    out += _notices(obs)
     out += _tools(case.expect, obs)
     out += _final(case.expect, obs, workspace)
     out += _selection(case.expect, obs)
@@ -72,6 +67,17 @@ def _ending(case: Case, obs: Observation) -> list[Failure]:
             Failure("wrong_status", f"the last task ended {status!r}, not {case.expect.status!r}")
         )
     return out
+
+
+#: notices that say the answer is deskpilot's, not the model's
+_NOT_THE_MODELS = {
+    "plan_fallback": "the model gave no plan; the plan shown is deskpilot's local fallback",
+}
+
+
+def _notices(obs: Observation) -> list[Failure]:
+    seen = {str(n.get("code")) for n in obs.of("notice")}
+    return [Failure(code, message) for code, message in _NOT_THE_MODELS.items() if code in seen]
 
 
 def _tools(expect: Expect, obs: Observation) -> list[Failure]:
@@ -108,6 +114,8 @@ def _plain(path: str) -> str:
 def _final(expect: Expect, obs: Observation, workspace: Path) -> list[Failure]:
     final = obs.final()
     if final is None or not final.strip():
+        if obs.of("error"):  # the task failed (agent_error says why): not an empty answer
+            return []
         return [Failure("empty_assistant_end", "the agent ended without a final answer")]
     out: list[Failure] = []
     if raw_markup(final):

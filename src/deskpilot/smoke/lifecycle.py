@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from deskpilot.smoke.schema import LIFECYCLE_SCHEMA
 
@@ -96,8 +96,8 @@ def run_agent_process(
     t0 = time.monotonic()
     wall0 = time.time()
     with (
-        open(events_path, "wb") as out,
-        open(stderr_path, "wb") as err,
+        _private(events_path) as out,
+        _private(stderr_path) as err,
     ):
         proc = subprocess.Popen(
             list(argv),
@@ -112,18 +112,22 @@ def run_agent_process(
             _feed(proc, stdin_lines)
         agent_end: float | None = None
         timed_out = False
-        while True:
-            status = proc.poll()
-            now = time.monotonic() - t0
-            if agent_end is None and _turn_ends(events_path) >= tasks:
-                agent_end = now
-            if status is not None:
-                break
-            if now >= timeout_s:
-                timed_out = True
-                _end_group(proc)
-                break
-            time.sleep(_POLL_S)
+        try:
+            while True:
+                status = proc.poll()
+                now = time.monotonic() - t0
+                if agent_end is None and _turn_ends(events_path) >= tasks:
+                    agent_end = now
+                if status is not None:
+                    break
+                if now >= timeout_s:
+                    timed_out = True
+                    _end_group(proc)
+                    break
+                time.sleep(_POLL_S)
+        except BaseException:  # Ctrl-C, SIGTERM: the agent (and what it started) goes too
+            _end_group(proc)
+            raise
     elapsed = time.monotonic() - t0
     start, end = _stamped(events_path, tasks)
     if end is not None:  # the event's own time, finer than the poll
@@ -158,6 +162,11 @@ def _stamped(path: Path, tasks: int) -> tuple[float | None, float | None]:
         elif event.get("event") == "turn_end":
             ends.append(float(ts))
     return start, (ends[tasks - 1] if len(ends) >= tasks else None)
+
+
+def _private(path: Path) -> BinaryIO:
+    """A new artifact file only its owner may read (0600, like every smoke artifact)."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
 
 
 def _feed(proc: subprocess.Popen[bytes], lines: Sequence[str]) -> None:

@@ -134,7 +134,12 @@ PLAN_CONTRACT = Case(
         "Plan how you would add a CHANGELOG.md entry for the version in project.json. "
         "Do not change anything yet.",
     ),
-    Expect(status="planned", final_plan=True, only=("read",)),
+    Expect(
+        status="planned",
+        final_plan=True,
+        only=("read",),
+        final_forbids=("Plan (local fallback)",),
+    ),
     tools=("read", "bash"),
     files=FILES,
 )

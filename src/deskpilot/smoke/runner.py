@@ -38,7 +38,7 @@ from deskpilot.smoke.desktop_cases import (
     private_desktop,
 )
 from deskpilot.smoke.gates import gate_run
-from deskpilot.smoke.lifecycle import run_agent_process, write_json
+from deskpilot.smoke.lifecycle import Lifecycle, run_agent_process, write_json
 from deskpilot.smoke.preflight import run_preflight, skipped
 from deskpilot.smoke.schema import case_path, health_path, new_stamp, summary_path
 from deskpilot.smoke.summary import build_summary, case_record, skipped_record
@@ -58,6 +58,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_PREFLIGHT = 3
+EXIT_INTERRUPTED = 130
 
 
 class MissingHelper(RuntimeError):
@@ -164,8 +165,13 @@ def _write_files(workspace: Path, files: Mapping[str, str]) -> None:
         target.write_text(text, "utf-8")
 
 
-def provider_stop(obs: Observation) -> str | None:
-    """The provider error code that ended the case when it says the endpoint is the problem."""
+def provider_stop(obs: Observation, life: Lifecycle | None = None) -> str | None:
+    """The provider error code that ended the case when it says the endpoint is the problem;
+    ``request_stalled`` when the watchdog ended a case whose last act was a model request
+    still unanswered (an endpoint that hangs would cost every case its whole watchdog)."""
+    hung = life is not None and life.timed_out and life.agent_end_s is None
+    if hung and obs.debug and obs.debug[-1].get("event") == "request":
+        return "request_stalled"
     contract = load_contract()
     for error in obs.of("error"):
         code = str(error.get("code"))
@@ -228,7 +234,7 @@ class _Run:
         write_json(case_path(self.root, self.stamp, case.name, ".lifecycle.json"), life.to_json())
         record = case_record(case, obs, life, failures)
         write_json(case_path(self.root, self.stamp, case.name, ".case.json"), record)
-        return record, provider_stop(obs)
+        return record, provider_stop(obs, life)
 
 
 def _lifecycle_message(life: Mapping[str, Any]) -> str:
@@ -324,6 +330,8 @@ def run(options: Options) -> Outcome:
         write_json(path, summary)
     if stop_reason == "preflight_failed":
         code = EXIT_PREFLIGHT
+    elif stop_reason == "interrupted":
+        code = EXIT_INTERRUPTED
     else:
         gate_ok = summary.get("summaryGate", {}).get("ok", True)
         code = EXIT_OK if summary["ok"] and gate_ok else EXIT_FAILED
@@ -346,20 +354,27 @@ def _cases(
 ) -> tuple[list[dict[str, Any]], str | None]:
     records: list[dict[str, Any]] = []
     stop_reason: str | None = None
+    why = ""  # what stopped the run, for the skipped cases' reason
     run_state = _Run(options, root, stamp, agent)
     base = {**_base_env(options.env), **_provider_env(config, options)}
     try:
         with _desktop_env(options.cases, base) as env:
             for case in options.cases:
                 if stop_reason is not None:
-                    records.append(skipped_record(case.name, stop_reason))
-                    continue
-                record, stop_code = run_case_safely(run_state, case, env)
+                    record = skipped_record(case.name, why or stop_reason)
+                    stop_code = None
+                else:
+                    try:
+                        record, stop_code = run_case_safely(run_state, case, env)
+                    except KeyboardInterrupt:  # the case's agent is already ended
+                        stop_reason = "interrupted"
+                        record, stop_code = skipped_record(case.name, stop_reason), None
                 records.append(record)
                 if options.progress is not None:
                     options.progress(record)
                 if stop_code is not None and options.stop_on_provider_error:
                     stop_reason = "provider_error"
+                    why = f"provider_error: {stop_code} in {case.name}"
     except DesktopUnavailable as exc:
         done = {r["name"] for r in records}
         records += [

@@ -113,7 +113,8 @@ def case_record(
         "errorCodes": [str(e.get("code")) for e in obs.of("error")],
         "rawMarkupFinal": bool(final) and raw_markup(final or ""),
         "toolEnvelopeFinal": bool(final) and tool_envelope(final or "", tools),
-        "emptyAssistantEnd": not (final or "").strip(),
+        # a task that failed with an error has no answer; that is the error, not an empty end
+        "emptyAssistantEnd": not (final or "").strip() and not obs.of("error"),
         "finalChars": len(final or ""),
         "requestLatencyMs": latency(lat),
         "slowRequests": sum(1 for v in lat if v >= SLOW_REQUEST_MS),
@@ -238,6 +239,15 @@ def build_summary(
     preflight_ok = bool(health.get("ok"))
     failed = sum(1 for r in records if not r.get("ok") and not r.get("skipped"))
     failures = failed + (0 if preflight_ok else 1)
+    counted = totals(records, len(selected))
+    error = health.get("error")
+    if not preflight_ok and isinstance(error, Mapping):  # the preflight's error is a provider error
+        counted["providerErrors"] += 1
+        for key, field in (("providerErrorCodes", "code"), ("providerErrorCategories", "category")):
+            name = str(error.get(field))
+            counted[key][name] = counted[key].get(name, 0) + 1
+        if error.get("retryable"):
+            counted["retryableProviderErrors"] += 1
     return {
         "schema": SUMMARY_SCHEMA,
         "runId": run_id,
@@ -257,6 +267,6 @@ def build_summary(
         # a case that could not run here is not a pass: the run is not ok either
         "ok": failures == 0 and stop_reason is None and not any(r.get("skipped") for r in records),
         "failures": failures,
-        "totals": totals(records, len(selected)),
+        "totals": counted,
         "caseResults": [{k: v for k, v in r.items() if k != "schema"} for r in records],
     }

@@ -72,8 +72,21 @@ def neutralise(text: str) -> str:
     return _ENVELOPE.sub("｛", _BRACKET.sub("⟦", text))
 
 
+#: another agent's history record (``[previous_acme_tool_call]``)
+_FOREIGN_HISTORY = re.compile(r"\[\s*/?\s*previous_[A-Za-z0-9]+_tool_call(?![A-Za-z0-9_])", re.I)
+
+
 def has_markup(text: str) -> bool:
-    return ("<" in text or "[" in text) and _MARKUP.search(text) is not None
+    """Protocol markup in text that should be an answer: ours, the generic protocol words, and
+    other agents' prefixed forms (``<acme_tool_call>``, ``<x:function_calls>``, their history
+    records) — a final that carries any of them is a leak, whoever's protocol it is."""
+    if "<" not in text and "[" not in text:
+        return False
+    return (
+        _MARKUP.search(text) is not None
+        or _FOREIGN.search(text) is not None
+        or _FOREIGN_HISTORY.search(text) is not None
+    )
 
 
 def strip_history(text: str) -> tuple[str, bool]:
