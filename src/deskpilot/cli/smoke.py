@@ -152,7 +152,9 @@ def smoke(
     request_timeout_ms: Annotated[
         int, typer.Option(help="Per model request.", min=1000, max=600_000)
     ] = 180_000,
-    max_output_tokens: Annotated[int, typer.Option(min=16, max=131_072)] = 1024,
+    max_output_tokens: Annotated[
+        int, typer.Option(help="Output tokens per model request.", min=16, max=131_072)
+    ] = 1024,
     keep_going: Annotated[
         bool, typer.Option("--keep-going", help="Run on after a provider error.")
     ] = False,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,18 +31,9 @@ from deskpilot.smoke.runner import (
     run,
 )
 from deskpilot.smoke.schema import CASE_SUFFIXES, SUMMARY_SCHEMA
+from deskpilot.smoke.summary_selftest import Check
 
 FAKE_KEY = "smoke-self-test-key-not-a-secret"
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
 
 
 class _Bench:
