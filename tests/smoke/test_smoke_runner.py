@@ -404,7 +404,12 @@ def test_a_hanging_endpoint_stops_the_run_after_one_watchdog(tmp_path: Path) -> 
         )
     s = outcome.summary
     assert s["stopReason"] == "provider_error"
-    assert s["caseResults"][0]["lifecycle"]["timedOutByWatchdog"] is True
+    stalled = s["caseResults"][0]
+    assert stalled["lifecycle"]["timedOutByWatchdog"] is True
+    codes = [f["code"] for f in stalled["failures"]]
+    assert "request_stalled" in codes and "empty_assistant_end" not in codes
+    assert s["totals"]["emptyAssistantEnds"] == 0
+    assert s["totals"]["providerErrorCodes"] == {"request_stalled": 1}
     assert s["caseResults"][1]["skipped"] and "request_stalled" in s["caseResults"][1]["reason"]
 
 
@@ -448,7 +453,11 @@ def test_sigterm_ends_the_running_agent_and_still_writes_the_summary(tmp_path: P
     assert proc.returncode == 130, err
     s = json.loads(out)["summary"]
     assert s["stopReason"] == "interrupted"
-    assert [r["skipped"] for r in s["caseResults"]] == [True, True]
+    running, rest = s["caseResults"]
+    assert not running["skipped"] and "interrupted" in [f["code"] for f in running["failures"]]
+    assert running["lifecycle"]["interrupted"] is True and running["emptyAssistantEnd"] is False
+    assert rest["skipped"] and rest["reason"] == "interrupted"
+    assert s["failures"] == 1 and s["ok"] is False
     time.sleep(0.5)
     assert _agents_in(str(tmp_path)) == []  # no agent left behind
     assert not list(tmp_path.glob("deskpilot-smoke-*"))  # its scratch is gone too
@@ -460,3 +469,57 @@ def test_empty_names_and_piped_tables(tmp_path: Path) -> None:
     assert empty.returncode == 2 and "--case needs at least one name" in empty.stderr
     listed = cli("--list-cases", env=env)
     assert "plan-mode-accepted-continuation" in listed.stdout  # whole, not cut at 80 columns
+
+
+def test_sigterm_during_the_preflight_still_writes_the_summary(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    cases = select([], ["read"])
+    with ScriptedModel(Router(cases), delay=lambda i: 60.0) as model:
+        env = base_env(tmp_path, model)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "deskpilot", "smoke", "--case", "read", "--json"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
+        deadline = time.monotonic() + 30
+        while model.calls == 0 and time.monotonic() < deadline:  # the preflight is in flight
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    s = json.loads(out)["summary"]
+    assert s["stopReason"] == "interrupted" and s["runKind"] == "targeted"
+    assert (tmp_path / "data" / "smoke" / f"{s['runId']}-summary.json").exists()
+
+
+def test_the_status_case_needs_a_real_refusal_not_an_echo(tmp_path: Path) -> None:
+    cases = select([], ["task-status-not-found"])
+    echo = {"task-status-not-found": lambda r: final("Task task-deadbeef0000 is running fine.")}
+    with ScriptedModel(Router(cases)) as model:
+        good = run(Options(cases=cases, out_dir=tmp_path / "a", env=base_env(tmp_path, model)))
+    with ScriptedModel(Router(cases, echo)) as model:
+        bad = run(Options(cases=cases, out_dir=tmp_path / "b", env=base_env(tmp_path, model)))
+    assert good.exit_code == EXIT_OK, good.summary["caseResults"]
+    codes = [f["code"] for f in bad.summary["caseResults"][0]["failures"]]
+    assert "final_missing_text" in codes and "tool_not_executed" in codes
+
+
+def test_summary_refuses_a_typo_dir_and_comparing_a_run_with_itself(tmp_path: Path) -> None:
+    cases = select([], ["no-tool"])
+    root = tmp_path / "data" / "smoke"
+    with ScriptedModel(Router(cases)) as model:
+        stamp = run(Options(cases=cases, out_dir=root, env=base_env(tmp_path, model))).summary[
+            "runId"
+        ]
+    env = {**os.environ, "DESKPILOT_DATA_DIR": str(tmp_path / "data")}
+    same = cli("summary", "--compare", stamp, stamp.rsplit("-", 1)[0], env=env)
+    assert same.returncode == 2 and "two different runs" in same.stderr
+    typo = cli("summary", "--history", "3", str(tmp_path / "smoek"), env=env)
+    assert typo.returncode == 2 and "does not exist" in typo.stderr
+    fine = cli("summary", "--history", "3", "--json", env=env)
+    assert fine.returncode == 0 and json.loads(fine.stdout)["found"] == 1

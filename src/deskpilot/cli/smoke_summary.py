@@ -135,8 +135,6 @@ def _run(request: _Request, value: Any) -> tuple[dict[str, Any], int]:
     root, mode = request.root, request.mode
     if mode in ("--latest", "--run-id", "--compare") and not root.is_dir():
         raise SummaryError(f"no smoke run summary in {root}: the directory does not exist")
-    if mode == "--compare" and value[0] == value[1]:
-        raise SummaryError("--compare needs two different runs")
     if mode == "--self-test":
         result = summary_selftest.run_selftest().to_json()
         return result, 0 if result["ok"] else 1
@@ -163,6 +161,8 @@ def _run(request: _Request, value: Any) -> tuple[dict[str, Any], int]:
         return gate.to_json(), gate.exit_code()
     if mode == "--compare":
         pair = [history.find_run(root, run_id) for run_id in value]
+        if pair[0].run_id == pair[1].run_id:
+            raise SummaryError(f"--compare needs two different runs (both are {pair[0].run_id})")
         for run in pair:
             if isinstance(run, BrokenSummary):
                 raise SummaryError(f"the summary of run {run.run_id} cannot be parsed: {run.error}")
@@ -357,6 +357,10 @@ def summary(
         root = directory or dir_opt or schema.smoke_dir(paths.data_dir())
         if root.exists() and not root.is_dir():
             raise UsageError(f"{root} is not a directory")
+        given_dir = directory is not None or dir_opt is not None
+        if given_dir and not root.exists() and mode != "--self-test":
+            # a dir named on the command line that is not there is a typo, not "no runs yet"
+            raise UsageError(f"{root} does not exist")
         policy = retention.KeepPolicy(**{k: v for k, v in keep.items() if v is not None})
         required = overrides.get("require_run_kinds", ())
         request = _Request(mode, root, kinds, profile, overrides, required, policy)

@@ -42,6 +42,8 @@ class Lifecycle:
     agent_end_s: float | None
     #: when the agent said it was ready (its ``session_start``), from the spawn
     agent_start_s: float | None = None
+    #: the person interrupted the run (Ctrl-C, SIGTERM) while this process ran
+    interrupted: bool = False
 
     @property
     def linger_s(self) -> float | None:
@@ -54,7 +56,7 @@ class Lifecycle:
     @property
     def ok(self) -> bool:
         """The process ended by itself, with a documented exit code, soon after its end."""
-        if self.timed_out or self.exit_status not in AGENT_EXIT_CODES:
+        if self.timed_out or self.interrupted or self.exit_status not in AGENT_EXIT_CODES:
             return False
         linger = self.linger_s
         return linger is None or linger <= LINGER_LIMIT_S
@@ -75,6 +77,7 @@ class Lifecycle:
             else round(self.agent_end_s, 3),
             "postAgentEndLingerSeconds": None if linger is None else round(linger, 3),
             "timedOutAfterAgentEnd": self.timed_out_after_agent_end,
+            "interrupted": self.interrupted,
             "processLifecycleOk": self.ok,
         }
 
@@ -111,7 +114,7 @@ def run_agent_process(
         if stdin_lines is not None:
             _feed(proc, stdin_lines)
         agent_end: float | None = None
-        timed_out = False
+        timed_out = interrupted = False
         try:
             while True:
                 status = proc.poll()
@@ -125,7 +128,10 @@ def run_agent_process(
                     _end_group(proc)
                     break
                 time.sleep(_POLL_S)
-        except BaseException:  # Ctrl-C, SIGTERM: the agent (and what it started) goes too
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the agent (and what it started) goes too
+            interrupted = True
+            _end_group(proc)
+        except BaseException:
             _end_group(proc)
             raise
     elapsed = time.monotonic() - t0
@@ -136,7 +142,9 @@ def run_agent_process(
         agent_end = elapsed
     _bound(stderr_path)
     agent_start = None if start is None else min(elapsed, max(0.0, start - wall0))
-    return Lifecycle(proc.returncode, elapsed, timeout_s, timed_out, agent_end, agent_start)
+    return Lifecycle(
+        proc.returncode, elapsed, timeout_s, timed_out, agent_end, agent_start, interrupted
+    )
 
 
 def _stamped(path: Path, tasks: int) -> tuple[float | None, float | None]:

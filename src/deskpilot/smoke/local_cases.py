@@ -281,6 +281,22 @@ LONG_READ = Case(
     tools=("read", "bash"),
     files={"logs/run.log": LONG_FILE},
 )
+NOT_FOUND_WORDS = ("not found", "no task", "no such", "does not exist", "doesn't exist", "unknown")
+
+
+def verify_not_found(obs: Observation, state: Any) -> list[Failure]:
+    """get_status really refused (an error code, not a status), and the answer says so —
+    echoing the id back is not enough."""
+    out: list[Failure] = []
+    runs = [r for r in obs.tool_runs() if r.name == "get_status"]
+    if runs and not any(r.ok is False and r.code for r in runs):
+        out.append(Failure("status_not_refused", "get_status answered as if the task existed"))
+    final = (obs.final() or "").casefold()
+    if not any(word in final for word in NOT_FOUND_WORDS):
+        out.append(Failure("final_missing_text", "the final answer does not say it is not found"))
+    return out
+
+
 STATUS_NOT_FOUND = Case(
     "task-status-not-found",
     "a status read for a task that does not exist answers not found, cleanly",
@@ -290,6 +306,7 @@ STATUS_NOT_FOUND = Case(
     ),
     Expect(must_run=("get_status",), only=("get_status",), final_contains=("deadbeef0000",)),
     tools=("get_status", "read"),
+    verify=verify_not_found,
 )
 
 

@@ -61,6 +61,32 @@ EXIT_PREFLIGHT = 3
 EXIT_INTERRUPTED = 130
 
 
+STALLED = "request_stalled"
+#: what a case that never ended also "fails" only because its end never came (what it did
+#: wrong before — a tool it may not run, a leak — is still reported)
+UNENDED = frozenset(
+    {
+        "task_not_ended",
+        "empty_assistant_end",
+        "wrong_status",
+        "tool_not_executed",
+        "read_path_missing",
+        "final_missing_text",
+        "plan_missing",
+        "continuation_not_ranked",
+        "clipping_not_reported",
+    }
+)
+
+
+class CaseInterrupted(Exception):
+    """The person interrupted the run during a case; its record (with what it did) goes along."""
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        super().__init__("interrupted")
+        self.record = record
+
+
 class MissingHelper(RuntimeError):
     """Something the run needs is not there (exit 2 before anything runs)."""
 
@@ -171,7 +197,7 @@ def provider_stop(obs: Observation, life: Lifecycle | None = None) -> str | None
     still unanswered (an endpoint that hangs would cost every case its whole watchdog)."""
     hung = life is not None and life.timed_out and life.agent_end_s is None
     if hung and obs.debug and obs.debug[-1].get("event") == "request":
-        return "request_stalled"
+        return STALLED
     contract = load_contract()
     for error in obs.of("error"):
         code = str(error.get("code"))
@@ -227,14 +253,24 @@ class _Run:
             )
             obs = Observation.load(events, debug)
             failures = judge(case, obs, workspace)
-            if case.verify is not None:
+            if case.verify is not None and not life.interrupted:
                 failures += case.verify(obs, state)
-        if not life.ok:
+        stop = provider_stop(obs, life)
+        if life.interrupted or (life.timed_out and life.agent_end_s is None):
+            # the agent never ended: no answer is the consequence, not a finding of its own
+            failures = [f for f in failures if f.code not in UNENDED]
+        if life.interrupted:
+            failures.append(Failure("interrupted", "the run was interrupted while this case ran"))
+        elif stop == STALLED:
+            failures.append(Failure(STALLED, "the model request was never answered"))
+        if not life.ok and not life.interrupted:
             failures.append(Failure("process_lifecycle", _lifecycle_message(life.to_json())))
         write_json(case_path(self.root, self.stamp, case.name, ".lifecycle.json"), life.to_json())
-        record = case_record(case, obs, life, failures)
+        record = case_record(case, obs, life, failures, stalled=stop == STALLED)
         write_json(case_path(self.root, self.stamp, case.name, ".case.json"), record)
-        return record, provider_stop(obs, life)
+        if life.interrupted:
+            raise CaseInterrupted(record)
+        return record, stop
 
 
 def _lifecycle_message(life: Mapping[str, Any]) -> str:
@@ -279,6 +315,7 @@ def run(options: Options) -> Outcome:
     }
     provider: dict[str, Any] = {}
     config: ProviderConfig | None = None
+    interrupted = False
     try:
         config = load_config(options.env, require_key=True)
         provider = {"endpoint": config.endpoint, "model": config.model, "profile": config.profile}
@@ -292,6 +329,9 @@ def run(options: Options) -> Outcome:
             if options.preflight
             else skipped("preflight turned off")
         )
+    except KeyboardInterrupt:  # during the preflight: nothing ran, the summary says so
+        interrupted = True
+        health = {**skipped("interrupted during the preflight"), "ok": False}
     except ProviderError as err:  # no usable configuration: the preflight's failure too
         health = {
             **skipped("no usable provider configuration"),
@@ -303,8 +343,8 @@ def run(options: Options) -> Outcome:
     records: list[dict[str, Any]] = []
     stop_reason: str | None = None
     if not health.get("ok"):
-        stop_reason = "preflight_failed"
-        records = [skipped_record(n, "preflight_failed") for n in selected]
+        stop_reason = "interrupted" if interrupted else "preflight_failed"
+        records = [skipped_record(n, stop_reason) for n in selected]
     elif options.cases:
         assert config is not None
         records, stop_reason = _cases(options, root, stamp, agent, config)
@@ -366,7 +406,10 @@ def _cases(
                 else:
                     try:
                         record, stop_code = run_case_safely(run_state, case, env)
-                    except KeyboardInterrupt:  # the case's agent is already ended
+                    except CaseInterrupted as exc:  # the case's agent is already ended
+                        stop_reason = "interrupted"
+                        record, stop_code = exc.record, None
+                    except KeyboardInterrupt:  # during a setup or a verify
                         stop_reason = "interrupted"
                         record, stop_code = skipped_record(case.name, stop_reason), None
                 records.append(record)
@@ -397,6 +440,8 @@ def run_case_safely(
         return run_state.run_case(case, env)
     except CaseUnavailable as exc:
         return skipped_record(case.name, f"unavailable: {exc}"), None
+    except CaseInterrupted:
+        raise
     except Exception as exc:
         record = {
             **skipped_record(case.name, "case_error"),

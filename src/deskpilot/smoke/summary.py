@@ -81,13 +81,23 @@ def runtime_fingerprint(obs: Observation) -> dict[str, Any]:
 
 
 def case_record(
-    case: Case, obs: Observation, lifecycle: Lifecycle, failures: Sequence[Failure]
+    case: Case,
+    obs: Observation,
+    lifecycle: Lifecycle,
+    failures: Sequence[Failure],
+    *,
+    stalled: bool = False,
 ) -> dict[str, Any]:
     """One ``caseResults`` entry (also written alone as ``<stamp>-<case>.case.json``)."""
     runs = obs.tool_runs()
     final = obs.final()
     recoveries = [d for d in obs.debug if str(d.get("event", "")).startswith("recovery.")]
-    provider_errors = obs.debug_of("error.provider")
+    provider_errors = list(obs.debug_of("error.provider"))
+    if stalled:  # the endpoint never answered the last request: a provider timeout in effect
+        provider_errors.append(
+            {"errorCode": "request_stalled", "errorCategory": "timeout", "retryable": True}
+        )
+    unended = lifecycle.agent_end_s is None and (lifecycle.timed_out or lifecycle.interrupted)
     warnings = obs.debug_of("argument_validation.warning")
     lat = _latencies(obs)
     semantic = [f for f in failures if f.code != "process_lifecycle"]
@@ -114,7 +124,7 @@ def case_record(
         "rawMarkupFinal": bool(final) and raw_markup(final or ""),
         "toolEnvelopeFinal": bool(final) and tool_envelope(final or "", tools),
         # a task that failed with an error has no answer; that is the error, not an empty end
-        "emptyAssistantEnd": not (final or "").strip() and not obs.of("error"),
+        "emptyAssistantEnd": not (final or "").strip() and not obs.of("error") and not unended,
         "finalChars": len(final or ""),
         "requestLatencyMs": latency(lat),
         "slowRequests": sum(1 for v in lat if v >= SLOW_REQUEST_MS),
@@ -236,12 +246,12 @@ def build_summary(
     stop_reason: str | None,
     records: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
-    preflight_ok = bool(health.get("ok"))
+    preflight_failed = stop_reason == "preflight_failed"
     failed = sum(1 for r in records if not r.get("ok") and not r.get("skipped"))
-    failures = failed + (0 if preflight_ok else 1)
+    failures = failed + (1 if preflight_failed else 0)
     counted = totals(records, len(selected))
     error = health.get("error")
-    if not preflight_ok and isinstance(error, Mapping):  # the preflight's error is a provider error
+    if preflight_failed and isinstance(error, Mapping):  # the preflight's error is a provider error
         counted["providerErrors"] += 1
         for key, field in (("providerErrorCodes", "code"), ("providerErrorCategories", "category")):
             name = str(error.get(field))
@@ -258,7 +268,7 @@ def build_summary(
         "provider": dict(provider),
         "selfTest": self_test,
         "profile": profile,
-        "runKind": run_kind(selected, full_suite, preflight_ok),
+        "runKind": run_kind(selected, full_suite, not preflight_failed),
         "cases": list(selected),
         "caseSet": case_set(selected),
         "settings": dict(settings),

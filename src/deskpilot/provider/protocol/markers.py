@@ -72,8 +72,14 @@ def neutralise(text: str) -> str:
     return _ENVELOPE.sub("｛", _BRACKET.sub("⟦", text))
 
 
-#: another agent's history record (``[previous_acme_tool_call]``)
-_FOREIGN_HISTORY = re.compile(r"\[\s*/?\s*previous_[A-Za-z0-9]+_tool_call(?![A-Za-z0-9_])", re.I)
+#: another agent's history record (``[previous_acme_tool_call]``), a bracketed call or result
+#: (``[tool_call]``, ``[acme_tool_result]``), an XML function-call invocation
+_FOREIGN_HISTORY = re.compile(
+    r"\[\s*/?\s*previous_[A-Za-z0-9]+_tool_call(?![A-Za-z0-9_])"
+    r"|\[\s*/?\s*(?:[A-Za-z0-9]+_)?tool_(?:calls?|results?)\s*\]"
+    r"|<\s*invoke\s+name\s*=",
+    re.IGNORECASE,
+)
 
 
 def has_markup(text: str) -> bool:
