@@ -13,14 +13,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from deskpilot.cli import smoke_views
-from deskpilot.smoke import compare, drift, gates, history, retention, schema, summary_selftest
-from deskpilot.smoke.history import BrokenSummary, RunSummary, SummaryError
-from deskpilot.store import paths
+from deskpilot.smoke import schema
+
+if TYPE_CHECKING:  # the reader is imported when the command runs, not at every start-up
+    from deskpilot.smoke import retention
 
 EXIT_USAGE = 2
 _CODE = re.compile(r"^[a-z0-9_]+$")
@@ -104,8 +105,9 @@ def _check_usage(
     kinds: tuple[str, ...] | None,
 ) -> None:
     """Refuse flags the chosen mode would silently ignore."""
-    if profile is not None and profile not in gates.PROFILES:
-        raise UsageError(f"unknown --profile {profile!r} (known: {', '.join(gates.PROFILES)})")
+    if profile is not None and profile not in schema.GATE_PROFILES:
+        known = ", ".join(schema.GATE_PROFILES)
+        raise UsageError(f"unknown --profile {profile!r} (known: {known})")
     gate_modes = ("--latest", "--run-id", "--trend-gate")
     gate_flags = set(overrides) - ({"require_run_kinds"} if mode == "--history" else set())
     if (gate_flags or profile is not None) and mode not in gate_modes:
@@ -132,6 +134,9 @@ class _Request:
 
 def _run(request: _Request, value: Any) -> tuple[dict[str, Any], int]:
     """Do the mode; the JSON document and the exit status."""
+    from deskpilot.smoke import compare, drift, gates, history, retention, summary_selftest
+    from deskpilot.smoke.history import BrokenSummary, RunSummary, SummaryError
+
     root, mode = request.root, request.mode
     if mode in ("--latest", "--run-id", "--compare") and not root.is_dir():
         raise SummaryError(f"no smoke run summary in {root}: the directory does not exist")
@@ -233,7 +238,7 @@ def summary(
     profile: str | None = typer.Option(
         None,
         "--profile",
-        help=f"A gate profile: {', '.join(gates.PROFILES)}.",
+        help=f"A gate profile: {', '.join(schema.GATE_PROFILES)}.",
         rich_help_panel=_GATE,
     ),
     expect_cases: int | None = typer.Option(None, "--expect-cases", min=0, rich_help_panel=_GATE),
@@ -348,6 +353,10 @@ def summary(
         "forbid_selected_tool_reason_codes": forbid_selected_codes,
         "forbid_omitted_tool_reason_codes": forbid_omitted_codes,
     }
+    from deskpilot.smoke import gates, retention
+    from deskpilot.smoke.history import SummaryError
+    from deskpilot.store import paths
+
     try:
         overrides = _gate_overrides(given)
         kinds = _kinds(run_kind, "--run-kind") if run_kind is not None else None

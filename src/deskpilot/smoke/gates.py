@@ -125,6 +125,10 @@ PROFILES = {
 }
 
 
+if tuple(PROFILES) != schema.GATE_PROFILES:  # the command's help lists schema's names
+    raise RuntimeError("schema.GATE_PROFILES is out of date with gates.PROFILES")
+
+
 def resolve(
     profile: str | None, overrides: Mapping[str, Any] | None = None
 ) -> tuple[GateOptions, tuple[str, ...]]:

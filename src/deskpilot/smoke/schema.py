@@ -111,3 +111,7 @@ SUFFIX_DEBUG_SUMMARY = "-debug-summary.json"
 SUFFIX_WORKSPACE = "-workspace"
 #: a stamp and nothing else (a ``--run-id``)
 RUN_ID = re.compile(r"^\d{8}-\d{6}(?:-\d+)?$")
+
+#: the trend gate's profiles (``gates.PROFILES`` defines them and checks it agrees with this);
+#: here so the command's help can name them without importing the reader at start-up
+GATE_PROFILES = ("full-suite-strict", "full-suite-runtime-strict", "full-suite-ranking-strict")
