@@ -61,6 +61,18 @@ class Lifecycle:
         linger = self.linger_s
         return linger is None or linger <= LINGER_LIMIT_S
 
+    def problem(self) -> str:
+        """Why the process side is not ok (beside ``ok``, so the two cannot disagree)."""
+        if self.timed_out_after_agent_end:
+            return "the agent ended its task but its process was still running at the watchdog"
+        if self.timed_out:
+            return f"the watchdog ended the case after {self.timeout_s} s"
+        if self.interrupted:
+            return "the run was interrupted while the process ran"
+        if self.exit_status not in AGENT_EXIT_CODES:
+            return f"the process exited with status {self.exit_status}"
+        return f"the process lingered {self.linger_s} s after the agent's end"
+
     def to_json(self) -> dict[str, Any]:
         linger = self.linger_s
         return {

@@ -264,24 +264,13 @@ class _Run:
         elif stop == STALLED:
             failures.append(Failure(STALLED, "the model request was never answered"))
         if not life.ok and not life.interrupted:
-            failures.append(Failure("process_lifecycle", _lifecycle_message(life.to_json())))
+            failures.append(Failure("process_lifecycle", life.problem()))
         write_json(case_path(self.root, self.stamp, case.name, ".lifecycle.json"), life.to_json())
         record = case_record(case, obs, life, failures, stalled=stop == STALLED)
         write_json(case_path(self.root, self.stamp, case.name, ".case.json"), record)
         if life.interrupted:
             raise CaseInterrupted(record)
         return record, stop
-
-
-def _lifecycle_message(life: Mapping[str, Any]) -> str:
-    if life.get("timedOutAfterAgentEnd"):
-        return "the agent ended its task but its process was still running at the watchdog"
-    if life.get("timedOutByWatchdog"):
-        return f"the watchdog ended the case after {life.get('caseTimeoutSeconds')} s"
-    linger = life.get("postAgentEndLingerSeconds")
-    if linger is not None and life.get("exitStatus") in (0, 1, 2, 4, 5):
-        return f"the process lingered {linger} s after the agent's end"
-    return f"the process exited with status {life.get('exitStatus')}"
 
 
 @contextlib.contextmanager
