@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from deskpilot.smoke.fake_model.desktop_policies import form_field
 from deskpilot.smoke.fake_model.reading import (  # noqa: F401  (re-exported for the tests)
     GONE_HINTS,
     Element,
@@ -85,28 +86,12 @@ class FormFiller:
     state showed the form filled and the newest tree has no such form any more. The model
     never sees its own earlier calls (the provider does not replay them), only results."""
 
-    FIELD_ROLES = ("textField", "passwordField")
-
     def __init__(self, values: Mapping[str, str], submit_label: str = "OK") -> None:
         self.values = dict(values)
         self.submit_label = submit_label
 
     def field(self, elements: Sequence[Element], label: str) -> Element | None:
-        want = _norm_label(label)
-        named = [e for e in elements if e.role in self.FIELD_ROLES and _norm_label(e.name) == want]
-        if named:
-            return named[0]
-        for lab in (e for e in elements if e.role == "label" and _norm_label(e.name) == want):
-            siblings = children(elements, lab.parent)
-            pos = siblings.index(lab)
-            near = sorted(
-                (abs(i - pos), i)
-                for i, s in enumerate(siblings)
-                if s.role in self.FIELD_ROLES and not s.name
-            )
-            if near:
-                return siblings[near[0][1]]
-        return None
+        return form_field(elements, label)  # the smoke suite's form solver finds fields alike
 
     def submit(self, elements: Sequence[Element]) -> Element | None:
         want = _norm_label(self.submit_label)
