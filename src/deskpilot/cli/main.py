@@ -14,6 +14,7 @@ from deskpilot.cli import (
     run,
     serve,
     smoke,
+    ui,
     vault,
     verification,
 )
@@ -37,6 +38,7 @@ app.command("run")(run.run)
 app.command("agent")(agent.agent)
 app.add_typer(verification.app, name="verification")
 app.add_typer(smoke.app, name="smoke")
+app.command("ui")(ui.ui)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,36 @@ from deskpilot.store.db import Database
 ConfirmationThreshold = Literal["off", "L0", "L1", "L2", "L3"]
 
 
+class RemoteAccess(BaseModel):
+    """What a dashboard browser on another machine may do (web: the dashboard's guard reads
+    it on every request from a non-loopback peer; a browser on this machine may do all)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+    #: watch: the live view, sessions, timelines, readiness
+    observe: bool = False
+    #: approve or deny confirmations of actions rated at most L2 (L3+ only from this machine)
+    approve_l2: bool = Field(default=False, alias="approveL2")
+    #: pause, take over, resume, stop and change window
+    control: bool = False
+
+
+class Environments(BaseModel):
+    """Which desktops agents may act on (kernel.broker: an action on a desktop whose kind is
+    off answers ``computer_disabled``; observing still works)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+    #: the person's own display (any DISPLAY that is not a deskpilot private desktop)
+    my_desktop: bool = True
+    #: a private virtual desktop deskpilot started (``deskpilot desktop up``, tests, eval)
+    private_desktop: bool = True
+
+
 class SettingsModel(BaseModel):
     """An immutable snapshot of every setting. Wire/JSON names are camelCase."""
 
@@ -63,6 +93,10 @@ class SettingsModel(BaseModel):
     evidence_retention_days: int = Field(default=30, ge=0, le=3_650)
     #: vault: total encrypted bytes kept on disk before the oldest blobs are evicted.
     vault_quota_bytes: int = Field(default=1024**3, ge=16 * 1024**2)
+    #: kernel.broker: which kinds of desktop actions may run on
+    environments: Environments = Field(default_factory=Environments)
+    #: web: what a dashboard browser on another machine may do
+    remote: RemoteAccess = Field(default_factory=RemoteAccess)
     #: runtime.verification: ``external_readback`` specs (a command the caller names, run
     #: without a shell) are accepted and run only when this is true; off, start_task refuses them.
     allow_external_readback: bool = False

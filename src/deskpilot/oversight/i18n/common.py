@@ -1,0 +1,54 @@
+"""Messages shared by every page (navigation, login, the halt banner, generic errors):
+key -> (English, Chinese)."""
+
+MESSAGES: dict[str, tuple[str, str]] = {
+    "app.title": ("deskpilot", "deskpilot"),
+    "nav.live": ("Live view", "实时画面"),
+    "nav.readiness": ("Readiness", "就绪状态"),
+    "nav.sessions": ("Sessions", "会话"),
+    "nav.confirmations": ("Confirmations", "确认请求"),
+    "nav.settings": ("Settings", "设置"),
+    "nav.errors": ("Error codes", "错误码"),
+    "lang.switch": ("中文", "English"),
+    "lang.label": ("Language", "语言"),
+    "login.used": (
+        "This login link was already used or has expired. Run `deskpilot ui` again for a new one.",
+        "此登录链接已被使用或已过期。请重新运行 `deskpilot ui` 获取新链接。",
+    ),
+    "login.needed": (
+        "Open the one-time login link that `deskpilot ui` printed.",
+        "请打开 `deskpilot ui` 打印的一次性登录链接。",
+    ),
+    "denied.title": ("Not allowed", "不允许"),
+    "denied.csrf": (
+        "The form was stale or came from another site; reload the page and try again.",
+        "表单已过期或来自其他站点；请刷新页面后重试。",
+    ),
+    "denied.remote": (
+        "This dashboard is reached from another machine and the remote setting "
+        "“{capability}” is off.",
+        "当前从其他机器访问本面板，而远程设置“{capability}”未开启。",
+    ),
+    "denied.local_only": (
+        "Only a browser on this machine may do that.",
+        "只有本机上的浏览器可以执行此操作。",
+    ),
+    "halt.banner": (
+        "Halted: the kill switch was pressed at {when} ({reason}). Agents may not act until "
+        "you lift the halt.",
+        "已停止：紧急停止于 {when} 被触发（{reason}）。解除之前智能体不能执行任何操作。",
+    ),
+    "halt.unhalt": ("Unhalt", "解除停止"),
+    "takeover.banner": (
+        "You hold the desktop (taken over by {by} at {when}); every agent action is refused "
+        "until you hand back.",
+        "你正在接管桌面（{by} 于 {when} 接管）；在交还之前，智能体的所有操作都会被拒绝。",
+    ),
+    "notify.confirmation": (
+        "An action waits for your confirmation: {summary}",
+        "有一个操作等待你的确认：{summary}",
+    ),
+    "common.error": ("Error", "错误"),
+    "common.back": ("Back", "返回"),
+    "common.none": ("none", "无"),
+}

@@ -1,0 +1,3 @@
+"""Messages of the dashboard's live page: key -> (English, Chinese)."""
+
+MESSAGES: dict[str, tuple[str, str]] = {}

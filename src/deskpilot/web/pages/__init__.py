@@ -1,0 +1,1 @@
+"""One module per dashboard page; each offers ``routes(ctx) -> list[BaseRoute]``."""
