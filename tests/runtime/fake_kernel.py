@@ -539,7 +539,7 @@ class FakeKernel:
         self._log(Record("pause", session_id))
         return SessionState.PAUSED
 
-    async def resume(self, session_id: str) -> SessionState:
+    async def resume(self, session_id: str, *, by: str | None = None) -> SessionState:
         self._require_live(session_id)
         self.states[session_id] = SessionState.OBSERVING
         self._log(Record("resume", session_id))
@@ -579,6 +579,15 @@ class FakeKernel:
     def check_halt(self, agent_session_id: str | None = None) -> None:
         return None
 
+    def takeover_state(self, session_id: str | None = None) -> dict[str, Any]:
+        return {"held": False, "by": None, "since": None, "sessionId": None}
+
+    def check_takeover(self) -> None:
+        return None
+
+    def take_handback(self, session_id: str) -> Any:
+        return None  # the takeover hold and hand backs are tested on the real kernel
+
     def settings(self) -> SettingsModel:
         return self.settings_model
 
@@ -591,6 +600,9 @@ class FakeKernel:
 
     async def start_kill_switch(self, display: str | None = None) -> object:
         self._log(Record("start_kill_switch"))
+        return None
+
+    async def start_control_inbox(self) -> None:
         return None
 
     async def close(self) -> None:

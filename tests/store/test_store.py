@@ -123,7 +123,10 @@ def test_settings_defaults_update_validation_and_listeners(db: Database) -> None
             Settings.update(db, vault_quota_bytes=5)
         assert e.value.code == ErrorCode.INVALID_REQUEST and "vault_quota_bytes" in e.value.message
         with pytest.raises(DeskpilotError):
-            Settings.update(db, remote={"control": True})  # not a setting: no reader
+            Settings.update(db, pipPanel=True)  # not a setting: nothing would read it
+        with pytest.raises(DeskpilotError):
+            Settings.update(db, remote={"steer": True})  # not a remote capability
+        assert Settings.update(db, remote={"observe": True}).remote.observe is True
         # a hand-broken row loses only itself
         db.execute(
             "UPDATE settings SET value_json = '\"many\"' WHERE key = 'evidenceRetentionDays'"

@@ -13,6 +13,7 @@ from vault_helpers import make_png
 
 from deskpilot.protocol.wire import AppIdentity
 from deskpilot.store.db import Database
+from deskpilot.store.settings import Settings
 from deskpilot.vault.service import SnapshotService
 from deskpilot.vault.store import Vault
 
@@ -30,6 +31,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_stats_and_gc(db: Database, vault: Vault, data_dir: Path) -> None:
     svc = SnapshotService(db, vault)
     svc.capture_app_snapshot(make_png(1300, 200), app=AppIdentity(executable="mousepad"))
+    Settings.update(db, full_recording_enabled=True)  # evidence frames are kept only then
     old = svc.record_evidence(make_png(50, 50), app=AppIdentity(executable="mousepad"))
     assert old is not None
     db.execute("UPDATE snapshots SET expires_at = ? WHERE id = ?", (time.time() - 1, old.id))

@@ -11,6 +11,7 @@ from vault_helpers import Clock, add_session, decode, make_png, window
 
 from deskpilot.protocol.wire import AppIdentity, Rect
 from deskpilot.store.db import Database
+from deskpilot.store.settings import Settings
 from deskpilot.store.snapshots import BlobRow, SnapshotRow
 from deskpilot.vault.service import SnapshotRecord, SnapshotService
 from deskpilot.vault.store import Vault
@@ -196,8 +197,9 @@ def test_session_revocation_and_deleted_snapshot(
 
 
 def test_evidence_blobs_are_never_served(
-    http: httpx.Client, service: SnapshotService, server: PreviewServer
+    http: httpx.Client, service: SnapshotService, server: PreviewServer, db: Database
 ) -> None:
+    Settings.update(db, full_recording_enabled=True)  # evidence frames are kept only then
     ev = service.record_evidence(make_png(300, 200), app=APP)
     assert ev is not None
     token, _ = service.capabilities.issue(ev.id)

@@ -31,8 +31,11 @@ def _svb(vault: Vault) -> int:
     return sum(1 for f in vault.files() if f.storage_key is not None)
 
 
-def test_evidence_expires_after_24h(service: SnapshotService, clock: Clock, vault: Vault) -> None:
-    rec = service.record_evidence(make_png(100, 100), app=APP, trigger="action")
+def test_evidence_expires_after_24h(
+    service: SnapshotService, clock: Clock, vault: Vault, db: Database
+) -> None:
+    Settings.update(db, full_recording_enabled=True)  # evidence frames are kept only then
+    rec = service.record_evidence(make_png(100, 100), app=APP, trigger="after")
     assert rec is not None
     clock.advance(24 * 3600 - 1)
     assert service.run_maintenance().expired_snapshots == 0
@@ -68,6 +71,7 @@ def test_session_snapshots_go_with_their_session(
     add_session(db, "s1")
     add_session(db, "s2")
     service.capture_app_snapshot(make_png(1300, 100), app=APP, session_id="s1")
+    Settings.update(db, full_recording_enabled=True)  # evidence frames are kept only then
     service.record_evidence(make_png(50, 50), app=APP, session_id="s1")
     keep = service.capture_app_snapshot(make_png(50, 50), app=APP, session_id="s2")
     assert _svb(vault) == 4
@@ -145,7 +149,7 @@ def test_orphans_removed_only_after_grace(
 
 
 def test_batches_of_200(db: Database, vault: Vault, clock: Clock) -> None:
-    svc = fixed_service(db, vault, clock)
+    svc = fixed_service(db, vault, clock, full_recording_enabled=True)
     sizes: list[int] = []
     original = svc.repo.expired_ids
 
@@ -168,6 +172,7 @@ def test_batches_of_200(db: Database, vault: Vault, clock: Clock) -> None:
 def test_scheduler_runs_at_start_and_periodically(
     service: SnapshotService, clock: Clock, db: Database
 ) -> None:
+    Settings.update(db, full_recording_enabled=True)
     service.record_evidence(make_png(8, 8), app=APP)
     clock.advance(25 * 3600)
     sched = MaintenanceScheduler(service.maintenance, interval_s=0.05)
@@ -185,6 +190,7 @@ def test_scheduler_runs_at_start_and_periodically(
 def test_service_start_maintenance_runs_immediately(
     service: SnapshotService, clock: Clock, db: Database
 ) -> None:
+    Settings.update(db, full_recording_enabled=True)
     service.record_evidence(make_png(8, 8), app=APP)
     clock.advance(25 * 3600)
     service.start_maintenance()  # default interval: 6 h; the first run is at start

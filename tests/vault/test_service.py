@@ -107,25 +107,35 @@ def test_evidence_frames_follow_full_recording(
     png = make_png(2400, 1500, GREEN)
     region = [Rect(x=0, y=0, width=100, height=100)]
     win = window(1200, 750)
-    # default settings: fullRecordingEnabled off → only action evidence is kept
-    assert service.record_evidence(png, app=win.app, window=win, trigger="observation") is None
+    # default settings: fullRecordingEnabled off → no evidence frame is stored at all
+    for trigger in ("before", "after", "observation"):
+        assert service.record_evidence(png, app=win.app, window=win, trigger=trigger) is None  # type: ignore[arg-type]
     assert _files(vault) == []
+    Settings.update(db, full_recording_enabled=True)  # read from the settings table
     rec = service.record_evidence(
-        png, app=win.app, window=win, sensitive_regions=region, trigger="action", frame_id="f1"
+        png,
+        app=win.app,
+        window=win,
+        sensitive_regions=region,
+        trigger="before",
+        frame_id="f1",
+        action_id="act_1",
     )
     assert rec is not None
     assert rec.kind == "evidence" and rec.retention_mode == "ttl"
     assert rec.expires_at == pytest.approx(clock.now + 24 * 3600)
     assert (rec.width, rec.height) == (1200, 750)
-    assert rec.redaction["trigger"] == "action" and rec.redaction["frameId"] == "f1"
+    assert rec.redaction["trigger"] == "before" and rec.redaction["frameId"] == "f1"
+    assert rec.redaction["actionId"] == "act_1"
     frame = decode(service.read_blob(rec.id, "evidence"))
     assert frame.size == (1200, 750)
     # window (0..100) → image x2 (0..200) → evidence x0.5 (0..100)
     assert frame.getpixel((50, 50)) == GREY
     assert frame.getpixel((150, 150)) == GREEN
-
-    Settings.update(db, full_recording_enabled=True)  # read from the settings table
-    assert service.record_evidence(png, app=win.app, window=win, trigger="observation")
+    # and off again: the next frame is not kept
+    Settings.update(db, full_recording_enabled=False)
+    assert service.record_evidence(png, app=win.app, window=win, trigger="after") is None
+    assert len(_files(vault)) == 1
 
 
 def test_model_frame_follows_redact_setting(db: Database, service: SnapshotService) -> None:
@@ -138,30 +148,30 @@ def test_model_frame_follows_redact_setting(db: Database, service: SnapshotServi
     jpeg, *_ = service.model_frame(png, sensitive_regions=region, window=window(800, 500))
     r, g, _b = decode(jpeg).getpixel((50, 30))
     assert g > 140 and r < 60
-    # stored frames stay redacted whatever the setting says
-    rec = service.capture_app_snapshot(
-        png, app=AppIdentity(), window=window(800, 500), sensitive_regions=region
-    )
-    assert decode(service.read_blob(rec.id, "image")).getpixel((50, 30)) == GREY
 
 
 @pytest.mark.parametrize("setting", [True, False])
-def test_stored_frames_read_the_redact_setting_and_stay_redacted(
+def test_stored_frames_follow_the_redact_setting(
     db: Database, service: SnapshotService, setting: bool
 ) -> None:
-    """Snapshots and evidence record what ``redactSensitiveContent`` said, and paint the
-    secure region out either way (only the in-memory model frame obeys the setting)."""
-    Settings.update(db, redact_sensitive_content=setting)
+    """Snapshots and evidence paint the secure region out while ``redactSensitiveContent``
+    is on, keep it as captured when it is off, and record which it was."""
+    Settings.update(db, redact_sensitive_content=setting, full_recording_enabled=True)
     png = make_png(800, 500, GREEN)
     region = [Rect(x=10, y=10, width=100, height=50)]
     win = window(800, 500)
+    inside = GREY if setting else GREEN
     snap = service.capture_app_snapshot(png, app=win.app, window=win, sensitive_regions=region)
     assert snap.redaction["redactSensitiveContent"] is setting
-    assert snap.redaction["applied"] is True
-    assert decode(service.read_blob(snap.id, "image")).getpixel((50, 30)) == GREY
+    assert snap.redaction["applied"] is setting
+    assert snap.redaction["secureRegionCount"] == 1
+    assert decode(service.read_blob(snap.id, "image")).getpixel((50, 30)) == inside
     ev = service.record_evidence(png, app=win.app, window=win, sensitive_regions=region)
     assert ev is not None and ev.redaction["redactSensitiveContent"] is setting
-    assert decode(service.read_blob(ev.id, "evidence")).getpixel((50, 30)) == GREY
+    assert ev.redaction["applied"] is setting
+    if not setting:
+        assert ev.redaction["reasonCodes"] == ["redaction_disabled_by_setting"]
+    assert decode(service.read_blob(ev.id, "evidence")).getpixel((50, 30)) == inside
     assert decode(service.read_blob(ev.id, "evidence")).getpixel((400, 300)) == GREEN
 
 

@@ -13,6 +13,7 @@ from deskpilot.cli import (
     provider,
     run,
     serve,
+    sessions,
     smoke,
     ui,
     vault,
@@ -38,6 +39,7 @@ app.command("run")(run.run)
 app.command("agent")(agent.agent)
 app.add_typer(verification.app, name="verification")
 app.add_typer(smoke.app, name="smoke")
+app.add_typer(sessions.app, name="session")
 app.command("ui")(ui.ui)
 
 

@@ -3,11 +3,18 @@
 Used by the test suite (as a session fixture), by ``scripts/run`` on headless machines and by
 people via ``deskpilot desktop up|down|env``. Each process is started in its own process group
 and recorded by pid, so ``down`` ends exactly what ``up`` started and nothing else.
+
+The state file ``up`` writes is also the marker of a *private* desktop: the kernel's
+``environments`` rule (kernel/broker/admission.py) asks :func:`is_private_display` whether the
+display it acts on is one of these. A display is private only while its state file exists and
+the Xvfb recorded there is still the very process ``up`` started (pid and start time), so a
+stale file or a recycled display number never makes the person's own display look private.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -17,11 +24,10 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Coroutine
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-
-from deskpilot.desktop.a11y import enable_accessibility, wait_for_a11y_bus
 
 
 class DesktopError(RuntimeError):
@@ -61,9 +67,13 @@ class DesktopState:
         return {**asdict(self), "env": self.env}
 
 
-def state_dir() -> Path:
+def _state_root() -> Path:
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    d = Path(base) / f"deskpilot-{os.getuid()}" / "desktops"
+    return Path(base) / f"deskpilot-{os.getuid()}" / "desktops"
+
+
+def state_dir() -> Path:
+    d = _state_root()
     d.mkdir(parents=True, exist_ok=True, mode=0o700)
     return d
 
@@ -163,7 +173,7 @@ def up(
             stdout=subprocess.DEVNULL,
         )
         pids["at_spi"] = launcher.pid
-        asyncio.run(_prepare_a11y(dbus_address, timeout))
+        _run(_prepare_a11y(dbus_address, timeout))
         if wm:
             pids["wm"] = _spawn([_require(wm)], env, stdout=subprocess.DEVNULL).pid
     except BaseException:
@@ -178,7 +188,24 @@ def up(
     return state
 
 
+def _run(coro: Coroutine[Any, Any, None]) -> None:
+    """Run ``coro`` to the end, also when this thread already runs an event loop (a caller
+    inside async code, or Playwright's sync API in a test): then on a private loop in a worker
+    thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(coro)
+        return
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, coro).result()
+
+
 async def _prepare_a11y(dbus_address: str, timeout: float) -> None:
+    # imported here: the kernel imports this module for is_private_display on every action,
+    # and must not load D-Bus for it
+    from deskpilot.desktop.a11y import enable_accessibility, wait_for_a11y_bus
+
     # no auto-start: the launcher recorded in ``pids`` must be the one that owns org.a11y.Bus
     await wait_for_a11y_bus(dbus_address, timeout, auto_start=False)
     await enable_accessibility(dbus_address)
@@ -256,6 +283,37 @@ def down(state: DesktopState) -> list[str]:
 
 
 _DISPLAY = re.compile(r":\d{1,5}")
+#: a local display name as X clients spell it: ``:5``, ``:5.0``, ``unix:5``
+_LOCAL_DISPLAY = re.compile(r"(?:unix)?(:\d{1,5})(?:\.\d+)?")
+
+
+def is_private_display(display: str | None) -> bool:
+    """Whether ``display`` (a ``DISPLAY`` value) is a private desktop ``up`` started and still
+    runs: its state file exists and names an Xvfb that is alive and not a recycled pid.
+
+    Read-only and cheap (one small file and one ``/proc`` read), so it may run on every
+    action; unlike :func:`load` it never ends or forgets anything. A TCP display
+    (``host:5``) is never private: ``up`` starts Xvfb with ``-nolisten tcp``.
+    """
+    if not display:
+        return False
+    m = _LOCAL_DISPLAY.fullmatch(display.strip())
+    if m is None:
+        return False
+    path = _state_root() / f"{m.group(1).lstrip(':')}.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(data, dict) or data.get("display") != m.group(1):
+        return False
+    pids, starts = data.get("pids"), data.get("starts")
+    if not isinstance(pids, dict) or not isinstance(starts, dict):
+        return False
+    pid, started = pids.get("xvfb"), starts.get("xvfb")
+    if not isinstance(pid, int) or not isinstance(started, int):
+        return False  # no recorded start time: a recycled pid could not be told apart
+    return _same_process(pid, started)
 
 
 def _start_time(pid: int) -> int | None:

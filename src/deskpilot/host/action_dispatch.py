@@ -25,6 +25,7 @@ This module only runs the steps in that order: 1–3 are :mod:`deskpilot.host.ac
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from deskpilot.host.accessibility import Accessibility
@@ -35,6 +36,7 @@ from deskpilot.host.action_checks import (
     fresh_binding,
     live_window,
     resolve_element,
+    to_screen,
 )
 from deskpilot.host.atspi.model import ElementRef
 from deskpilot.host.keyboard_actions import (
@@ -68,13 +70,18 @@ from deskpilot.protocol.wire import (
     FocusWindowAction,
     InvokeElementAction,
     PasteTextAction,
+    Point,
     PressKeyAction,
+    Rect,
     ScrollAction,
     SecondaryAction,
     SelectTextAction,
     SetValueAction,
     TypeTextAction,
 )
+
+#: how long a finished action waits for its aim to be read (ActionResult.target_bounds)
+AIM_WAIT_S = 0.25
 
 # the names this module has always offered, now defined by its parts
 __all__ = [
@@ -128,10 +135,16 @@ class ActionDispatcher:
         observation (and the PNG is returned alongside, for the binary frame)."""
         started = time.perf_counter()
         target = await self._target(request)
-        outcome, settling = await self._act(request, target)
-        post = await self._post.complete(request, target, settling)
-        body, png = post if post is not None else (None, None)
-        windows = await self._post.windows(body)
+        # read while the action runs and settles, so it costs the action no time
+        aimed = asyncio.ensure_future(self._aimed_at(request, target))
+        try:
+            outcome, settling = await self._act(request, target)
+            post = await self._post.complete(request, target, settling)
+            body, png = post if post is not None else (None, None)
+            windows = await self._post.windows(body)
+            target_bounds = await _settled(aimed)
+        finally:
+            aimed.cancel()  # a no-op once it is done
         result = ActionResult(
             id=request.id,
             dispatched=outcome.dispatched,
@@ -144,8 +157,23 @@ class ActionDispatcher:
             observation=body,
             windows=windows,
             item_click=outcome.item_click,
+            target_bounds=target_bounds,
         )
         return result, png
+
+    async def _aimed_at(self, request: ExecuteAction, target: Target) -> Rect | None:
+        """Where the action aims on screen (ActionResult.target_bounds): the element's
+        extents, or a 1×1 rectangle at a positional action's point."""
+        action = request.action
+        if target.element is not None and self.accessibility is not None:
+            extents = await self.accessibility.extents(target.element)
+            if extents is not None and extents.width > 0 and extents.height > 0:
+                return extents
+        point = action.start if isinstance(action, DragAction) else getattr(action, "point", None)
+        if isinstance(point, Point):
+            x, y = to_screen(target.rect, point)
+            return Rect(x=x, y=y, width=1, height=1)
+        return None
 
     async def _target(self, request: ExecuteAction) -> Target:
         """Steps 1–3: nothing is sent unless the request still describes the live window."""
@@ -215,6 +243,14 @@ class ActionDispatcher:
         if isinstance(action, SecondaryAction):
             return await pointer.secondary(rect, _need(element))
         raise DeskpilotError(ErrorCode.UNSUPPORTED_ACTION, "unknown action kind")
+
+
+async def _settled(aimed: asyncio.Future[Rect | None]) -> Rect | None:
+    """The aim, when it is known by now (a bounded wait: it only labels the result)."""
+    try:
+        return await asyncio.wait_for(aimed, AIM_WAIT_S)
+    except Exception:
+        return None
 
 
 def _need(element: ElementRef | None) -> ElementRef:

@@ -21,7 +21,7 @@ from deskpilot import __version__
 from deskpilot.host.accessibility import Accessibility
 from deskpilot.host.action_dispatch import ActionDispatcher, test_hang_target
 from deskpilot.host.capabilities import Probe, enable_accessibility, probe
-from deskpilot.host.observer import Observer
+from deskpilot.host.observer import Captured, Observer
 from deskpilot.host.server import Reply, error_response
 from deskpilot.host.session_registry import SessionRegistry
 from deskpilot.host.window_list import window_infos
@@ -45,6 +45,7 @@ from deskpilot.protocol.wire import (
     Observe,
     Permissions,
     Ping,
+    PointerPosition,
     Pong,
     Rect,
     RequestPermissions,
@@ -180,19 +181,7 @@ class RequestHandler:
         if isinstance(request, ListWindows):
             return await self._windows(request.id), None
         if isinstance(request, CaptureWindow):
-            window, rect, shot, ms = await self.observer.capture(request.target)
-            self._check_size(shot)
-            return (
-                CaptureResult(
-                    id=request.id,
-                    window=window.info(),
-                    image=ImageDescriptor(
-                        width=rect.width, height=rect.height, byte_length=len(shot)
-                    ),
-                    capture_ms=round(ms, 2),
-                ).wire(),
-                shot,
-            )
+            return self._captured(request, await self.observer.capture(request))
         if isinstance(request, Observe):
             body, png = await self.observer.observe(request)
             if png is not None:
@@ -209,6 +198,27 @@ class RequestHandler:
             self.observer.drop(request.session_id)
             return Ack(id=request.id, session_id=request.session_id).wire(), None
         raise DeskpilotError(ErrorCode.INVALID_REQUEST, "unhandled request type")
+
+    def _captured(self, request: CaptureWindow, shot: Captured) -> Reply:
+        self._check_size(shot.data)
+        result = CaptureResult(
+            id=request.id,
+            window=shot.window.info() if shot.window is not None else None,
+            image=ImageDescriptor(
+                format=shot.format,
+                width=shot.rect.width,
+                height=shot.rect.height,
+                byte_length=len(shot.data),
+            ),
+            capture_ms=round(shot.capture_ms, 2),
+        )
+        if request.extended:
+            result.rect = shot.rect
+            result.windows = [w.info() for w in shot.windows]
+            result.withheld = shot.withheld
+            if shot.pointer is not None:
+                result.pointer = PointerPosition(x=shot.pointer[0], y=shot.pointer[1])
+        return result.wire(), shot.data
 
     @staticmethod
     def _check_size(png: bytes) -> None:

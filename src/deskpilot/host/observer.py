@@ -19,17 +19,18 @@ from dataclasses import dataclass, field
 
 from deskpilot.host.accessibility import Accessibility, TreeResult, TreeUnavailable
 from deskpilot.host.atspi.model import FrameInfo
-from deskpilot.host.x11.capture import Frame, encode_png
+from deskpilot.host.x11.capture import JPEG_QUALITY, Frame, encode_jpeg, encode_png, paint_out
 from deskpilot.host.x11.desktop import X11Desktop
 from deskpilot.host.x11.windows import XWindow
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
-from deskpilot.protocol.privacy import assert_capture_allowed
+from deskpilot.protocol.privacy import assert_capture_allowed, is_capture_allowed
 from deskpilot.protocol.wire import (
+    CaptureWindow,
     ImageDescriptor,
+    ImageFormat,
     ObservationBody,
     Observe,
     Rect,
-    TargetSpec,
     Truncation,
 )
 
@@ -57,6 +58,22 @@ class Binding:
     process_start: int | None
     tree: TreeResult | None
     observed_at: float = field(default_factory=time.monotonic)
+
+
+@dataclass(frozen=True, slots=True)
+class Captured:
+    """One ``capture_window`` picture and what the answer tells about it."""
+
+    window: XWindow | None  # None for a screen capture
+    rect: Rect  # where the picture is on screen
+    data: bytes
+    format: ImageFormat
+    capture_ms: float
+    #: the visible top-level windows the picture shows part of, topmost first
+    windows: list[XWindow]
+    #: screen rectangles painted out (windows of never-captured apps)
+    withheld: list[Rect]
+    pointer: tuple[int, int] | None
 
 
 def new_frame_id() -> str:
@@ -287,13 +304,42 @@ class Observer:
         )
         return body.model_copy(update={"image": image, "timings_ms": timings}), png
 
-    async def capture(self, target: TargetSpec) -> tuple[XWindow, Rect, bytes, float]:
-        window, _ = self.desktop.resolve(target)
-        assert_capture_allowed(window.privacy_identity())
+    async def capture(self, request: CaptureWindow) -> Captured:
+        """A picture of one window or (``screen``) the whole screen; never bound, never
+        acted on. The window itself must be one that may be captured; any *other* window of
+        an app that is never captured which shows in the picture (on top of the target, or
+        anywhere on a screen capture) is painted out before the picture is encoded — its
+        whole rectangle, also where a window above covers it: too much grey is harmless,
+        too little would show a secret."""
         _, _, capturer = self.desktop.require()
-        frame = capturer.grab(window.bounds)
-        png = await asyncio.to_thread(encode_png, frame.image())
-        return window, frame.rect, png, frame.capture_ms
+        window: XWindow | None = None
+        if request.screen:
+            windows, _ = self.desktop.windows()
+            area = self.desktop.screen_rect()
+        else:
+            window, windows = self.desktop.resolve(request.target)
+            assert_capture_allowed(window.privacy_identity())
+            area = window.bounds
+        frame = capturer.grab(area)
+        pointer = self.desktop.pointer() if request.include_pointer else None
+        if window is not None:  # the target and what is stacked above it
+            above = next((i for i, w in enumerate(windows) if w.xid == window.xid), 0)
+            windows = [*windows[:above], window]
+        shown = [w for w in windows if w.visible and window_relative(w.bounds, frame.rect)]
+        blocked = [w.bounds for w in shown if not is_capture_allowed(w.privacy_identity())]
+        fmt, quality = request.format, request.quality or JPEG_QUALITY
+
+        def encode() -> tuple[bytes, list[Rect]]:
+            image = frame.image()
+            painted = paint_out(image, frame.rect, blocked) if blocked else []
+            if fmt == "jpeg":
+                return encode_jpeg(image, quality), painted
+            return encode_png(image), painted
+
+        data, withheld = await asyncio.to_thread(encode)
+        if withheld:
+            log.info("capture: %d window(s) of never-captured apps painted out", len(withheld))
+        return Captured(window, frame.rect, data, fmt, frame.capture_ms, shown, withheld, pointer)
 
 
 def empty_tree_version() -> str:

@@ -22,9 +22,10 @@ from deskpilot.hostclient.config import HostConfig
 from deskpilot.hostclient.supervisor import HostSupervisor
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.observed import ObservedState
-from deskpilot.protocol.privacy import assert_capture_allowed
+from deskpilot.protocol.privacy import assert_capture_allowed, is_capture_allowed
 from deskpilot.protocol.wire import (
     Capabilities,
+    CaptureResult,
     ExecuteAction,
     Observation,
     TargetSpec,
@@ -103,6 +104,7 @@ class HostBackend:
         chosen = target if target is not None else self._bindings.get(session_id)
         client = await self.supervisor.acquire(session_id)
         result, png = await client.capture(session_id=session_id, target=chosen)
+        assert result.window is not None  # checked by the client: a window was asked for
         assert_capture_allowed(result.window.app)
         observation = Observation(
             id=result.id,
@@ -116,6 +118,39 @@ class HostBackend:
             timings_ms={"capture": result.capture_ms} if result.capture_ms is not None else {},
         )
         return ObservedState(observation, png)
+
+    async def live_frame(
+        self,
+        target: TargetSpec | None,
+        *,
+        quality: int | None = None,
+        timeout: float | None = None,
+    ) -> tuple[CaptureResult, bytes]:
+        """A live-view frame: JPEG, with the pointer and the windows it shows; the whole
+        screen when ``target`` is None. Not tied to any session. Privacy is checked again
+        here: the window must be one that may be captured, and every window of an app that
+        is never captured in the picture must have been painted out by the host."""
+        client = await self.supervisor.acquire(None)
+        result, jpeg = await client.capture(
+            session_id=None,
+            target=target,
+            timeout=timeout,
+            screen=target is None,
+            image_format="jpeg",
+            quality=quality,
+            include_pointer=True,
+        )
+        if result.window is not None:
+            assert_capture_allowed(result.window.app)
+        withheld = {(r.x, r.y, r.width, r.height) for r in result.withheld or ()}
+        for shown in result.windows or ():
+            if not is_capture_allowed(shown.app) and not _withheld(shown, withheld, result):
+                raise DeskpilotError(
+                    ErrorCode.SENSITIVE_INPUT_BLOCKED,
+                    "the host sent a frame that shows a never-captured app; it was dropped",
+                    details={"reason": "credential_app", "windowId": shown.window_id},
+                )
+        return result, jpeg
 
     # ------------------------------------------------------------------ actions
 
@@ -167,3 +202,17 @@ class HostBackend:
             return False
         await client.abort(reason)
         return True
+
+
+def _withheld(
+    window: WindowInfo, withheld: set[tuple[int, int, int, int]], result: CaptureResult
+) -> bool:
+    """The window's part in the picture is one of the rectangles the host painted out."""
+    frame = result.rect
+    if frame is None:
+        return False
+    b = window.bounds
+    x0, y0 = max(b.x, frame.x), max(b.y, frame.y)
+    x1 = min(b.x + b.width, frame.x + frame.width)
+    y1 = min(b.y + b.height, frame.y + frame.height)
+    return (x1 <= x0 or y1 <= y0) or (x0, y0, x1 - x0, y1 - y0) in withheld

@@ -48,6 +48,7 @@ from deskpilot.protocol.wire import (
     CaptureResult,
     CaptureWindow,
     ExecuteAction,
+    ImageFormat,
     Observation,
     Observe,
     TargetSpec,
@@ -534,12 +535,34 @@ class HostClient:
         session_id: str | None,
         target: TargetSpec | None = None,
         timeout: float | None = None,
+        screen: bool = False,
+        image_format: ImageFormat = "png",
+        quality: int | None = None,
+        include_pointer: bool = False,
     ) -> tuple[CaptureResult, bytes]:
-        request = CaptureWindow(id=0, session_id=session_id, target=target or TargetSpec()).wire()
+        """One picture (never retried). The keyword options after ``timeout`` are the live
+        view's (CaptureWindow): the whole screen, JPEG, the pointer."""
+        request = CaptureWindow(
+            id=0,
+            session_id=session_id,
+            target=target or TargetSpec(),
+            screen=screen,
+            format=image_format,
+            quality=quality,
+            include_pointer=include_pointer,
+        ).wire()
         reply = await self.call(_strip_id(request), timeout=timeout, session_id=session_id)
         result = self._validate(CaptureResult, self._expect(reply, "capture_result"))
         if reply.binary is None:  # pragma: no cover - the reader enforces the pairing
             raise DeskpilotError(ErrorCode.PROTOCOL_ERROR, "capture_result without its image")
+        if result.image.format != image_format or (result.window is None) != screen:
+            err = DeskpilotError(
+                ErrorCode.PROTOCOL_ERROR,
+                "the host answered a capture with another kind of picture than was asked",
+                retryable=False,
+            )
+            self._shutdown_soon(err)
+            raise err
         return result, reply.binary
 
     async def execute_action(

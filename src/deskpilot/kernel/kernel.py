@@ -2,8 +2,10 @@
 
 ``Kernel`` implements the kernel's port (kernel/port.py) and is the only owner of the desktop
 backend: capabilities, windows, observations, captures and actions all pass it. It owns the
-broker (and through it sessions, policy, ledger, frames, coordinator, halt and
-confirmations), the flags and rollout controller of this process, and the kill-switch thread.
+broker (and through it sessions, policy, ledger, frames, coordinator, halt, the takeover
+hold and confirmations), the flags and rollout controller of this process, the kill-switch
+thread, and the control inbox that carries out other processes' controls of the sessions it
+opened (kernel/control_requests.py).
 """
 
 from __future__ import annotations
@@ -11,15 +13,25 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from deskpilot.hostclient.api import DesktopBackend
 from deskpilot.kernel.broker import Broker
 from deskpilot.kernel.broker.dispatch import host_sample
 from deskpilot.kernel.broker.records import observed
+from deskpilot.kernel.control_requests import (
+    INBOX_POLL_S,
+    ControlInbox,
+    ControlVerb,
+    register_owner,
+    unregister_owner,
+    validate,
+)
 from deskpilot.kernel.flags import Flags
 from deskpilot.kernel.governed_launch import Launches, LaunchResult, Spawn, Watch
 from deskpilot.kernel.governed_shell import Run, ShellResult, Shells
 from deskpilot.kernel.halt import halted_error
+from deskpilot.kernel.handback import HandBackStart
 from deskpilot.kernel.killswitch import ArmState, KillSwitchListener
 from deskpilot.kernel.killswitch.arming import KillSwitchArming
 from deskpilot.kernel.policy.launch_rules import LaunchRequest
@@ -66,7 +78,13 @@ class Kernel:
         self.halt = self.broker.halt
         self.confirmations = self.broker.confirmations
         self.coordinator = self.broker.coordinator
+        self.takeover = self.broker.takeover
         self.records = TaskRecords(self.db, self.sessions)
+        #: the sessions this kernel opened: the ones whose controls it carries out for
+        #: other processes (another kernel of this process has its own)
+        self._owned: set[str] = set()
+        self.inbox = ControlInbox(self.db, self)
+        register_owner(self)
         self._kill_task: asyncio.Task[list[str]] | None = None
         self.kill_switch = KillSwitchArming(
             self.db,
@@ -86,8 +104,35 @@ class Kernel:
         target: TargetSpec | None = None,
     ) -> str:
         row = self.sessions.create(agent_session, mode, contract, target)
+        self._owned.add(row.id)
         self.sessions.transition(row.id, SessionState.OBSERVING)
         return row.id
+
+    def owns(self, session_id: str) -> bool:
+        """True for a session this kernel opened (its controls run here)."""
+        return session_id in self._owned
+
+    async def run_control(
+        self, session_id: str, verb: ControlVerb, args: dict[str, Any], by: str
+    ) -> SessionRow:
+        """One control, as a control request names it, through the broker's controls (so
+        the runtime's hooks run as for its own tools); the session's row afterwards. A
+        resume of a session the person was handed (handoff_required) pauses it first, as
+        the runtime's task resume does."""
+        verb, args = validate(verb, args)
+        if verb == "pause":
+            await self.broker.pause(session_id, by=by)
+        elif verb == "takeover":
+            await self.broker.pause(session_id, takeover=True, by=by)
+        elif verb == "resume":
+            if self.sessions.require(session_id).state == SessionState.HANDOFF_REQUIRED:
+                await self.broker.pause(session_id, by=by)
+            await self.broker.resume(session_id, by=by)
+        elif verb == "stop":
+            await self.broker.stop(session_id, CancelReason.USER_STOP, note=args.get("note"))
+        else:
+            await self.broker.bind_target(session_id, TargetSpec(window_id=args["windowId"]))
+        return self.sessions.require(session_id)
 
     async def claim(self, session_id: str) -> None:
         """Take the desktop lane for a session (the coordinator's last-claim rule)."""
@@ -132,6 +177,7 @@ class Kernel:
         self.coordinator.release(session_id)
         if state in TERMINAL_STATES:
             self.broker.frames.drop(session_id)
+            self.broker.handbacks.forget(session_id)
             try:
                 await self.backend.cancel_session(session_id)
             except DeskpilotError:
@@ -174,13 +220,26 @@ class Kernel:
         *,
         on_pause: Callable[[SessionRow, CancelReason | None], None] | None = None,
         on_stop: Callable[[SessionRow, CancelReason | None], None] | None = None,
+        on_resume: Callable[[SessionRow, CancelReason | None], None] | None = None,
     ) -> None:
-        """Be told, in this process, when a session is paused or stopped (the operator of a
-        delegated task stops at once instead of at its next kernel call)."""
+        """Be told, in this process, when a session is paused, stopped or resumed, from any
+        path (a tool, a control request of another process, the kill switch): the operator
+        of a delegated task stops at once instead of at its next kernel call. A failing
+        ``on_resume`` is logged; it does not undo the resume."""
         if on_pause is not None:
             self.broker.hooks.on_pause.append(on_pause)
         if on_stop is not None:
             self.broker.hooks.on_stop.append(on_stop)
+        if on_resume is not None:
+            told = on_resume
+
+            async def resumed(row: SessionRow) -> None:
+                try:
+                    told(row, None)
+                except Exception:
+                    log.exception("resume hook failed")
+
+            self.broker.hooks.on_resume.append(resumed)
 
     # ------------------------------------------------------------------ the desktop
     async def capabilities(self) -> Capabilities:
@@ -214,6 +273,7 @@ class Kernel:
             raise
         host_sample(self.rollout, None)
         self.broker.frames.put(session_id, state)
+        self.broker.handbacks.seen(session_id, state)
         self.sessions.record(
             session_id, EventType.OBSERVATION_CREATED, payload=observed(state.observation)
         )
@@ -280,8 +340,9 @@ class Kernel:
     ) -> SessionState:
         return (await self.broker.pause(session_id, takeover=takeover, by=by)).state
 
-    async def resume(self, session_id: str) -> SessionState:
-        return (await self.broker.resume(session_id)).state
+    async def resume(self, session_id: str, *, by: str | None = None) -> SessionState:
+        """Back to observing; the resume of a taken-over session is the hand back."""
+        return (await self.broker.resume(session_id, by=by)).state
 
     async def stop(
         self,
@@ -341,6 +402,21 @@ class Kernel:
     def unhalt(self, by: str = "person") -> int:
         return self.halt.lift(by)
 
+    # ------------------------------------------------------------------ takeover
+    def takeover_state(self, session_id: str | None = None) -> dict[str, Any]:
+        """The desktop-wide hold (JSON: held, by, since in epoch ms, sessionId); with
+        ``session_id``, that session's own hold only."""
+        return self.takeover.state(session_id)
+
+    def check_takeover(self) -> None:
+        """Refuse an agent action while the person holds the desktop (handoff_required)."""
+        self.takeover.check()
+
+    def take_handback(self, session_id: str) -> HandBackStart | None:
+        """The session's pending hand back (the person handed the desktop back; what the
+        window showed when they took it), once; None when there is none."""
+        return self.broker.handbacks.take(session_id)
+
     async def kill(self, source: str = "kill_switch") -> list[str]:
         """Cancel every active session through the stop path and halt the agent side.
 
@@ -378,7 +454,15 @@ class Kernel:
     def _listener(self) -> KillSwitchListener | None:
         return self.kill_switch.listener
 
+    async def start_control_inbox(self, interval_s: float = INBOX_POLL_S) -> None:
+        """Carry out the controls other processes ask for this kernel's sessions (the
+        dashboard, ``deskpilot session``), polling every ``interval_s``."""
+        self.inbox.interval_s = interval_s
+        self.inbox.start()
+
     async def close(self) -> None:
+        await self.inbox.close()
+        unregister_owner(self)
         await self.kill_switch.close()
         self.coordinator.close()
         self.broker.close()
@@ -395,5 +479,6 @@ class Kernel:
                 "sinceEpochMs": halt.since_epoch_ms,
                 "liftWith": "deskpilot unhalt" if halt.halted else None,
             },
+            "takeover": self.takeover_state(),
             "rollout": self.rollout.status(),
         }

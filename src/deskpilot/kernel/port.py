@@ -20,6 +20,8 @@ from typing import Any, Protocol
 from deskpilot.kernel.flags import Flags
 from deskpilot.kernel.governed_launch import LaunchReport, LaunchResult, Spawn, Watch
 from deskpilot.kernel.governed_shell import Run, ShellReport, ShellResult
+from deskpilot.kernel.handback import FrameSummary, HandBack, HandBackStart
+from deskpilot.kernel.handback import build as hand_back_note
 from deskpilot.kernel.policy.launch_rules import LaunchRequest
 from deskpilot.kernel.policy.shell_rules import ShellRequest
 from deskpilot.kernel.results import ExecutedAction, HaltInfo
@@ -33,7 +35,10 @@ from deskpilot.store.verifications import VerificationRow
 
 __all__ = [
     "ExecutedAction",
+    "FrameSummary",
     "HaltInfo",
+    "HandBack",
+    "HandBackStart",
     "KernelPort",
     "LaunchReport",
     "LaunchRequest",
@@ -47,6 +52,7 @@ __all__ = [
     "TimelineEventRow",
     "VerificationRow",
     "Watch",
+    "hand_back_note",
 ]
 
 
@@ -166,13 +172,23 @@ class KernelPort(Protocol):
         *,
         on_pause: Callable[[SessionRow, CancelReason | None], None] | None = None,
         on_stop: Callable[[SessionRow, CancelReason | None], None] | None = None,
-    ) -> None: ...
+        on_resume: Callable[[SessionRow, CancelReason | None], None] | None = None,
+    ) -> None:
+        """Be told when a session is paused, stopped or resumed, from any path (a tool, the
+        dashboard through a control request, the kill switch)."""
+        ...
 
     async def pause(
         self, session_id: str, *, takeover: bool = False, by: str | None = None
-    ) -> SessionState: ...
+    ) -> SessionState:
+        """A hard pause; ``takeover`` also engages the desktop-wide hold: every action of
+        every session is refused with handoff_required until the person hands back."""
+        ...
 
-    async def resume(self, session_id: str) -> SessionState: ...
+    async def resume(self, session_id: str, *, by: str | None = None) -> SessionState:
+        """Only from paused; the resume of a taken-over session is the hand back (its
+        ``take_handback`` is then pending)."""
+        ...
 
     async def stop(
         self, session_id: str, reason: CancelReason, *, note: str | None = None
@@ -195,14 +211,33 @@ class KernelPort(Protocol):
 
     def check_halt(self, agent_session_id: str | None = None) -> None: ...
 
+    def takeover_state(self, session_id: str | None = None) -> dict[str, Any]:
+        """The takeover hold as JSON (held, by, since in epoch ms, sessionId); with
+        ``session_id``, only that session's own hold."""
+        ...
+
+    def check_takeover(self) -> None:
+        """Raise handoff_required (reason ``taken_over``) while the person holds the desktop."""
+        ...
+
+    def take_handback(self, session_id: str) -> HandBackStart | None:
+        """The session's hand back waiting for its note (build it with ``hand_back_note``
+        on a fresh observation), once."""
+        ...
+
     def settings(self) -> SettingsModel:
         """The current settings (another process's writes show within a second)."""
         ...
 
     def status(self, agent_session_id: str | None = None) -> dict[str, Any]:
-        """Kill switch, desktop lease, halt and rollout, as JSON."""
+        """Kill switch, desktop lease, halt, takeover and rollout, as JSON."""
         ...
 
     async def start_kill_switch(self, display: str | None = None) -> object: ...
+
+    async def start_control_inbox(self) -> None:
+        """Carry out the controls other processes (the dashboard, the CLI) ask for the
+        sessions this kernel opened."""
+        ...
 
     async def close(self) -> None: ...

@@ -26,6 +26,7 @@ from deskpilot.runtime.diagnostics import ActionOutcome
 from deskpilot.runtime.item_clicks import ItemClick
 from deskpilot.runtime.preflight import check_may_act, require_desktop
 from deskpilot.runtime.recovery import Recovery
+from deskpilot.runtime.snapshots import ActionEvidence
 from deskpilot.runtime.state_ids import StateRecord
 from deskpilot.runtime.state_view import app_label
 from deskpilot.runtime.targets import observe
@@ -70,10 +71,20 @@ async def act(ctx: ToolContext, call: Call, args: ta.ToolArgs) -> ToolOutcome:
             frame = Frame(record.frame_id, record.tree_version, record.tree)
             post: ObservedState | None = None
             clicked: ItemClick | None = None
+            # fullRecordingEnabled: the window before and after this call (runtime/snapshots.py)
+            evidence = await ActionEvidence.begin(
+                ctx.kernel, ctx.snapshots, sess.session_id, target
+            )
             for i, step in enumerate(plan.steps):
                 if step.pause_before_s > 0:
                     await asyncio.sleep(step.pause_before_s)
-                gate, frame = await run_step(ctx, call, record, step, frame, target)
+                try:
+                    gate, frame = await run_step(ctx, call, record, step, frame, target)
+                except DeskpilotError:
+                    if call.diag.steps and overall(call) is not ActionOutcome.NOT_DISPATCHED:
+                        await evidence.finish(ctx.kernel, target, None)  # something went out
+                    raise
+                evidence.acted(gate.action_id)
                 sess.steps += 1
                 post = gate.post
                 clicked = ItemClick.of(gate.result, getattr(args, "element_id", None))
@@ -82,6 +93,7 @@ async def act(ctx: ToolContext, call: Call, args: ta.ToolArgs) -> ToolOutcome:
                         post = await observe(ctx, call, target, screenshot=False)
                     frame = Frame.of(post.observation)
             call.diag.action_outcome = overall(call)
+            await evidence.finish(ctx.kernel, target, post)
             outcome = await after_action(ctx, call, record, target, sess, post, clicked)
             if expect:
                 outcome = await expectations.check(ctx, call, expect, outcome)

@@ -4,7 +4,9 @@ Reasoning models often think for minutes between tool calls; a short idle timer 
 session vanish and reappear mid-task. The timer is cleared on entry to every observe and
 dispatch and re-armed in ``finally``, so it can never fire in the middle of an action (which
 would fake a ``session_canceled``). It is an event-loop timer, so it never keeps the process
-alive. A released session is rebuilt transparently on the next call.
+alive. A released session is rebuilt transparently on the next call. A session the person
+has taken over is not released while they hold the desktop (the release would stop it and
+end their takeover); the timer is armed again instead.
 
 The kernel can also end the session under its agent: another agent session's action claims
 the desktop and stops it (``desktop_claimed``, the coordinator's last-claim rule), the kill
@@ -70,7 +72,11 @@ class ImplicitSession:
     idle_handle: asyncio.TimerHandle | None = None
     last_used: float = field(default_factory=time.monotonic)
     bound_target: dict[str, object] | None = None
+    #: the person holds the desktop for this session (a takeover from any path)
     taken_over: bool = False
+    #: that takeover came from this agent's own ``takeover`` tool, so its ``resume`` may
+    #: hand back; one from outside (the dashboard, the CLI) is the person's to end
+    takeover_by_tool: bool = False
     #: the host was told to cancel it (a bounded budget ran out mid-call): it is replaced on
     #: its next use, since the host refuses a cancelled session for good
     host_cancelled: bool = False
@@ -168,6 +174,10 @@ class ImplicitSessions:
 
     def get(self, agent_session: str) -> ImplicitSession | None:
         return self._sessions.get(agent_session)
+
+    def by_session_id(self, session_id: str) -> ImplicitSession | None:
+        """The books that hold this kernel session (an agent's, or a task's adopted one)."""
+        return next((s for s in self._sessions.values() if s.session_id == session_id), None)
 
     def adopt(self, key: str, session_id: str, contract: TaskContract) -> ImplicitSession:
         """Hold a delegated task's session under its operator's key, with the task's limits,
@@ -273,6 +283,10 @@ class ImplicitSessions:
     def _idle_fired(self, sess: ImplicitSession) -> None:
         sess.idle_handle = None
         if sess.busy or self._sessions.get(sess.agent_session) is not sess:
+            return
+        if self.kernel.takeover_state(sess.session_id).get("held"):
+            # the person holds the desktop for it: releasing would end their takeover
+            self._arm(sess)
             return
         task = asyncio.get_running_loop().create_task(
             self.release(sess.agent_session, CancelReason.IDLE_RELEASE)

@@ -19,15 +19,16 @@ from deskpilot.runtime.turns import Turn
 
 
 def check_may_act(ctx: ToolContext, call: Call) -> None:
-    """The kill-switch halt (until unhalt or a new client session), a user's stop (for the
-    rest of the turn), and a displacement by another agent session (until this one observes
-    again or starts a new turn)."""
+    """The kill-switch halt (until unhalt or a new client session), the person's takeover
+    (until they hand back), a user's stop (for the rest of the turn), and a displacement by
+    another agent session (until this one observes again or starts a new turn)."""
     check_may_act_in(ctx, call.agent_session, call.turn)
 
 
 def check_may_act_in(ctx: ToolContext, agent_session: str, turn: Turn) -> None:
     """``check_may_act`` for an action that is not a desktop tool call (the agent's shell)."""
     ctx.kernel.check_halt(agent_session)
+    ctx.kernel.check_takeover()  # the person holds the desktop: handoff_required
     if turn.stopped:
         raise refusal(
             ErrorCode.SESSION_CANCELED,

@@ -176,6 +176,15 @@ REASON_ADVICE: dict[str, str] = {
     "no_matching_action": "Use a name from the element's [actions: …] list in the tree (a name "
     "cut short with … matches by its prefix). An element shows no list when its one action is "
     "a plain click (or it has none but toolkit plumbing): click the element instead.",
+    "taken_over": "The person took the desktop over (details.takenOverBy, since details.since "
+    "in epoch ms) and holds it: every agent action is refused until they hand it back, and "
+    "nothing of this call was done. Do not retry now; wait for the person to hand the desktop "
+    "back (observing still works), then read the state again before acting: the first result "
+    "after the hand back says what changed.",
+    "environment_disabled": "The person turned off acting on this kind of desktop in the "
+    "settings (details.environment: myDesktop is their own display, privateDesktop a private "
+    "desktop deskpilot started); nothing was sent. Observing still works. Do not retry: tell "
+    "the user, who can turn it back on in the dashboard's settings.",
     "desktop_claimed": "Another agent session of this deskpilot server (or of another "
     "deskpilot server on this desktop) took the desktop: its action stopped this agent's "
     "computer session, and nothing of this call was done. To continue, observe again "
@@ -205,6 +214,10 @@ def safe_error(exc: BaseException) -> tuple[ErrorCode, str, bool, dict[str, Any]
             "holderPid",
             "retryAfterMs",
             "optionCount",
+            "takenOverBy",
+            "since",
+            "sessionId",
+            "environment",
         ):
             value = exc.details.get(key)
             if (

@@ -19,9 +19,9 @@ from typing import Any
 
 from deskpilot.kernel.port import KernelPort, SessionRow
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
-from deskpilot.protocol.session import CancelReason
+from deskpilot.protocol.session import CancelReason, SessionState
 from deskpilot.provider import Provider
-from deskpilot.runtime import observation_tools
+from deskpilot.runtime import control_tools, observation_tools
 from deskpilot.runtime import tool_args as ta
 from deskpilot.runtime.budget import (
     BOUNDED_DURATION_MS,
@@ -48,6 +48,7 @@ from deskpilot.runtime.implicit_sessions import (
 from deskpilot.runtime.refusals import refusal, safe_error
 from deskpilot.runtime.snapshots import SnapshotPort
 from deskpilot.runtime.state_ids import STATE_ID_TTL_S, StateIdRegistry, void_reason
+from deskpilot.runtime.task_registry import DelegatedTask
 from deskpilot.runtime.tools import TOOLS, ToolSpec
 from deskpilot.runtime.turns import Turn, TurnTracker
 
@@ -85,7 +86,11 @@ class Runtime:
         if decision_model is not None:
             self.ctx.decision_model = decision_model
         # a pause or stop from any path (MCP, CLI, dashboard, kill switch) stops the operator
-        kernel.add_control_hooks(on_pause=self._task_controlled, on_stop=self._task_controlled)
+        # and voids the agent's stateIds; a resume from any path clears the takeover mark
+        kernel.add_control_hooks(
+            on_pause=self._paused, on_stop=self._task_controlled, on_resume=self._resumed
+        )
+        self._relaunches: set[asyncio.Task[None]] = set()
         self._last_end: dict[str, float] = {}
         self._known_sessions: set[str] = set()
         self._last_diag: dict[str, dict[str, Any]] = {}
@@ -110,6 +115,40 @@ class Runtime:
         if task is not None:
             supervisor.let_go(self.ctx, task)
 
+    def _paused(self, row: SessionRow, reason: CancelReason | None) -> None:
+        """A pause or takeover from any path: the operator lets go, the stateIds of whoever
+        acts on the session die (the kernel dropped its frame), a takeover is marked."""
+        self._task_controlled(row, reason)
+        sess = self.ctx.sessions.by_session_id(row.id)
+        if sess is None:
+            return
+        self.ctx.states.invalidate(agent_session=sess.agent_session, reason="paused")
+        if self.ctx.kernel.takeover_state(row.id).get("held"):
+            sess.taken_over = True
+
+    def _resumed(self, row: SessionRow, reason: CancelReason | None) -> None:
+        """A resume from any path: the takeover mark goes; a task of this runtime that nobody
+        restarts (the resume came from outside its tools, and no watcher waits for it, as
+        after handoff_required) is restarted here once the resume has returned."""
+        sess = self.ctx.sessions.by_session_id(row.id)
+        if sess is not None and not self.ctx.kernel.takeover_state(row.id).get("held"):
+            sess.taken_over = False
+            sess.takeover_by_tool = False
+        task = self.ctx.tasks.get(row.id)
+        if task is not None:
+            asyncio.get_running_loop().call_soon(self._restart_if_idle, task)
+
+    def _restart_if_idle(self, task: DelegatedTask) -> None:
+        if task.running or (task.watcher is not None and not task.watcher.done()):
+            return  # its resume tool or its watcher restarts it
+        if self.ctx.kernel.session_state(task.task_id) != SessionState.OBSERVING:
+            return
+        runner = asyncio.get_running_loop().create_task(
+            supervisor.relaunch(self.ctx, task), name=f"relaunch {task.task_id}"
+        )
+        self._relaunches.add(runner)
+        runner.add_done_callback(self._relaunches.discard)
+
     def _session_released(self, sess: ImplicitSession) -> None:
         self.ctx.states.invalidate(agent_session=sess.agent_session, reason="released")
 
@@ -131,11 +170,14 @@ class Runtime:
         self.turns.set_mode(mode)
 
     async def start(self) -> None:
-        """Arm the kill switch when the kernel has one (entry points call this once)."""
+        """Arm the kill switch when the kernel has one, and start the inbox for controls
+        other processes ask (the dashboard, ``deskpilot session``); entry points call this
+        once."""
         try:
             await self.ctx.kernel.start_kill_switch()
         except Exception as exc:  # no display, a grab refused: say so once, plainly
             log.warning("the kill switch could not be armed: %s", exc)
+        await self.ctx.kernel.start_control_inbox()
 
     async def close(self) -> None:
         for task in self.ctx.tasks.all():
@@ -194,15 +236,34 @@ class Runtime:
             if call.dispatched and diag.action_outcome is ActionOutcome.NOT_DISPATCHED:
                 diag.action_outcome = ActionOutcome.UNKNOWN  # it reached the kernel: may have run
             outcome = self._failure(call, DeskpilotError(ErrorCode.INTERNAL_ERROR, "internal"))
+        handed = await self._hand_back(agent_session, outcome)
         end = time.perf_counter()
         timings.tool_elapsed_ms = (end - t0) * 1000.0
         if timings.bridge_total_ms == 0.0:
             timings.bridge_total_ms = timings.tool_elapsed_ms
         rendered = outcome.diagnostic.render()
-        outcome.text = rendered if outcome.is_error else f"{outcome.text.rstrip()}\n\n{rendered}"
+        parts = [] if outcome.is_error else [outcome.text.rstrip()]
+        if handed is not None:
+            parts.append(handed)
+        outcome.text = "\n\n".join([*parts, rendered])
         self._last_end[agent_session] = end
         self._last_diag[agent_session] = outcome.diagnostic.to_json()
         return outcome
+
+    async def _hand_back(self, agent_session: str, outcome: ToolOutcome) -> str | None:
+        """The person handed the desktop back outside this agent's calls (the dashboard):
+        the first result after it carries the note, once (control_tools.deliver_hand_back)."""
+        sess = self.ctx.sessions.get(agent_session)
+        if sess is None:
+            return None
+        try:
+            note = await control_tools.deliver_hand_back(
+                self.ctx, sess.session_id, outcome.observed
+            )
+        except Exception:
+            log.warning("the hand back note could not be built", exc_info=True)
+            return None
+        return None if note is None else control_tools.hand_back_paragraph(note)
 
     async def _run(self, spec: ToolSpec, call: Call, arguments: Any) -> ToolOutcome:
         args = ta.validate_args(spec.name, spec.args, arguments)
@@ -298,6 +359,7 @@ class Runtime:
                 "sinceEpochMs": halt.since_epoch_ms,
             },
             "session": None if sess is None else sess.to_json(state.value if state else None),
+            "takeover": self.ctx.kernel.takeover_state(),
             "kernel": self.ctx.kernel.name,
             **observation_tools.desktop_sharing(self.ctx),
             "snapshotVault": self.ctx.snapshots is not None,

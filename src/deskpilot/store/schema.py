@@ -176,4 +176,43 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX verifications_session ON verifications(session_id, created_at);
         """,
     ),
+    (
+        5,
+        # controls from another process: the process that owns each session (its pid), the
+        # requests another process (the dashboard, `deskpilot session …`) leaves for that
+        # owner to carry out, and the desktop-wide takeover hold (the person has the desktop:
+        # every agent action of every session is refused until they hand it back). At most
+        # one live hold per session (the partial unique index); the owner's inbox polls the
+        # pending requests through their partial index.
+        """
+        ALTER TABLE sessions ADD COLUMN owner_pid INTEGER;
+
+        CREATE TABLE control_requests (
+            id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            verb TEXT NOT NULL CHECK (verb IN ('pause','takeover','resume','stop',
+                'bind_target')),
+            args_json TEXT NOT NULL DEFAULT '{}',
+            requested_by TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('pending','running','done','failed')),
+            result_json TEXT,
+            error_code TEXT,
+            created_at REAL NOT NULL,
+            finished_at REAL
+        );
+        CREATE INDEX control_requests_pending ON control_requests(session_id)
+            WHERE status = 'pending';
+        CREATE INDEX control_requests_session ON control_requests(session_id, created_at);
+
+        CREATE TABLE takeovers (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            held_by TEXT NOT NULL,
+            started_at REAL NOT NULL,
+            ended_at REAL,
+            ended_by TEXT
+        );
+        CREATE UNIQUE INDEX takeovers_live ON takeovers(session_id) WHERE ended_at IS NULL;
+        """,
+    ),
 ]

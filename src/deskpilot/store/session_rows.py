@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -31,6 +32,9 @@ class SessionRow:
     created_at: float
     updated_at: float
     ended_at: float | None
+    #: the process that created the session and drives it (its kernel carries out the
+    #: controls other processes ask for); None for a session from before migration 5
+    owner_pid: int | None = None
 
     @property
     def terminal(self) -> bool:
@@ -61,6 +65,7 @@ def _row(r: sqlite3.Row) -> SessionRow:
         created_at=float(r["created_at"]),
         updated_at=float(r["updated_at"]),
         ended_at=None if r["ended_at"] is None else float(r["ended_at"]),
+        owner_pid=None if r["owner_pid"] is None else int(r["owner_pid"]),
     )
 
 
@@ -83,7 +88,7 @@ class SessionRepository(Repository):
         with self._tx(conn) as c:
             c.execute(
                 "INSERT INTO sessions(id, agent_session_id, mode, state, contract_json, "
-                "target_json, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?)",
+                "target_json, created_at, updated_at, owner_pid) VALUES (?,?,?,?,?,?,?,?,?)",
                 (
                     session_id,
                     agent_session_id,
@@ -93,6 +98,7 @@ class SessionRepository(Repository):
                     None if target is None else dumps(target.wire()),
                     now,
                     now,
+                    os.getpid(),
                 ),
             )
 

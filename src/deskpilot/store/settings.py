@@ -51,8 +51,9 @@ class RemoteAccess(BaseModel):
 
 
 class Environments(BaseModel):
-    """Which desktops agents may act on (kernel.broker: an action on a desktop whose kind is
-    off answers ``computer_disabled``; observing still works)."""
+    """Which desktops agents may act on (kernel.broker.admission: an action on a desktop
+    whose kind is off answers ``computer_disabled`` with reason ``environment_disabled``;
+    observing still works). The kind: desktop/virtual.py ``is_private_display``."""
 
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
@@ -85,15 +86,19 @@ class SettingsModel(BaseModel):
     #: kernel.policy: when non-empty, only these app identities may be acted on (in addition
     #: to any task contract's own allowedApps).
     allowed_apps: list[str] = Field(default_factory=list)
-    #: vault: paint sensitive regions grey in stored evidence frames.
+    #: runtime.state_view (the model's image) and vault.service (every stored image, read per
+    #: capture): paint secure regions grey; off, images show what the screen shows.
     redact_sensitive_content: bool = True
-    #: vault: keep every observation frame, not only evidence frames.
+    #: runtime.snapshots (before each action) and vault.service (per frame): keep an evidence
+    #: frame before and after every action; off, none is captured or stored.
     full_recording_enabled: bool = False
-    #: vault: evidence frames older than this are deleted by maintenance.
+    #: vault.retention (each maintenance run): app snapshots older than this many days are
+    #: deleted (0: at the next run); evidence frames keep their fixed 24 h.
     evidence_retention_days: int = Field(default=30, ge=0, le=3_650)
-    #: vault: total encrypted bytes kept on disk before the oldest blobs are evicted.
+    #: vault.retention (after every capture and each maintenance run): total encrypted bytes
+    #: kept on disk before the least recently used snapshots are evicted.
     vault_quota_bytes: int = Field(default=1024**3, ge=16 * 1024**2)
-    #: kernel.broker: which kinds of desktop actions may run on
+    #: kernel.broker.admission (every action): which kinds of desktop actions may run on
     environments: Environments = Field(default_factory=Environments)
     #: web: what a dashboard browser on another machine may do
     remote: RemoteAccess = Field(default_factory=RemoteAccess)

@@ -47,13 +47,15 @@ Clock = Callable[[], float]
 
 @dataclass(frozen=True)
 class VaultPolicy:
-    """The settings the vault obeys; the runtime passes them in (the vault is below kernel).
+    """The settings the vault obeys, read afresh for every capture and every maintenance run
+    (:meth:`load`, from the settings table: a write by any process applies to the next one;
+    nothing is cached at start, so a long-lived ``deskpilot serve`` follows the dashboard).
 
-    * ``redact_sensitive_content`` — whether the *model frame* keeps secure regions painted
-      out. Stored frames (app snapshots, evidence) are always redacted: they outlive the turn
-      and can be shown through preview links.
-    * ``full_recording_enabled`` — off: evidence frames are stored only for observations tied
-      to an action (before/after it); on: for every observation.
+    * ``redact_sensitive_content`` — whether secure regions are painted out of the model
+      frame *and* of stored frames (app snapshots, their previews, evidence frames); each
+      stored frame records the value it was taken under.
+    * ``full_recording_enabled`` — on: the runtime keeps an evidence frame before and after
+      each action; off: no evidence frame is stored at all.
     * ``evidence_retention_days`` — lifetime of manual (session-less) app snapshots and the
       upper bound for session snapshots.
     * ``quota_bytes`` — encrypted bytes on disk before LRU eviction.

@@ -13,8 +13,12 @@ Typical wiring (runtime)::
     rec.preview_url   # http://127.0.0.1:<port>/snapshot/<id>/preview?cap=<token>
     service.end_turn(turn)                          # revokes that turn's preview tokens
 
-Every capture path checks the credential-app blocklist first, then paints secure regions out
-*before* any byte reaches the disk; redaction metadata travels with the snapshot row.
+Every capture path checks the credential-app blocklist first, then — while
+``redactSensitiveContent`` is on (the default) — paints secure regions out *before* any byte
+reaches the disk; redaction metadata travels with the snapshot row. Evidence frames (the
+before/after frames of an action) are stored only while ``fullRecordingEnabled`` is on. Both
+settings are read from the settings table on every call, so a change by any process (the
+dashboard, ``deskpilot settings set``) applies to the next frame without a restart.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ from deskpilot.vault.retention import (
 )
 from deskpilot.vault.store import Vault, wipe_files
 
-EvidenceTrigger = Literal["observation", "action"]
+#: which frame of an action an evidence frame is (``observation``: one not tied to an action)
+EvidenceTrigger = Literal["before", "after", "observation"]
 
 
 @dataclass(frozen=True)
@@ -171,18 +176,22 @@ class SnapshotService:
             assert_capture_allowed(window.app)
         validate_ttl(preview_ttl_s)  # a bad TTL must not leave a stored snapshot behind
         regions = list(sensitive_regions or ())
+        policy = self.policy
         prepared = images.prepare_capture(
-            png, regions=regions, window_size=_window_size(window), redact_enabled=True
+            png,
+            regions=regions,
+            window_size=_window_size(window),
+            redact_enabled=policy.redact_sensitive_content,
         )
         products: list[tuple[BlobKind, bytes]] = [("image", prepared.png)]
         if prepared.width > images.MAX_PREVIEW_WIDTH:
             img = prepared.image if prepared.image is not None else images.decode_png(png)
             products.append(("preview", images.encode_png(images.preview_image(img))))
-        policy = self.policy
         redaction = prepared.redaction.to_json() | {
             "regionsKnown": sensitive_regions is not None,
-            # read and recorded, not obeyed: a stored frame outlives the turn (docs/privacy.md)
+            # the setting that decided whether the regions were painted (docs/privacy.md)
             "redactSensitiveContent": policy.redact_sensitive_content,
+            "secureRegionCount": len(regions),
         }
         now = self.clock()
         record = self._store(
@@ -212,33 +221,41 @@ class SnapshotService:
         window: WindowInfo | None = None,
         sensitive_regions: Sequence[Rect] | None = None,
         session_id: str | None = None,
-        trigger: EvidenceTrigger = "action",
+        trigger: EvidenceTrigger = "after",
         frame_id: str | None = None,
+        action_id: str | None = None,
     ) -> SnapshotRecord | None:
-        """Store a redacted evidence frame (≤ 1,200 px wide, 24 h TTL) for the audit.
+        """Store an evidence frame (≤ 1,200 px wide, 24 h TTL) for the audit: the window
+        before or after an action (``trigger``, with the action's ledger id).
 
-        With ``fullRecordingEnabled`` off only frames tied to an action are kept
-        (``trigger="action"``); plain observations return None without storing anything.
+        Only while ``fullRecordingEnabled`` is on; off, nothing is stored and None comes
+        back (a credential app is refused either way). Secure regions are painted out while
+        ``redactSensitiveContent`` is on.
         """
-        policy = self.policy
-        if trigger == "observation" and not policy.full_recording_enabled:
-            return None
         assert_capture_allowed(app)
         if window is not None:
             assert_capture_allowed(window.app)
+        policy = self.policy
+        if not policy.full_recording_enabled:
+            return None
         width, height = images.png_dimensions(png)
         img = images.decode_png(png)
-        info = images.redact(
-            img, list(sensitive_regions or ()), images.region_scale(img.size, _window_size(window))
-        )
+        regions = list(sensitive_regions or ())
+        if policy.redact_sensitive_content:
+            info = images.redact(img, regions, images.region_scale(img.size, _window_size(window)))
+        else:
+            reasons = ("redaction_disabled_by_setting",) if regions else ()
+            info = images.RedactionInfo(applied=False, region_count=0, reason_codes=reasons)
         frame = images.evidence_image(img)
         redaction = info.to_json() | {
             "regionsKnown": sensitive_regions is not None,
             "trigger": trigger,
             "frameId": frame_id,
+            "actionId": action_id,
             "sourceWidth": width,
             "sourceHeight": height,
             "redactSensitiveContent": policy.redact_sensitive_content,
+            "secureRegionCount": len(regions),
         }
         now = self.clock()
         return self._store(

@@ -23,7 +23,7 @@ from deskpilot.protocol.errors import DeskpilotError
 from deskpilot.web.auth import COOKIE, SESSION_TTL_S
 from deskpilot.web.context import STATIC_DIR, DashboardContext, Refused
 from deskpilot.web.middleware import Gate
-from deskpilot.web.pages import confirmations, errors, live, readiness, sessions, settings
+from deskpilot.web.pages import confirmations, errors, events, live, readiness, sessions, settings
 from deskpilot.web.render import locale_of, page
 
 
@@ -82,7 +82,7 @@ def create_app(ctx: DashboardContext) -> Starlette:
         *_auth_routes(ctx),
         Mount("/static", app=StaticFiles(directory=str(STATIC_DIR)), name="static"),
     ]
-    for module in (live, readiness, sessions, confirmations, settings, errors):
+    for module in (live, readiness, sessions, confirmations, settings, errors, events):
         routes.extend(module.routes(ctx))
 
     async def refused(request: Request, exc: Exception) -> Response:

@@ -38,7 +38,9 @@ class DashboardServer:
     def bind(self) -> str:
         """Bind the socket (the OS picks the port when it is 0); returns the base URL."""
         family = socket.AF_INET6 if ":" in self._bind_address else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say so, and
+        # without it every response's body waits ~40 ms for the client's delayed ACK
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self._bind_address, self._port))
         sock.listen(128)

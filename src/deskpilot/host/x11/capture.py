@@ -1,4 +1,4 @@
-"""In-process capture of a window's on-screen area, and its PNG encoding.
+"""In-process capture of a window's on-screen area (or the whole screen), and its encoding.
 
 mss keeps one persistent XCB connection and uses XShmGetImage when the server offers MIT-SHM
 (falling back to GetImage by itself), which puts a 1280×800 grab well under a millisecond.
@@ -9,6 +9,11 @@ PNG is written by the host itself: every row with filter type None, one zlib str
 1. Pillow's encoder chooses a filter per row adaptively, which on UI frames (flat colour and
 text) costs more time than deflate saves: on a 1280×800 text page 29 ms vs 39 ms at the
 same size, on a mostly empty desktop 3.4 ms vs 8.6 ms (see docs/host.md).
+
+JPEG is for the dashboard's live view only (a frame every 100–200 ms, shown and dropped):
+libjpeg-turbo through Pillow writes a 1280×800 frame in ≈ 2–3 ms at quality 80, where PNG
+level 1 takes 8–30 ms depending on the content (benchmarks/ui_live_bench.py). Nothing stored
+or shown to a model is ever a host JPEG.
 """
 
 from __future__ import annotations
@@ -22,13 +27,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import mss
-from PIL import Image
+from PIL import Image, ImageDraw
 
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import Rect
 
 PNG_COMPRESS_LEVEL = 1
+JPEG_QUALITY = 80
 MAX_PIXELS = 50_000_000
+#: what a withheld window is painted with: the vault's redaction grey (vault/images.py)
+WITHHELD_FILL = (128, 128, 128)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +81,33 @@ def encode_png(image: Image.Image, level: int = PNG_COMPRESS_LEVEL) -> bytes:
         + _chunk(b"IDAT", zlib.compress(rows, level))
         + _chunk(b"IEND", b"")
     )
+
+
+def encode_jpeg(image: Image.Image, quality: int = JPEG_QUALITY) -> bytes:
+    """A baseline JPEG (4:2:0), for the live view's frames."""
+    buf = io.BytesIO()
+    image.save(buf, "JPEG", quality=quality)
+    return buf.getvalue()
+
+
+def paint_out(image: Image.Image, origin: Rect, rects: list[Rect]) -> list[Rect]:
+    """Fill the screen rectangles ``rects`` of an image taken at ``origin`` with opaque grey,
+    in place; returns the parts that fell inside the picture (screen coordinates)."""
+    painted: list[Rect] = []
+    draw: ImageDraw.ImageDraw | None = None
+    for r in rects:
+        x0, y0 = max(r.x, origin.x), max(r.y, origin.y)
+        x1 = min(r.x + r.width, origin.x + origin.width)
+        y1 = min(r.y + r.height, origin.y + origin.height)
+        if x1 <= x0 or y1 <= y0:
+            continue
+        draw = draw or ImageDraw.Draw(image)
+        draw.rectangle(
+            (x0 - origin.x, y0 - origin.y, x1 - origin.x - 1, y1 - origin.y - 1),
+            fill=WITHHELD_FILL,
+        )
+        painted.append(Rect(x=x0, y=y0, width=x1 - x0, height=y1 - y0))
+    return painted
 
 
 class Capturer:

@@ -187,6 +187,22 @@ class X11Desktop:
             return None
         return top
 
+    def pointer(self) -> tuple[int, int] | None:
+        """The pointer in screen pixels (XQueryPointer on the root); None when it is on
+        another screen of the display or the query fails."""
+        conn, _, _ = self.require()
+        try:
+            reply = conn.root.query_pointer()
+        except Exception:
+            return None
+        if not reply.same_screen:
+            return None
+        return int(reply.root_x), int(reply.root_y)
+
+    def screen_rect(self) -> Rect:
+        conn, _, _ = self.require()
+        return Rect(x=0, y=0, width=conn.width, height=conn.height)
+
     def visible_rect(self, window: XWindow) -> Rect:
         """The part of a window on screen (what a capture of it covers)."""
         conn, _, _ = self.require()

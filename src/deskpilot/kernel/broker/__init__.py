@@ -1,7 +1,8 @@
 """The broker: every action passes here, in this order (docs/kernel.md, "Broker").
 
 1. Admission (admission.py): the session exists and may act; the kill-switch halt does not
-   bind its agent; computer use is enabled; the contract's budgets are not spent.
+   bind its agent; no takeover holds the desktop (kernel/takeover.py); computer use is
+   enabled; the contract's budgets are not spent.
 2. Idempotency (idempotency.py): an actionId names one action, once.
 3. Freshness: frameId and treeVersion must equal the session's current observation
    (``CurrentFrames.check``, kernel/frames.py; ``stale_frame`` / ``stale_tree``). The
@@ -10,7 +11,9 @@
 4. Policy (risk, decision, reason; rating.py), and the ledger row written with them
    (ledger.py), before anything reaches the desktop; a denial is recorded and raised as
    ``action_blocked``; a required confirmation waits for the person (confirm.py).
-5. The desktop lane, then the backend (dispatch.py); the outcome is written and told.
+5. The desktop lane, then the backend (dispatch.py); the outcome is written and told. Under
+   the lane the takeover hold is checked once more, so an action that waited for the lane
+   (or for a confirmation) while the person took the desktop over is refused there.
 
 Pause, resume, stop, kill and bind_target, and how an action in flight is ended, are in
 controls.py; observing (which makes a frame current) is the kernel's own (kernel/kernel.py).
@@ -44,7 +47,9 @@ from deskpilot.kernel.policy import PolicyDecision
 from deskpilot.kernel.results import ExecutedAction
 from deskpilot.kernel.rollout import RolloutController
 from deskpilot.kernel.session_manager import SessionManager
-from deskpilot.protocol.session import CancelReason, Decision
+from deskpilot.kernel.takeover import Takeover
+from deskpilot.protocol.errors import DeskpilotError
+from deskpilot.protocol.session import CancelReason, Decision, EventType
 from deskpilot.protocol.wire import ExecuteAction
 from deskpilot.store.db import Database
 from deskpilot.store.ledger import ActionRepository
@@ -71,6 +76,7 @@ class Broker:
         self.flags = flags or Flags()
         self.rollout = rollout or RolloutController(self.flags)
         self.halt = Halt(db)
+        self.takeover = Takeover(db)
         self.confirmations = Confirmations(db, self.sessions)
         self.coordinator = DesktopCoordinator(db, self._stop_for_claim)
         self.inflight = InFlightRegistry()
@@ -89,6 +95,7 @@ class Broker:
             ledger=self._ledger,
             flags=self.flags,
             rollout=self.rollout,
+            gate=self._gate,
         )
         self._controls = Controls(
             db,
@@ -101,7 +108,9 @@ class Broker:
             flags=self.flags,
             rollout=self.rollout,
             hooks=self.hooks,
+            takeover=self.takeover,
         )
+        self.handbacks = self._controls.handbacks
         # the steps' entry points, as kernel/kernel.py and kernel/governed_launch.py call them
         self.keyed_hash = self._hasher.keyed_hash
         self.params_hash = self._hasher.params_hash
@@ -126,7 +135,24 @@ class Broker:
 
     def admit(self, session_id: str) -> tuple[SessionRow, SettingsModel]:
         """Step 1, for actions and launches alike (admission.py)."""
-        return admission.admit(self.sessions, self.halt, self.settings, session_id)
+        return admission.admit(self.sessions, self.halt, self.takeover, self.settings, session_id)
+
+    def _gate(self, session_id: str, aid: str, written: bool) -> None:
+        """The takeover hold, under the lane just before the desktop is touched; a refused
+        action whose ledger row is written already (it waited for a confirmation) ends
+        there as blocked, with its action_blocked event."""
+        try:
+            self.takeover.check()
+        except DeskpilotError as exc:
+            if written:
+                self.actions.finish(aid, "blocked", error_code=exc.code.value)
+                self.sessions.record(
+                    session_id,
+                    EventType.ACTION_BLOCKED,
+                    action_id=aid,
+                    payload={"reason": exc.details.get("reason"), "code": exc.code.value},
+                )
+            raise
 
     async def request_outside(
         self,
@@ -172,6 +198,7 @@ class Broker:
         if not self.coordinator.holds(session_id):
             await self.coordinator.claim(session_id, agent_session_id)
         async with self.coordinator.action_lock:
+            self._gate(session_id, aid, True)
             self.move_to_acting(session_id, aid, approval_id)
             yield
 
@@ -216,7 +243,9 @@ class Broker:
         if decision.decision == Decision.ALLOW:
             # the row and its action_requested event are written together with the move to
             # acting, under the desktop lane, still before anything reaches the desktop
-            return await self._dispatcher.dispatch(row, ledger, requested, request, decision)
+            done = await self._dispatcher.dispatch(row, ledger, requested, request, decision)
+            self.handbacks.seen(session_id, done.post)
+            return done
         self.record_request(session_id, ledger, requested, decision)  # a denial raises here
         approval_ms = 0.0
         approval_id: str | None = None
@@ -232,9 +261,11 @@ class Broker:
             )
             row = self.sessions.require_executable(session_id)
         # 5. the desktop lane, then the backend
-        return await self._dispatcher.dispatch(
+        done = await self._dispatcher.dispatch(
             row, ledger, None, request, decision, approval_id, approval_ms
         )
+        self.handbacks.seen(session_id, done.post)  # what a takeover's hand back compares with
+        return done
 
     async def _stop_for_claim(self, session_id: str, reason: CancelReason) -> object:
         """The coordinator's way to stop a sibling session that holds the desktop."""

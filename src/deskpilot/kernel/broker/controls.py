@@ -1,9 +1,14 @@
 """Control of a session from outside its actions (docs/kernel.md, "Control").
 
 Pause/takeover is a hard pause: observation cache cleared, in-flight action ended, pending
-confirmations expired, lane released. Resume only from paused; it re-claims the lane and
-restarts the operator through the resume hooks on every path. Stop is terminal; kill is stop
-with reason ``kill_switch``. bind_target only while paused.
+confirmations expired, lane released. A takeover also engages the desktop-wide hold
+(kernel/takeover.py: every session's actions are refused while the person has the desktop),
+also when the session is paused already, and remembers what the session's last frame showed
+(kernel/handback.py). Resume only from paused; it re-claims the lane, ends the session's
+hold when it has one (the hand back: its note waits in ``handbacks`` for whoever drives the
+session next) and restarts the operator through the resume hooks on every path. Stop is
+terminal and ends the session's hold too; kill is stop with reason ``kill_switch``.
+bind_target only while paused.
 
 In-flight actions end this way: the backend's ``cancel_session`` (stop/kill) makes the host
 forget the session; an action still running is aborted through the backend's
@@ -27,9 +32,11 @@ from deskpilot.kernel.coordinator import DesktopCoordinator
 from deskpilot.kernel.flags import Flags
 from deskpilot.kernel.frames import CurrentFrames
 from deskpilot.kernel.halt import Halt
+from deskpilot.kernel.handback import HandBacks
 from deskpilot.kernel.interrupts import InFlight, InFlightRegistry
 from deskpilot.kernel.rollout import RolloutController
 from deskpilot.kernel.session_manager import SessionManager
+from deskpilot.kernel.takeover import Takeover
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.session import CancelReason, EventType, SessionState
 from deskpilot.protocol.wire import TargetSpec
@@ -85,6 +92,8 @@ class Controls:
     flags: Flags
     rollout: RolloutController
     hooks: ControlHooks
+    takeover: Takeover
+    handbacks: HandBacks = field(default_factory=HandBacks)
 
     async def _quiesce(self, session_id: str, reason: str, *, forget: bool) -> None:
         self.frames.drop(session_id)
@@ -101,12 +110,18 @@ class Controls:
     async def pause(
         self, session_id: str, *, takeover: bool = False, by: str | None = None
     ) -> SessionRow:
-        """Hard pause (and takeover, which also records who took over)."""
+        """Hard pause (and takeover, which also records who took over and engages the
+        desktop-wide hold)."""
         t0 = time.monotonic()
         row = self.sessions.require(session_id)
-        if row.state == SessionState.PAUSED:
-            return row
         who = by or ("person" if takeover else "agent")
+        if row.state == SessionState.PAUSED:
+            if takeover and self.takeover.of_session(session_id) is None:
+                return self._take_over_paused(row, who)
+            return row
+        # what the agent last saw, before the pause drops it (a takeover's hand back
+        # compares the window with it; kept in this process only)
+        self.handbacks.seen(session_id, self.frames.get(session_id))
         row = self.sessions.transition(
             session_id,
             SessionState.PAUSED,
@@ -114,6 +129,9 @@ class Controls:
             paused_by=who,
             taken_over_by=who if takeover else None,
         )
+        if takeover:
+            hold = self.takeover.engage(session_id, who)
+            self.handbacks.begin(session_id, hold.held_by, hold.started_at)
         self.coordinator.release(session_id)
         # pausing keeps the session: the backend keeps its binding; only work in flight ends
         await self._quiesce(session_id, "paused", forget=False)
@@ -122,7 +140,31 @@ class Controls:
             _call_hook(hook, row, None)
         return row
 
-    async def resume(self, session_id: str) -> SessionRow:
+    def _take_over_paused(self, row: SessionRow, who: str) -> SessionRow:
+        """A takeover of a session that is paused already: the hold and who holds it (the
+        frame was dropped at the pause; the one it showed then is the hand back's "before")."""
+        hold = self.takeover.engage(row.id, who)
+        self.handbacks.begin(row.id, hold.held_by, hold.started_at)
+        self.sessions.rows.set_state(
+            row.id,
+            SessionState.PAUSED,
+            expect=SessionState.PAUSED,
+            paused_by=who,
+            taken_over_by=who,
+        )
+        self.sessions.record(
+            row.id,
+            EventType.SESSION_PAUSED,
+            payload={"by": who, "takeover": True, "from": SessionState.PAUSED.value},
+        )
+        row = self.sessions.require(row.id)
+        for hook in list(self.hooks.on_pause):
+            _call_hook(hook, row, None)
+        return row
+
+    async def resume(self, session_id: str, *, by: str | None = None) -> SessionRow:
+        """Back to observing; a resume of the session that holds the takeover hands the
+        desktop back (the hold ends, the hand back waits in ``handbacks``)."""
         row = self.sessions.require(session_id)
         if row.state != SessionState.PAUSED:
             raise DeskpilotError(
@@ -132,10 +174,22 @@ class Controls:
                 details={"state": row.state.value},
             )
         self.halt.check(row.agent_session_id)
+        held = self.takeover.of_session(session_id)
         await self.coordinator.claim(session_id, row.agent_session_id)
+        payload: dict[str, object] = {}
+        if by is not None:
+            payload["by"] = by
+        if held is not None:
+            payload["handBack"] = True
         row = self.sessions.transition(
-            session_id, SessionState.OBSERVING, allowed_from=[SessionState.PAUSED]
+            session_id,
+            SessionState.OBSERVING,
+            payload=payload or None,
+            allowed_from=[SessionState.PAUSED],
         )
+        if held is not None:
+            ended = self.takeover.end(session_id, by or held.held_by)
+            self.handbacks.hand_back(session_id, by, ended.ended_at if ended is not None else None)
         try:
             for hook in list(self.hooks.on_resume):
                 await hook(row)
@@ -167,6 +221,8 @@ class Controls:
             cancel_reason=reason,
             payload={"note": note[:500]} if note else None,
         )
+        self.takeover.end(session_id, "stopped")
+        self.handbacks.forget(session_id)
         self.coordinator.release(session_id)
         await self._quiesce(session_id, f"stopped ({reason.value})", forget=True)
         self.rollout.record_takeover_stop((time.monotonic() - t0) * 1000)

@@ -12,6 +12,7 @@ the person's physical Escape ends this action only and hands the session to them
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +59,10 @@ class Dispatcher:
     ledger: Ledger
     flags: Flags
     rollout: RolloutController
+    #: a last check under the lane, just before the desktop is touched (the takeover hold:
+    #: an action that waited for the lane or a confirmation meanwhile is refused there);
+    #: called with the session, the action id and whether its ledger row is written yet
+    gate: Callable[[str, str, bool], None] | None = None
 
     async def dispatch(
         self,
@@ -75,6 +80,8 @@ class Dispatcher:
         if not self.coordinator.holds(session_id):
             await self.coordinator.claim(session_id, row.agent_session_id)
         async with self.coordinator.action_lock:
+            if self.gate is not None:
+                self.gate(session_id, aid, requested is None)
             self.ledger.move_to_acting(
                 session_id,
                 aid,

@@ -5,6 +5,13 @@ The listener's thread calls back from outside the loop; every callback here hops
 loop first (``call_soon_threadsafe``). A chord press runs the kernel's ``kill``; a physical
 Escape ends the action in flight when ``escapeCancelsAction`` and the ``escapeInterrupt`` flag
 allow it (docs/kernel.md, "Kill switch").
+
+The chord follows the ``killSwitch`` setting in two ways: a write in this process arrives
+through the settings listener at once; a write by another process (the dashboard,
+``deskpilot settings set``) is seen by polling the settings table's revision every
+:data:`SETTINGS_POLL_SECONDS`, so a running ``deskpilot serve`` re-arms within about half a
+second without a restart. A fresh install has no row and arms the default chord
+(``Settings.load`` fills defaults in), which is what seed 003 §12.1 found missing.
 """
 
 from __future__ import annotations
@@ -23,7 +30,8 @@ from .listener import KillSwitchListener
 from .state import ArmState, KillSwitchError
 
 log = logging.getLogger(__name__)
-SETTINGS_POLL_SECONDS = 2.0
+#: how often another process's settings write is looked for (one tiny SQL read)
+SETTINGS_POLL_SECONDS = 0.5
 
 
 class KillSwitchArming:
@@ -104,12 +112,17 @@ class KillSwitchArming:
         rev = Settings.revision(self.db)
         while True:
             await asyncio.sleep(SETTINGS_POLL_SECONDS)
-            now = Settings.revision(self.db)
-            if now != rev:
-                rev = now
+            try:
+                now = Settings.revision(self.db)
+                if now == rev:
+                    continue
                 chord = Settings.load(self.db).kill_switch
-                if chord != self.state.chord or not self.state.armed:
-                    await self.arm(chord)
+            except Exception as exc:  # a busy database must not end the following for good
+                log.warning("kill switch: settings not readable now: %s", type(exc).__name__)
+                continue
+            rev = now
+            if chord != self.state.chord or not self.state.armed:
+                await self.arm(chord)
 
     # ------------------------------------------------------------------ from the X thread
     def _from_thread_state(self, state: ArmState) -> None:

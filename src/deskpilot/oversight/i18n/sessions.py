@@ -1,3 +1,194 @@
-"""Messages of the dashboard's sessions page: key -> (English, Chinese)."""
+"""Messages of the dashboard's sessions list, session timeline and controls:
+key -> (English, Chinese)."""
 
-MESSAGES: dict[str, tuple[str, str]] = {}
+MESSAGES: dict[str, tuple[str, str]] = {
+    # -- the list
+    "sessions.title": ("Sessions", "会话"),
+    "sessions.intro": (
+        "Every computer-use session on this machine, newest first: an agent's own actions "
+        "(atomic) and goals handed to deskpilot's operator (delegated). Open one for its "
+        "timeline and, while it runs, its controls.",
+        "本机上的所有电脑操作会话，最新的在前：智能体自己执行的操作（原子会话），以及交给 "
+        "deskpilot 执行器的目标（委托任务）。打开一个会话可查看时间线；"
+        "会话运行时还可在那里控制它。",
+    ),
+    "sessions.filter.all": ("All", "全部"),
+    "sessions.filter.live": ("Running", "运行中"),
+    "sessions.filter.ended": ("Ended", "已结束"),
+    "sessions.none": ("No sessions yet.", "还没有会话。"),
+    "sessions.none_filtered": ("No sessions match this filter.", "没有符合此筛选条件的会话。"),
+    "sessions.col.session": ("Session", "会话"),
+    "sessions.col.mode": ("Kind", "类型"),
+    "sessions.col.state": ("State", "状态"),
+    "sessions.col.budget": ("Budget used", "已用预算"),
+    "sessions.col.target": ("Target", "目标"),
+    "sessions.col.started": ("Started", "开始"),
+    "sessions.col.ended": ("Ended", "结束"),
+    "sessions.col.duration": ("Duration", "时长"),
+    "sessions.mode.atomic": ("atomic", "原子"),
+    "sessions.mode.delegated": ("delegated", "委托"),
+    "sessions.page": (
+        "Page {page} of {pages} · {total} sessions",
+        "第 {page} / {pages} 页 · 共 {total} 个会话",
+    ),
+    "sessions.prev": ("Newer", "更新的"),
+    "sessions.next": ("Older", "更早的"),
+    "sessions.target.none": ("the focused window", "当前焦点窗口"),
+    "sessions.running": ("running", "进行中"),
+    # -- states (the badge)
+    "sessions.state.preflighting": ("preflighting", "预检中"),
+    "sessions.state.observing": ("observing", "观察中"),
+    "sessions.state.planning": ("planning", "规划中"),
+    "sessions.state.waiting_approval": ("waiting for confirmation", "等待确认"),
+    "sessions.state.acting": ("acting", "执行中"),
+    "sessions.state.verifying": ("verifying", "验证中"),
+    "sessions.state.paused": ("paused", "已暂停"),
+    "sessions.state.taken_over": ("taken over", "已接管"),
+    "sessions.state.handoff_required": ("needs you", "需要你处理"),
+    "sessions.state.completed": ("completed", "已完成"),
+    "sessions.state.failed": ("failed", "失败"),
+    "sessions.state.canceled": ("stopped", "已停止"),
+    # -- budget and durations
+    "sessions.budget.steps": ("{used} of {max} steps", "{used} / {max} 步"),
+    "sessions.budget.runtime": ("{used} of {max}", "{used} / {max}"),
+    "sessions.budget.noops": (
+        "{used} of {max} no-ops in a row",
+        "连续无效操作 {used} / {max}",
+    ),
+    "sessions.dur.ms": ("{n} ms", "{n} 毫秒"),
+    "sessions.dur.s": ("{n} s", "{n} 秒"),
+    "sessions.dur.m": ("{m} min {s} s", "{m} 分 {s} 秒"),
+    "sessions.dur.h": ("{h} h {m} min", "{h} 小时 {m} 分"),
+    # -- one session
+    "sessions.session": ("Session {id}", "会话 {id}"),
+    "sessions.back": ("All sessions", "全部会话"),
+    "sessions.objective": ("Goal", "目标"),
+    "sessions.field.mode": ("Kind", "类型"),
+    "sessions.field.target": ("Target", "目标"),
+    "sessions.field.started": ("Started", "开始时间"),
+    "sessions.field.ended": ("Ended", "结束时间"),
+    "sessions.field.duration": ("Duration", "时长"),
+    "sessions.field.steps": ("Steps", "步数"),
+    "sessions.field.runtime": ("Runtime", "运行时间"),
+    "sessions.field.noops": ("No-ops", "无效操作"),
+    "sessions.field.reason": ("Why it ended", "结束原因"),
+    "sessions.field.held_by": ("Desktop held by", "桌面接管者"),
+    "sessions.field.paused_by": ("Paused by", "暂停者"),
+    "sessions.not_found": ("There is no session {id}.", "不存在会话 {id}。"),
+    # -- controls
+    "sessions.controls": ("Controls", "控制"),
+    "sessions.control.pause": ("Pause", "暂停"),
+    "sessions.control.takeover": ("Take over", "接管"),
+    "sessions.control.resume": ("Resume", "继续"),
+    "sessions.control.hand_back": ("Hand back", "交还"),
+    "sessions.control.stop": ("Stop", "停止"),
+    "sessions.control.change_window": ("Change window", "更换窗口"),
+    "sessions.control.window": ("Window", "窗口"),
+    "sessions.control.no_windows": (
+        "No window to choose: every window is minimised or closed.",
+        "没有可选的窗口：所有窗口都已最小化或关闭。",
+    ),
+    "sessions.control.windows_failed": (
+        "The window list could not be read: {message}",
+        "无法读取窗口列表：{message}",
+    ),
+    "sessions.control.sending": ("Sending {verb}…", "正在发送“{verb}”……"),
+    "sessions.control.failed": ("{verb} did not work: {message}", "“{verb}”未成功：{message}"),
+    "sessions.control.network": (
+        "The dashboard could not be reached; nothing was sent. Is `deskpilot ui` still running?",
+        "无法连接面板，未发送任何内容。`deskpilot ui` 是否仍在运行？",
+    ),
+    "sessions.control.done": ("Done: the session is now {state}.", "完成：会话现在{state}。"),
+    "sessions.control.takeover_note": (
+        "You hold the desktop: every agent action is refused until you hand it back. "
+        "Your own mouse and keyboard work as usual.",
+        "你正在接管桌面：在你交还之前，智能体的所有操作都会被拒绝。你自己的鼠标和键盘照常可用。",
+    ),
+    "sessions.control.paused_note": (
+        "Paused: the agent does nothing until you resume. While paused you can change the "
+        "window it works on.",
+        "已暂停：在你继续之前智能体不会做任何事。暂停期间可以更换它操作的窗口。",
+    ),
+    "sessions.control.owner_gone": (
+        "The process that drove this session (pid {pid}) has ended: it can only be stopped.",
+        "驱动此会话的进程（pid {pid}）已经结束：只能停止它。",
+    ),
+    "sessions.control.remote_refused": (
+        "This browser is on another machine and the remote setting “remote.control” is off: "
+        "you can watch this session but not control it.",
+        "此浏览器位于其他机器上，且远程设置“remote.control”未开启：你可以查看此会话，但不能控制它。",
+    ),
+    "sessions.control.ended": (
+        "This session has ended; it takes no controls.",
+        "此会话已结束，无法再控制。",
+    ),
+    # -- the timeline
+    "sessions.timeline": ("Timeline", "时间线"),
+    "sessions.timeline.empty": (
+        "Nothing happened in this session yet.",
+        "此会话中还没有任何事件。",
+    ),
+    "sessions.timeline.show_observations": (
+        "Show observations ({count})",
+        "显示观察记录（{count}）",
+    ),
+    "sessions.timeline.omitted": (
+        "{count} older events are not shown.",
+        "另有 {count} 条更早的事件未显示。",
+    ),
+    "sessions.timeline.live": ("Updating live", "实时更新中"),
+    "sessions.card.observation": (
+        "observed {app} · window {window} · {count} elements",
+        "观察了 {app} · 窗口 {window} · {count} 个元素",
+    ),
+    "sessions.card.status.pending": ("pending", "进行中"),
+    "sessions.card.status.executed": ("done", "已执行"),
+    "sessions.card.status.noop": ("changed nothing", "无变化"),
+    "sessions.card.status.failed": ("failed", "失败"),
+    "sessions.card.status.blocked": ("blocked", "已拦截"),
+    "sessions.card.decision": ("policy: {decision} ({reason})", "策略：{decision}（{reason}）"),
+    "sessions.decision.allow": ("allowed", "允许"),
+    "sessions.decision.deny": ("denied", "拒绝"),
+    "sessions.decision.require_approval": ("needs your confirmation", "需要你确认"),
+    "sessions.decision.require_handoff": ("needs you to take over", "需要你接管"),
+    "sessions.card.via": ("via {method}", "方式：{method}"),
+    "sessions.card.took": ("took {duration}", "耗时 {duration}"),
+    "sessions.card.error": ("error", "错误"),
+    "sessions.card.confirmation": ("confirmation {id}", "确认请求 {id}"),
+    "sessions.card.check": ("check", "检查"),
+    "sessions.card.passed": ("passed", "通过"),
+    "sessions.card.not_passed": ("not passed", "未通过"),
+    "sessions.card.undecided": ("could not decide", "无法判定"),
+    "sessions.card.started": ("Session started ({mode})", "会话开始（{mode}）"),
+    "sessions.card.paused": ("Paused by {by}", "由 {by} 暂停"),
+    "sessions.card.taken_over": ("Taken over by {by}", "由 {by} 接管"),
+    "sessions.card.resumed": ("Resumed", "已继续"),
+    "sessions.card.resumed_by": ("Resumed by {by}", "由 {by} 继续"),
+    "sessions.card.handed_back": ("Handed back", "已交还桌面"),
+    "sessions.card.handed_back_by": ("Handed back by {by}", "由 {by} 交还桌面"),
+    "sessions.card.target_bound": ("Window changed to {target}", "窗口已更换为 {target}"),
+    "sessions.card.handoff": ("The agent needs you: {reason}", "智能体需要你处理：{reason}"),
+    "sessions.card.completed": ("Session completed", "会话已完成"),
+    "sessions.card.failed": ("Session failed", "会话失败"),
+    "sessions.card.canceled": ("Session stopped", "会话已停止"),
+    "sessions.card.why": ("reason: {reason}", "原因：{reason}"),
+    "sessions.card.approval": (
+        "Confirmation asked ({risk}): {summary}",
+        "请求确认（{risk}）：{summary}",
+    ),
+    "sessions.card.approval.pending": ("waiting, expires {when}", "等待中，{when} 过期"),
+    "sessions.card.approval.approved": ("approved by {by}", "已由 {by} 批准"),
+    "sessions.card.approval.denied": ("denied by {by}", "已由 {by} 拒绝"),
+    "sessions.card.approval.expired": ("expired ({by})", "已过期（{by}）"),
+    "sessions.card.approval.consumed": ("approved and used", "已批准并已使用"),
+    "sessions.card.verification": ("Verification", "验证"),
+    "sessions.card.snapshot": (
+        "Snapshot of {app} ({width}×{height})",
+        "{app} 的快照（{width}×{height}）",
+    ),
+    "sessions.card.snapshot.unavailable": (
+        "The preview cannot be shown here: {message}",
+        "无法在此显示预览：{message}",
+    ),
+    "sessions.card.snapshot.expires": ("link valid until {when}", "链接有效期至 {when}"),
+}

@@ -4,7 +4,9 @@ Most refusals are the model's to handle (a stale element, a policy denial, a con
 person declined, text aimed at a button): it is told and decides again. A few end the run:
 
 * a spent budget (steps, runtime, no-ops) fails the task with that code;
-* the policy or the person's Escape needs the person: ``handoff_required``;
+* the policy or the person's Escape needs the person: ``handoff_required`` — but not the
+  person's takeover of *another* session (reason ``taken_over``): the operator waits for
+  the hand back and goes on (runtime/delegated/operator.py);
 * a pause, takeover, stop or kill (the session is no longer executable or was canceled):
   the run just stops — the kernel already holds the session's new state and its reason.
 """
@@ -15,6 +17,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+
+#: the reason of a refusal while the person holds the desktop (kernel/takeover.py)
+TAKEN_OVER = "taken_over"
 
 
 class EndKind(Enum):
@@ -63,6 +68,8 @@ def ending(exc: DeskpilotError) -> End | None:
         return End(EndKind.FAILED, exc.code.value, exc.message)
     if exc.code is ErrorCode.HANDOFF_REQUIRED:
         reason = str(exc.details.get("reason") or "policy_handoff")
+        if reason == TAKEN_OVER:
+            return None  # the person holds the desktop for a while: the operator waits
         return End(EndKind.HANDOFF, reason, exc.message)
     if exc.code in _LET_GO:
         return End(EndKind.LET_GO, exc.code.value, exc.message)

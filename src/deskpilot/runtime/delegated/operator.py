@@ -6,6 +6,12 @@ then the kernel already holds its state and reason. The model is asked through t
 (the local JSON action protocol, with its parser, validation and bounded repair); the
 actions go through the runtime's atomic tool path, so nothing here talks to the desktop.
 
+A hand back: when the person took the task over and handed it back, the run that resume
+starts shows the model, with its first state, what changed while the person had the desktop
+(kernel/handback.py); when the person holds the desktop for another session, the operator
+waits for the hand back instead of deciding (every action would be refused), then looks
+again and says what changed the same way.
+
 Batches: with the ``actionBatch`` flag on, the model is offered ``act_batch``
 (runtime/delegated/batches.py); every batch is a rollout sample, so batches that keep
 breaking turn the flag off for this process (kernel/rollout.py).
@@ -13,10 +19,12 @@ breaking turn the flag off for this process (kernel/rollout.py).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
 
+from deskpilot.kernel.port import FrameSummary, HandBackStart, hand_back_note
 from deskpilot.protocol.errors import DeskpilotError
 from deskpilot.protocol.session import SessionState
 from deskpilot.provider import ExecutionLedger, Provider, ToolCall
@@ -45,6 +53,8 @@ _PROSE = (
     "reached. Reply with one tool call: an action, ready_for_verification when the goal is "
     "reached, need_handoff or give_up."
 )
+#: how often a waiting operator looks whether the person handed the desktop back
+TAKEOVER_POLL_S = 0.25
 _NO_WINDOW = (
     "The target window cannot be observed any more (it closed, perhaps because the last "
     "action finished the task). If the goal is reached call ready_for_verification; "
@@ -122,8 +132,17 @@ class Operator:
             return first
         state: ToolOutcome | None = first
         self.conv.begin_step()
-        self.conv.add_state(first.text)
+        text = first.text
+        start = self.ctx.kernel.take_handback(self.task.task_id)
+        if start is not None:  # resumed by the person's hand back: say what they changed
+            text += "\n\n" + hand_back_note(start, first.observed).text()
+        self.conv.add_state(text)
         while True:
+            waited = await self._wait_while_taken_over(state)
+            if isinstance(waited, End):
+                return waited
+            if waited is not None:
+                state = waited
             t0 = time.perf_counter()
             sess = self.ctx.sessions.get(self.task.key)
             if sess is not None:
@@ -165,6 +184,34 @@ class Operator:
             if end is not None:
                 return end
             self.conv.begin_step()
+
+    async def _wait_while_taken_over(self, state: ToolOutcome | None) -> ToolOutcome | End | None:
+        """While the person holds the desktop (for another session: a takeover of this one
+        pauses it and ends this run), wait; then observe again and tell the model what
+        changed. None when nobody held it."""
+        hold = self.ctx.kernel.takeover_state()
+        if not hold.get("held"):
+            return None
+        before = state.observed if state is not None else None
+        while hold.get("held"):
+            await asyncio.sleep(TAKEOVER_POLL_S)
+            hold_now = self.ctx.kernel.takeover_state()
+            if not hold_now.get("held"):
+                break
+            hold = hold_now
+        fresh = await self.observe()
+        if isinstance(fresh, End):
+            return fresh
+        since = hold.get("since")
+        start = HandBackStart(
+            session_id=str(hold.get("sessionId") or ""),
+            by=str(hold.get("by") or "person"),
+            started_at=since / 1000 if isinstance(since, int) else time.time(),
+            ended_at=time.time(),
+            before=None if before is None else FrameSummary.of(before.observation),
+        )
+        self.conv.add_state(fresh.text + "\n\n" + hand_back_note(start, fresh.observed).text())
+        return fresh
 
     async def _carry_out(
         self, decision: ToolCall, state: ToolOutcome | None

@@ -86,6 +86,15 @@ async def _watch_resume(ctx: ToolContext, task: DelegatedTask) -> None:
     task.watcher = None
     if row.state != SessionState.OBSERVING or task.running:
         return
+    await relaunch(ctx, task)
+
+
+async def relaunch(ctx: ToolContext, task: DelegatedTask) -> None:
+    """The task's session was resumed outside this runtime's tools (a control request from
+    the dashboard, the kernel's own resume): restart the operator here; when the decision
+    model cannot be opened, pause the session again."""
+    if task.running:
+        return
     try:
         model = ctx.decision_model()
     except DeskpilotError as exc:

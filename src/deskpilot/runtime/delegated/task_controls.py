@@ -7,7 +7,9 @@ session's control (runtime/control_tools.py).
 * ``pause`` / ``takeover`` stop the operator (the kernel cancels in-flight input first) and
   keep the session and its budget; the operator shows ``not_running``.
 * ``resume`` (from paused, or from handoff_required once the person has done their part)
-  restarts the operator on the same session and budget: the decision model is
+  restarts the operator on the same session and budget (after a takeover this is the hand
+  back: the operator's first state says what the person changed; a takeover made from
+  outside this agent is the person's to hand back): the decision model is
   resolved again, the session resumes (re-claiming the desktop), a new run starts; when the
   run cannot start the session is paused again.
 * ``stop`` cancels the task with its reason recorded; ``bind_target`` only while paused.
@@ -79,6 +81,9 @@ async def takeover(ctx: ToolContext, call: Call, args: TaskControlArgs) -> ToolO
     task = _task(ctx, call, args.task_id)
     if task is None:
         return await control_tools.takeover(ctx, call, NoArgs())
+    sess = ctx.sessions.get(task.key)
+    if sess is not None and not ctx.kernel.takeover_state(task.task_id).get("held"):
+        sess.takeover_by_tool = True  # this agent's resume may hand it back
     await ctx.kernel.pause(task.task_id, takeover=True)
     let_go(ctx, task)
     await task.settled.wait()
@@ -86,7 +91,9 @@ async def takeover(ctx: ToolContext, call: Call, args: TaskControlArgs) -> ToolO
         ctx,
         call,
         task,
-        note="The operator is stopped and the user drives the desktop; resume hands it back.",
+        note="The operator is stopped and the user drives the desktop (every agent action is "
+        "refused until the hand back); resume hands it back, and the operator is told what "
+        "changed.",
     )
 
 
@@ -104,6 +111,10 @@ async def resume(ctx: ToolContext, call: Call, args: TaskControlArgs) -> ToolOut
                 state=state.value if state else None,
             )
         return await control_tools.resume(ctx, call, NoArgs())
+    sess = ctx.sessions.get(task.key)
+    control_tools.refuse_outside_hand_back(
+        ctx, task.task_id, sess is not None and sess.takeover_by_tool
+    )
     state = ctx.kernel.session_state(task.task_id)
     if state == SessionState.HANDOFF_REQUIRED and not task.running:
         # the person did what the task needed them for: hand it back the same way a pause
