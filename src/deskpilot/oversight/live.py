@@ -38,8 +38,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from deskpilot.hostclient.backend import HostBackend
-from deskpilot.hostclient.config import HostConfig
+from deskpilot.oversight.host_access import SharedHost
 from deskpilot.oversight.i18n import translate
 from deskpilot.oversight.live_overlay import AgentTargets
 from deskpilot.oversight.live_regions import SensitiveRegions, paint
@@ -60,10 +59,6 @@ QUALITY = 80
 RETRY_S = 1.0
 #: the first frame of a source waits this long at most for its windows' regions (seconds)
 PRIME_S = 2.0
-#: the dashboard's host may be restarted this often: it only reads the screen, so a new host
-#: after a crash (one try a second, RETRY_S) costs nothing an agent relies on — unlike an
-#: agent's host, whose budget is 1 per session
-LIVE_RESTART_BUDGET = 10_000
 #: how long the page waits for the window list (seconds)
 LIST_WAIT_S = 3.0
 #: a stopped loop is awaited this long at shutdown (seconds)
@@ -398,27 +393,27 @@ class LiveSource:
 
 
 class LiveHub:
-    """Every live source of one dashboard process, and the host it captures through.
+    """Every live source of one dashboard process. Frames come through the dashboard's shared
+    reading host (:class:`~deskpilot.oversight.host_access.SharedHost`: started on first use,
+    kept until the dashboard stops; a crash costs one try a second, RETRY_S)."""
 
-    The host process is started on first use and stays until the dashboard stops (idle, it
-    does nothing: the hub runs it without the heartbeat)."""
-
-    def __init__(self, db: Database, backend: LiveBackend | None = None) -> None:
+    def __init__(
+        self, db: Database, host: SharedHost | None = None, *, backend: LiveBackend | None = None
+    ) -> None:
         self.db = db
         self.redact = _RedactSetting(db)
+        self._host = host or SharedHost()
+        self._own_host = host is None
         self._backend = backend
-        self._backend_lock = asyncio.Lock()
         self._sources: dict[str, LiveSource] = {}
         self._stopping: set[asyncio.Task[None]] = set()
         #: every capture this process asked for, since it started
         self.captures = 0
 
     async def backend(self) -> LiveBackend:
-        async with self._backend_lock:
-            if self._backend is None:
-                config = HostConfig(restart_budget=LIVE_RESTART_BUDGET)
-                self._backend = HostBackend(config, heartbeat=False)
+        if self._backend is not None:
             return self._backend
+        return await self._host.backend()
 
     async def windows(self, timeout_s: float = LIST_WAIT_S) -> list[WindowInfo]:
         """What the target chooser offers: visible, not minimised windows that may be
@@ -473,9 +468,8 @@ class LiveHub:
         self._sources.clear()
         if tasks:
             await asyncio.wait(tasks, timeout=STOP_WAIT_S)
-        if self._backend is not None:
-            await self._backend.close()
-            self._backend = None
+        if self._own_host:
+            await self._host.close()
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:

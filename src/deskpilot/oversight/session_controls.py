@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from deskpilot.hostclient.backend import HostBackend
 from deskpilot.kernel.control_requests import ControlClient
+from deskpilot.oversight.host_access import SharedHost
 from deskpilot.oversight.sessions_view import TAKEN_OVER, SessionSummary
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import WindowInfo
@@ -134,17 +134,13 @@ def choices(windows: list[WindowInfo]) -> list[WindowChoice]:
 
 
 class WindowLister:
-    """``list_windows`` through a host client of this process, started on first use."""
+    """``list_windows`` through the dashboard's shared reading host."""
 
-    def __init__(self) -> None:
-        self._backend: HostBackend | None = None
-        self._lock = asyncio.Lock()
+    def __init__(self, host: SharedHost) -> None:
+        self._host = host
 
     async def windows(self, timeout_s: float = LIST_TIMEOUT_S) -> list[WindowChoice]:
-        async with self._lock:
-            if self._backend is None:
-                self._backend = HostBackend(heartbeat=False)
-            backend = self._backend
+        backend = await self._host.backend()
         try:
             listed = await asyncio.wait_for(backend.list_windows(), timeout_s)
         except TimeoutError:
@@ -153,12 +149,6 @@ class WindowLister:
                 f"the desktop did not list its windows within {timeout_s:g} s",
             ) from None
         return choices(listed)
-
-    async def close(self) -> None:
-        async with self._lock:
-            backend, self._backend = self._backend, None
-        if backend is not None:
-            await backend.close()
 
 
 __all__ = [

@@ -24,7 +24,7 @@ from deskpilot.web.auth import COOKIE, SESSION_TTL_S
 from deskpilot.web.context import STATIC_DIR, DashboardContext, Refused
 from deskpilot.web.middleware import Gate
 from deskpilot.web.pages import confirmations, errors, events, live, readiness, sessions, settings
-from deskpilot.web.render import locale_of, page
+from deskpilot.web.render import locale_of, page, safe_next
 
 
 def _auth_routes(ctx: DashboardContext) -> list[BaseRoute]:
@@ -57,10 +57,7 @@ def _auth_routes(ctx: DashboardContext) -> list[BaseRoute]:
         lang = str(form.get("lang", ""))
         if lang not in LOCALES:
             return PlainTextResponse(f"unknown language {lang!r}", status_code=400)
-        back = str(form.get("next", "/live"))
-        if not back.startswith("/") or back.startswith("//"):
-            back = "/live"
-        response = RedirectResponse(back, status_code=303)
+        response = RedirectResponse(safe_next(form.get("next"), "/live"), status_code=303)
         response.set_cookie(
             "dp_lang", lang, max_age=365 * 86400, httponly=True, samesite="strict", path="/"
         )

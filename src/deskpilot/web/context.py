@@ -14,6 +14,7 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.templating import Jinja2Templates
 
+from deskpilot.oversight.host_access import SharedHost
 from deskpilot.oversight.remote import Capability, refusal
 from deskpilot.store.db import Database
 from deskpilot.store.settings import Settings
@@ -43,6 +44,8 @@ class DashboardContext:
     templates: Jinja2Templates = field(
         default_factory=lambda: Jinja2Templates(directory=str(TEMPLATES_DIR))
     )
+    #: the one host process this dashboard reads the desktop through (live view, window list)
+    host: SharedHost = field(default_factory=SharedHost)
     _shutdown: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     def bind(self, base_url: str, hosts: frozenset[str]) -> None:
@@ -58,6 +61,7 @@ class DashboardContext:
         for callback in reversed(self._shutdown):
             await callback()
         self._shutdown.clear()
+        await self.host.close()
 
     def guard(self, request: Request, capability: Capability, *, risk: int | None = None) -> None:
         """Raise :class:`Refused` unless this request's peer may use ``capability`` (the

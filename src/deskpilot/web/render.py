@@ -23,6 +23,19 @@ NAV: tuple[tuple[str, str], ...] = (
 )
 
 
+def wants_json(request: Request) -> bool:
+    """A script's fetch asked for JSON (a plain form post gets a page or a redirect)."""
+    return "application/json" in request.headers.get("accept", "")
+
+
+def safe_next(value: object, default: str) -> str:
+    """A same-site path to go back to (never another host, never ``//host``)."""
+    text = str(value or "")
+    if not text.startswith("/") or text.startswith("//") or "\\" in text:
+        return default
+    return text
+
+
 def locale_of(request: Request) -> str:
     return pick_locale(request.cookies.get("dp_lang"), request.headers.get("accept-language"))
 

@@ -1,4 +1,4 @@
-"""Messages shared by every page (navigation, login, the halt banner, generic errors):
+"""Messages shared by every page (navigation, login, refusals):
 key -> (English, Chinese)."""
 
 MESSAGES: dict[str, tuple[str, str]] = {
@@ -33,22 +33,5 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "Only a browser on this machine may do that.",
         "只有本机上的浏览器可以执行此操作。",
     ),
-    "halt.banner": (
-        "Halted: the kill switch was pressed at {when} ({reason}). Agents may not act until "
-        "you lift the halt.",
-        "已停止：紧急停止于 {when} 被触发（{reason}）。解除之前智能体不能执行任何操作。",
-    ),
-    "halt.unhalt": ("Unhalt", "解除停止"),
-    "takeover.banner": (
-        "You hold the desktop (taken over by {by} at {when}); every agent action is refused "
-        "until you hand back.",
-        "你正在接管桌面（{by} 于 {when} 接管）；在交还之前，智能体的所有操作都会被拒绝。",
-    ),
-    "notify.confirmation": (
-        "An action waits for your confirmation: {summary}",
-        "有一个操作等待你的确认：{summary}",
-    ),
-    "common.error": ("Error", "错误"),
-    "common.back": ("Back", "返回"),
     "common.none": ("none", "无"),
 }

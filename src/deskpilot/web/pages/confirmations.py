@@ -24,8 +24,7 @@ from starlette.routing import BaseRoute, Route
 from deskpilot.oversight.confirmations_view import AnswerRefused, ConfirmationsView
 from deskpilot.oversight.i18n import translate
 from deskpilot.web.context import DashboardContext
-from deskpilot.web.pages.readiness import wants_json
-from deskpilot.web.render import locale_of, page
+from deskpilot.web.render import locale_of, page, wants_json
 
 #: what the kernel's ids look like (kernel/confirmation.py); anything else is unknown
 CONFIRMATION_ID = re.compile(r"cf_[0-9a-f]{12}")

@@ -47,7 +47,7 @@ FPS_CHOICES = (1, 2, 5, 10)
 
 
 def routes(ctx: DashboardContext) -> list[BaseRoute]:
-    hub = LiveHub(ctx.db)
+    hub = LiveHub(ctx.db, ctx.host)
     ctx.on_shutdown(hub.close)
 
     async def live(request: Request) -> Response:

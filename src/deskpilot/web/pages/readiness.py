@@ -34,21 +34,9 @@ from deskpilot.oversight.readiness import (
 )
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.web.context import DashboardContext
-from deskpilot.web.render import locale_of, page
+from deskpilot.web.render import locale_of, page, safe_next, wants_json
 
 UNHALTED_BY = "dashboard"
-
-
-def wants_json(request: Request) -> bool:
-    return "application/json" in request.headers.get("accept", "")
-
-
-def safe_next(value: object, default: str = "/readiness") -> str:
-    """A same-site path to go back to (never another host, never ``//host``)."""
-    text = str(value or "")
-    if not text.startswith("/") or text.startswith("//") or "\\" in text:
-        return default
-    return text
 
 
 def routes(ctx: DashboardContext) -> list[BaseRoute]:
@@ -103,7 +91,7 @@ def routes(ctx: DashboardContext) -> list[BaseRoute]:
         message = translate("readiness.unhalted" if lifted else "readiness.not_halted", locale)
         if wants_json(request):
             return JSONResponse({"lifted": lifted, "message": message})
-        return RedirectResponse(safe_next(form.get("next")), status_code=303)
+        return RedirectResponse(safe_next(form.get("next"), "/readiness"), status_code=303)
 
     return [
         Route("/readiness", show),

@@ -59,7 +59,7 @@ from deskpilot.oversight.sessions_view import (
 from deskpilot.oversight.timeline_view import Card, TimelineFolder
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.web.context import DashboardContext, Refused
-from deskpilot.web.render import browser_session, locale_of, page
+from deskpilot.web.render import browser_session, locale_of, page, wants_json
 
 #: how often the live stream looks for new events
 POLL_SECONDS = 0.25
@@ -87,11 +87,10 @@ def _browser(request: Request) -> str:
 
 def routes(ctx: DashboardContext) -> list[BaseRoute]:
     previews = DashboardPreviews(ctx.db)
-    lister = WindowLister()
+    lister = WindowLister(ctx.host)
 
     async def cleanup() -> None:
         previews.close()
-        await lister.close()
 
     ctx.on_shutdown(cleanup)
 
@@ -270,7 +269,7 @@ def routes(ctx: DashboardContext) -> list[BaseRoute]:
         ctx.guard(request, "control")
         sid = str(request.path_params["sid"])
         locale = locale_of(request)
-        wants_json = "application/json" in request.headers.get("accept", "")
+        as_json = wants_json(request)
         form = await request.form()
         raw_verb = form.get("verb")
         raw_window = form.get("windowId")
@@ -281,7 +280,7 @@ def routes(ctx: DashboardContext) -> list[BaseRoute]:
                 ctx.db, sid, verb, window_id=raw_window if isinstance(raw_window, str) else None
             )
         except DeskpilotError as exc:
-            if exc.code is ErrorCode.SESSION_NOT_FOUND and not wants_json:
+            if exc.code is ErrorCode.SESSION_NOT_FOUND and not as_json:
                 return not_found(request, exc)
             status = 400 if exc.code in _CLIENT_CODES else 409
             verb_label = (
@@ -294,11 +293,11 @@ def routes(ctx: DashboardContext) -> list[BaseRoute]:
                 "code": exc.code.value,
                 "link": link(exc.code.value),
             }
-            if wants_json:
+            if as_json:
                 body = {"ok": False, "message": failure["text"], **failure}
                 return JSONResponse(body, status_code=status)
             return await session_page(request, control_error=failure, status_code=status)
-        if not wants_json:
+        if not as_json:
             return RedirectResponse(f"/sessions/{sid}", status_code=303)
         summary = session_summary(ctx.db, sid)
         state_word = translate(f"sessions.state.{summary.badge}", locale)
