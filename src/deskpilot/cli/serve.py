@@ -8,6 +8,7 @@ import logging
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -74,15 +75,20 @@ class _Shutdown:
     kill the process and leave them running in the store). The signal cancels the serving
     task once; after the shutdown began it is ignored, so it never cuts the cleanup short."""
 
-    def __init__(self) -> None:
+    def __init__(self, stop: Callable[[], None] | None = None) -> None:
         self.started = False
+        self.signalled = False
+        self._stop = stop
         self._task = asyncio.current_task()
         loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signal.SIGTERM, self._signalled)
 
     def _signalled(self) -> None:
-        if not self.started and self._task is not None:
+        self.signalled = True
+        if self._stop is not None:
+            self._stop()  # a server with its own graceful stop (uvicorn): ask it, don't cancel
+        elif not self.started and self._task is not None:
             self._task.cancel()
 
     def begin(self) -> None:
@@ -157,7 +163,13 @@ async def _http(config: RuntimeConfig, host: str, sock: socket.socket) -> None:
     print(f"deskpilot MCP (Streamable HTTP): http://{shown}:{bound}/mcp", file=sys.stderr)
     print(f"bearer token (shown once, 30 min sliding): {token.value}", file=sys.stderr, flush=True)
     uv = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    shutdown = _Shutdown()  # uvicorn handles SIGTERM itself while serving, then re-raises it
+
+    def stop() -> None:
+        uv.should_exit = True
+
+    # SIGTERM asks uvicorn to finish (as Ctrl-C does): cancelling the serving task instead
+    # would cut its lifespan shutdown and print a CancelledError traceback
+    shutdown = _Shutdown(stop)
     try:
         await uv.serve(sockets=[sock])
     finally:
@@ -165,3 +177,5 @@ async def _http(config: RuntimeConfig, host: str, sock: socket.socket) -> None:
         if previews is not None:
             await previews.stop_async()
         await runtime.close()
+    if shutdown.signalled:
+        raise asyncio.CancelledError  # serve() turns it into exit status 143
