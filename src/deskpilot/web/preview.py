@@ -72,7 +72,7 @@ class PreviewServer:
         self.base_url: str | None = None
 
     def _bind(self) -> uvicorn.Server:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((LOOPBACK, self._port))
         sock.listen(128)
