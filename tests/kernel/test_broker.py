@@ -230,8 +230,15 @@ async def test_pause_resume_stop_and_takeover_semantics(
         await kernel.execute(sid, obs.frame_id, obs.tree_version, ScrollAction(direction="up"))
     assert e.value.code == ErrorCode.SESSION_NOT_EXECUTABLE
     # bind_target only while paused; it clears observations and is recorded
-    await kernel.bind_target(sid, TargetSpec(window_id="0x77"))
-    assert kernel.session(sid).target == TargetSpec(window_id="0x77")  # type: ignore[union-attr]
+    # (to a window that exists: binding one that does not is refused, nothing changed)
+    with pytest.raises(DeskpilotError) as e:
+        await kernel.bind_target(sid, TargetSpec(window_id="0x999999"))
+    assert e.value.code == ErrorCode.TARGET_NOT_FOUND and "0x999999" in e.value.message
+    assert kernel.session(sid).target is None  # type: ignore[union-attr]
+    assert not any(ev.type == EventType.TARGET_BOUND for ev in kernel.sessions.events(sid))
+    wid = (await backend.list_windows())[0].window_id
+    await kernel.bind_target(sid, TargetSpec(window_id=wid))
+    assert kernel.session(sid).target == TargetSpec(window_id=wid)  # type: ignore[union-attr]
     assert await kernel.resume(sid) == SessionState.OBSERVING
     assert resumed == [sid]  # the operator restart hook ran
     with pytest.raises(DeskpilotError) as e:
@@ -252,12 +259,21 @@ async def test_pause_resume_stop_and_takeover_semantics(
         EventType.SESSION_STARTED,
         EventType.OBSERVATION_CREATED,
         EventType.SESSION_PAUSED,
+        EventType.ACTION_REFUSED,  # the action refused while paused leaves its trace
         EventType.TARGET_BOUND,
         EventType.SESSION_RESUMED,
         EventType.SESSION_PAUSED,
         EventType.SESSION_CANCELED,
     ]
-    assert timeline[5].payload["takeover"] is True and timeline[5].payload["by"] == "ada"
+    assert timeline[3].payload == {
+        "kind": "scroll",
+        "code": "session_not_executable",
+        "reason": "paused",
+        "count": 1,
+        "by": "agent",
+    }
+    assert timeline[5].payload["by"] == "agent"  # the agent's own resume says so
+    assert timeline[6].payload["takeover"] is True and timeline[6].payload["by"] == "ada"
     assert timeline[-1].payload["reason"] == CancelReason.USER_STOP.value
     assert sid in backend.cancelled
 
@@ -362,6 +378,7 @@ async def test_denied_confirmation_blocks_the_action(
     async def deny() -> None:
         while not kernel.confirmations.pending():  # noqa: ASYNC110 - another writer's row
             await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)  # the person takes a moment
         kernel.confirmations.resolve(kernel.confirmations.pending()[0].id, False, "dashboard")
 
     with pytest.raises(DeskpilotError) as e:
@@ -371,6 +388,17 @@ async def test_denied_confirmation_blocks_the_action(
         )
     assert e.value.code == ErrorCode.APPROVAL_DENIED
     assert e.value.details["reason"] == "confirmation_denied"
+    # the real time waited (it was 0.0 after a 10.9 s wait), and a denial says so
+    assert e.value.details["approvalMs"] >= 300
+    assert "the person denied" in e.value.message
+    from deskpilot.runtime.refusals import safe_error
+
+    _, text, _, details = safe_error(e.value)
+    assert "The person denied it (approval_denied)" in text and details["approvalMs"] >= 300
+    expired = DeskpilotError(
+        ErrorCode.APPROVAL_DENIED, "x", details={"reason": "confirmation_expired"}
+    )
+    assert "asking again later is fine" in safe_error(expired)[1]
     assert backend.executed == []
     assert kernel.sessions.events(sid)[-1].type == EventType.ACTION_BLOCKED
     assert kernel.session_state(sid) == SessionState.OBSERVING

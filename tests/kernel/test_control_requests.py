@@ -120,7 +120,7 @@ async def test_another_process_pauses_takes_over_resumes_and_stops(
         sid,
         [
             ("pause", None),
-            ("bind_target", {"windowId": "0x1a00009"}),
+            ("bind_target", {"windowId": "0x1a00003"}),  # a window that exists
             ("resume", None),
             ("takeover", None),
             ("resume", None),
@@ -154,7 +154,7 @@ async def test_another_process_pauses_takes_over_resumes_and_stops(
     assert hooks.calls[-1] == ("stop", sid, CancelReason.USER_STOP.value)
     row = owner.session(sid)
     assert row is not None and row.cancel_reason == "user_stop"
-    assert row.target is not None and row.target.window_id == "0x1a00009"
+    assert row.target is not None and row.target.window_id == "0x1a00003"
     events = owner.sessions.events(sid)
     paused = [e for e in events if e.type == EventType.SESSION_PAUSED]
     assert [e.payload["by"] for e in paused] == ["dashboard", "dashboard"]

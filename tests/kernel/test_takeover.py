@@ -157,7 +157,7 @@ async def test_taking_over_a_paused_session_engages_the_hold(
     # a second pause keeps the takeover: only resume (or stop) hands back
     await kernel.pause(a)
     assert kernel.takeover_state()["held"] is True
-    await kernel.resume(a)
+    await kernel.resume(a, by="ada")  # the person hands back: theirs to end
     start = kernel.take_handback(a)
     # the frame was dropped at the plain pause; what it showed then is the "before"
     assert start is not None and start.before is not None
@@ -168,7 +168,7 @@ async def test_stop_ends_the_hold_and_an_ended_session_never_holds(
     kernel: Kernel, db: Database
 ) -> None:
     a = await kernel.open_session("agent-a")
-    await kernel.pause(a, takeover=True)
+    await kernel.pause(a, takeover=True, by="person")
     assert kernel.takeover_state()["by"] == "person"
     await kernel.stop(a)
     assert kernel.takeover_state()["held"] is False
@@ -382,3 +382,80 @@ async def test_hand_back_tells_what_the_person_changed_on_a_real_calculator(
     assert any(line.startswith("+ ") and "42" in line for line in note.changed), note.changed
     assert "(ada)" in note.note and "changed" in note.note
     assert os.getpid() == kernel.session(agent).owner_pid  # type: ignore[union-attr]
+
+
+async def test_a_pause_the_person_made_is_theirs_to_resume_and_refusals_are_recorded(
+    kernel: Kernel,
+) -> None:
+    from deskpilot.runtime.refusals import safe_error
+
+    sid = await kernel.open_session("agent-a")
+    obs = (await kernel.observe(sid)).observation
+    await kernel.pause(sid, by="dashboard")
+    # an action while the person's pause holds: who paused it, since when, what to do
+    for _ in range(3):
+        with pytest.raises(DeskpilotError) as e:
+            await kernel.execute(sid, obs.frame_id, obs.tree_version, ScrollAction(direction="up"))
+        assert e.value.code == ErrorCode.SESSION_NOT_EXECUTABLE
+    assert e.value.details["pausedBy"] == "dashboard" and "wait" in e.value.message
+    _, text, _, details = safe_error(e.value)
+    assert "paused by the person (dashboard) since" in text and "(paused, taken over" not in text
+    assert details["pausedBy"] == "dashboard" and isinstance(details["since"], int)
+    # three refusals within 5 s: one event, the repeats counted into the next one
+    refused = [ev for ev in kernel.sessions.events(sid) if ev.type == EventType.ACTION_REFUSED]
+    assert [ev.payload for ev in refused] == [
+        {
+            "kind": "scroll",
+            "code": "session_not_executable",
+            "reason": "paused",
+            "count": 1,
+            "by": "dashboard",
+        }
+    ]
+    kernel.broker.refusals.window_s = 0.0
+    with pytest.raises(DeskpilotError):
+        await kernel.execute(sid, obs.frame_id, obs.tree_version, ScrollAction(direction="up"))
+    refused = [ev for ev in kernel.sessions.events(sid) if ev.type == EventType.ACTION_REFUSED]
+    assert refused[-1].payload["count"] == 3  # this one and the two collapsed before
+    # the agent's resume (no by, or by="agent") is refused and changes nothing
+    for by in (None, "agent"):
+        with pytest.raises(DeskpilotError) as e:
+            await kernel.resume(sid, by=by)
+        assert e.value.code == ErrorCode.HANDOFF_REQUIRED
+        assert e.value.details["reason"] == "paused_by_person"
+        assert e.value.details["pausedBy"] == "dashboard"
+    assert kernel.session_state(sid) == SessionState.PAUSED
+    _, text, _, _ = safe_error(e.value)
+    assert "paused by the person (dashboard) at" in text and "Only the person resumes" in text
+    # the person resumes it; the event says who
+    assert await kernel.resume(sid, by="dashboard") == SessionState.OBSERVING
+    resumed = kernel.sessions.events(sid)[-1]
+    assert resumed.type == EventType.SESSION_RESUMED and resumed.payload["by"] == "dashboard"
+    # the agent's own pause it may resume, recorded as the agent's
+    await kernel.pause(sid)
+    assert await kernel.resume(sid) == SessionState.OBSERVING
+    assert kernel.sessions.events(sid)[-1].payload["by"] == "agent"
+
+
+async def test_refusals_while_halted_or_disabled_say_when_and_what_next(kernel: Kernel) -> None:
+    from deskpilot.runtime.refusals import safe_error
+
+    sid = await kernel.open_session("agent-a")
+    obs = (await kernel.observe(sid)).observation
+    kernel.halt.engage()
+    with pytest.raises(DeskpilotError) as e:
+        await kernel.execute(sid, obs.frame_id, obs.tree_version, ScrollAction(direction="up"))
+    _, text, _, _ = safe_error(e.value)
+    assert "was engaged at" in text and "`deskpilot unhalt`" in text and "Do not retry" in text
+    kinds = [ev.payload for ev in kernel.sessions.events(sid) if ev.type == "action_refused"]
+    assert kinds[-1]["code"] == "kill_switch_engaged" and kinds[-1]["reason"] == "kill_switch"
+    # the runtime's own halt check (before any session is named) is recorded too
+    kernel.broker.refusals.window_s = 0.0
+    with pytest.raises(DeskpilotError):
+        kernel.check_halt("agent-a")
+    kinds = [ev.payload for ev in kernel.sessions.events(sid) if ev.type == "action_refused"]
+    assert len(kinds) == 2 and kinds[-1]["kind"] is None
+    kernel.unhalt()
+    err = DeskpilotError(ErrorCode.COMPUTER_DISABLED, "x", details={"reason": "computer_disabled"})
+    _, text, _, _ = safe_error(err)
+    assert "deskpilot settings set enabled true" in text and "Do not retry" in text

@@ -99,7 +99,10 @@ async def test_takeover_refuses_actions_and_resume_answers_a_fresh_state_with_a_
             "click", {"state_id": state_id_of(s), "element_id": element_id(s, '"1 1"')}
         )
         d = _refused_taken_over(r)
-        assert d["details"]["takenOverBy"] == "person" and isinstance(d["details"]["since"], int)
+        # the agent's own takeover: recorded as by the agent (it handed the desktop over)
+        assert d["details"]["takenOverBy"] == "agent" and isinstance(d["details"]["since"], int)
+        assert "The agent handed the desktop to the person at" in d["message"]
+        assert "The user must take over this step" not in d["message"]
         s2 = await client.call_tool("get_app_state", {"app": "gnome-calculator"})  # reads work
         assert not s2.is_error, text_of(s2)
         r = await client.call_tool(
@@ -117,7 +120,7 @@ async def test_takeover_refuses_actions_and_resume_answers_a_fresh_state_with_a_
         head = json.loads(text.split("\n\n")[0])
         assert head["state"] == "observing"
         hb = head["handBack"]
-        assert hb["by"] == "person" and hb["heldForSeconds"] > 0
+        assert hb["by"] == "agent" and hb["heldForSeconds"] > 0  # its own takeover
         assert hb["treeVersionChanged"] is True and hb["windowChanged"] is False
         assert any(line.startswith("+ ") and '"5"' in line for line in hb["changed"]), hb
         assert "handed it back" in hb["note"]
@@ -186,3 +189,12 @@ async def test_a_taken_over_session_is_not_idle_released(calculator: App) -> Non
         assert status["session"]["state"] == "paused" and status["session"]["takenOver"]
         resumed = await client.call_tool("resume", {})
         assert "handBack" in text_of(resumed)
+
+
+def test_the_hand_back_note_does_not_double_the_person() -> None:
+    from deskpilot.kernel.handback import HandBackStart, build
+
+    for by, words in (("person", "The person had"), ("dashboard", "The person (dashboard) had")):
+        start = HandBackStart("cs_x", by, 1.0, 3.0, None)
+        note = build(start, None).note
+        assert note.startswith(words) and "(person)" not in note

@@ -61,3 +61,55 @@ def test_refused_chords_are_ones_the_kernel_could_not_grab(chord: str) -> None:
 def test_an_empty_chord_disarms_and_is_allowed() -> None:
     assert chord_problem("") is None
     assert chord_problem("  ") is None
+
+
+@pytest.mark.parametrize(
+    ("chord", "words"),
+    [
+        ("a", "needs at least one modifier"),
+        ("Escape", "needs at least one modifier"),
+        ("ctrl+ctrl+x", "ctrl is given twice"),
+        ("control+ctrl+x", "ctrl is given twice"),
+        ("ctrl+shift", "no key after the modifiers"),
+        ("ctrl+a+b", "exactly one key"),
+        ("shift+a", "types a character"),
+        ("shift+slash", "types a character"),
+    ],
+)
+def test_chords_that_would_take_keys_from_the_person_are_refused(chord: str, words: str) -> None:
+    # a bare "a" armed as the kill switch swallowed every "a" the person typed and halted
+    # everything (issue 16's trial)
+    problem = chord_problem(chord)
+    assert problem is not None and words in problem
+    assert "Unknown key" not in problem
+
+
+@pytest.mark.parametrize(
+    ("chord", "stored"),
+    [
+        ("ctrl+shift+Escape", "ctrl+shift+Escape"),
+        (" ctrl + alt + Delete ", "ctrl+alt+Delete"),
+        ("Control+Shift+Escape", "ctrl+shift+Escape"),
+        ("shift+ctrl+esc", "ctrl+shift+Escape"),
+        ("meta+slash", "alt+slash"),
+        ("super+f12", "super+F12"),
+        ("shift+F5", "shift+F5"),
+        ("", ""),
+    ],
+)
+def test_the_settings_store_keeps_one_spelling_of_a_chord(chord: str, stored: str) -> None:
+    from deskpilot.protocol.chords import normalise_chord
+    from deskpilot.store.settings import SettingsModel
+
+    assert normalise_chord(chord) == stored
+    assert SettingsModel(killSwitch=chord).kill_switch == stored
+    assert SettingsModel().kill_switch == "ctrl+shift+Escape"
+
+
+def test_the_settings_store_refuses_a_bare_key() -> None:
+    from pydantic import ValidationError
+
+    from deskpilot.store.settings import SettingsModel
+
+    with pytest.raises(ValidationError, match="at least one modifier"):
+        SettingsModel(killSwitch="a")

@@ -582,7 +582,7 @@ class FakeKernel:
     def takeover_state(self, session_id: str | None = None) -> dict[str, Any]:
         return {"held": False, "by": None, "since": None, "sessionId": None}
 
-    def check_takeover(self) -> None:
+    def check_takeover(self, agent_session_id: str | None = None) -> None:
         return None
 
     def take_handback(self, session_id: str) -> Any:

@@ -100,11 +100,24 @@ def test_login_in_a_real_browser_and_a_reused_link_is_refused(browser: Any) -> N
         assert cookies["dp_session"]["httpOnly"] is True
         assert cookies["dp_session"]["sameSite"] == "Strict"
         assert page.evaluate("document.cookie").find("dp_session") == -1
+        # the same link again in the browser that is logged in: no dead end, it goes on
+        again = page.goto(s3.login_url)
+        assert again is not None and page.url.endswith("/live"), page.url
         other = browser.new_context()
         page2 = other.new_page()
         response = page2.goto(s3.login_url)
         assert response is not None and response.status == 403
+        # a small page of our own (styled, no navigation: not logged in), in words
+        assert "text/html" in response.headers["content-type"]
+        assert "already used or has expired" in page2.locator("#login-message").inner_text()
+        assert page2.locator("header nav").count() == 0
+        assert page2.locator("link[rel=stylesheet]").count() == 1
         shot(page2, "login-reused")
+        # the link stays spent: the logged-in browser's visit did not revive it
+        third = browser.new_context()
+        response = third.new_page().goto(s3.login_url)
+        assert response is not None and response.status == 403
+        third.close()
         ctx.close()
         other.close()
     finally:

@@ -201,7 +201,7 @@ def test_pause_then_resume_a_delegated_task_and_see_it_finish(
             assert page.locator("#control-pause").count() == 0
             assert page.locator("#change-window-form").is_visible()
             page.locator("#timeline li.card.state[data-event='paused']").wait_for()
-            assert "Paused by person" in page.locator("#timeline").inner_text()
+            assert "Paused by the person" in page.locator("#timeline").inner_text()
             shot(page, "controls-paused-task")
 
             # paused means still: the model's answer in flight is not acted on
@@ -225,7 +225,7 @@ def test_pause_then_resume_a_delegated_task_and_see_it_finish(
     assert timeline.locator("li.card.verification[data-passed='true']").count() >= 1
     events = [c.get_attribute("data-event") for c in timeline.locator("li.card.state").all()]
     assert events.index("paused") < events.index("resumed") < events.index("completed"), events
-    assert "Resumed by person" in timeline.inner_text()
+    assert "Resumed by the person" in timeline.inner_text()
     clicks = timeline.locator("li.card.action[data-status='executed']")
     assert clicks.count() >= 4  # 7 × 6 =
     assert page.locator("#control-buttons").count() == 0  # ended: no controls
@@ -310,7 +310,7 @@ def test_take_over_refuses_the_agent_then_hand_back_lets_it_continue(
     page.locator("#control-resume").click()
     _wait(lambda: _badge(page) == "observing", what="the hand back")
     page.locator("#timeline li.card.state.handback").wait_for()
-    assert "Handed back by person" in page.locator("#timeline").inner_text()
+    assert "Handed back by the person" in page.locator("#timeline").inner_text()
     assert page.locator("#control-pause").is_visible()
 
     # the agent continues: a fresh state, and the hand back's note rides on its next result
@@ -354,6 +354,14 @@ def test_a_takeover_from_mcp_shows_here_and_either_side_hands_back(
     assert not taken.is_error, taken.text
     _wait(lambda: _badge(page) == "taken_over", what="the taken-over badge")
     assert page.locator("#control-resume").inner_text() == "Hand back"
+    # the kernel records the agent's own takeover with by="agent": the card says who did it
+    _wait(
+        lambda: (
+            "The agent handed the desktop to the person" in page.locator("#timeline").inner_text()
+        ),
+        what="the agent's takeover card",
+    )
+    assert "Taken over by" not in page.locator("#timeline").inner_text()
     refused = agent.call(
         "click", {"state_id": state.state_id(), "element_id": state.element('"1 1"')}
     )
@@ -438,6 +446,9 @@ def test_change_window_lists_windows_without_minimised_ones_and_rebinds(
 
         page.locator("#window-select").select_option(windows["Pick me"])
         page.locator("#control-bind_target").click()
+        # the notification says what changed, with the window's title and id
+        said = f"Window changed to “Pick me” ({windows['Pick me']})"
+        page.locator("#notifications .note", has_text=said).wait_for(timeout=5000)
         card = page.locator("#timeline li.card.state[data-event='target_bound']")
         card.wait_for()
         assert windows["Pick me"] in card.inner_text()
@@ -445,6 +456,10 @@ def test_change_window_lists_windows_without_minimised_ones_and_rebinds(
             lambda: windows["Pick me"] in page.locator("#session-target").inner_text(),
             what="the new target in the head",
         )
+        # the bound target is one thing: the new window, never the old one joined to it
+        target = page.locator("#session-target").inner_text()
+        assert windows["Calculator"] not in target and target.count("0x") == 1, target
+        assert "Pick me" in target, target
         row = SessionRepository(db).get(sid)
         assert row is not None and row.target is not None
         assert row.target.window_id == windows["Pick me"] and row.state.value == "paused"
@@ -452,6 +467,14 @@ def test_change_window_lists_windows_without_minimised_ones_and_rebinds(
         # bad input is a typed 400 in words, not a crash
         csrf = page.locator('meta[name="csrf-token"]').get_attribute("content")
         headers = {"X-CSRF-Token": csrf, "Accept": "application/json", "Origin": ui_server.base_url}
+        # a window that does not exist: the kernel refuses it (target_not_found), in words
+        gone = page.request.post(
+            f"{ui_server.base_url}/sessions/{sid}/control",
+            form={"verb": "bind_target", "windowId": "0x7ffffff0"},
+            headers=headers,
+        )
+        assert gone.status == 409 and gone.json()["code"] == "target_not_found", gone.text()
+        assert "window 0x7ffffff0 is not there any more" in gone.json()["message"]
         bad = page.request.post(
             f"{ui_server.base_url}/sessions/{sid}/control",
             form={"verb": "bind_target", "windowId": "calculator"},

@@ -96,9 +96,9 @@ def test_each_page_module_keeps_its_own_prefix() -> None:
 def test_translate() -> None:
     assert translate("nav.errors", "en") == "Error codes"
     assert translate("nav.errors", "zh") == "错误码"
-    when, reason = "2030-01-02 03:04:05", "chord"
-    assert when in translate("halt.banner", "zh", when=when, reason=reason)
-    assert reason in translate("halt.banner", "en", when=when, reason=reason)
+    when, cause = "2030-01-02 03:04:05", "chord"
+    assert when in translate("readiness.halt.row_active", "zh", when=when, cause=cause)
+    assert cause in translate("readiness.halt.row_active", "en", when=when, cause=cause)
     assert translate("no.such.key", "zh") == "no.such.key"
 
 

@@ -509,6 +509,9 @@ def test_a_password_field_is_painted_out_unless_redaction_is_off(
     low, high = plain.crop(box).convert("L").getextrema()
     assert high - low > 100  # the field's background and its dots
     assert page.locator("#live-redaction-off").is_visible()
+    # named as the Settings page names it, never by its internal key
+    notice = page.locator("#live-redaction-off").inner_text()
+    assert "Paint out password fields" in notice and "redactSensitive" not in notice, notice
     shot(page, "live-password-redaction-off")
 
     # and on again: painted at once

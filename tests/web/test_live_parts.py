@@ -208,7 +208,9 @@ def test_bad_targets_are_invalid_requests(value: str) -> None:
     assert e.value.code == ErrorCode.INVALID_REQUEST and e.value.details["field"] == "target"
 
 
-@pytest.mark.parametrize(("value", "fps"), [(None, 5), ("", 5), ("1", 1), ("10", 10)])
+@pytest.mark.parametrize(
+    ("value", "fps"), [(None, 5), ("", 5), ("1", 1), ("3", 3), ("7", 7), ("10", 10)]
+)
 def test_good_frame_rates(value: str | None, fps: int) -> None:
     assert parse_fps(value) == fps
 

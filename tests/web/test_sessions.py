@@ -489,9 +489,7 @@ def test_folding_rules_on_rows_written_as_the_kernel_writes_them(db: Database) -
         "require_approval",
         "cf_1",
     )
-    assert [(c.check, c.passed) for c in a1.checks] == [
-        ("accessibility · exists · [role=dialog]", False)
-    ]
+    assert [(c.check, c.passed) for c in a1.checks] == [("a dialog exists", False)]
     assert (a2.status, a2.reason, a2.error_code) == (
         "blocked",
         "forbidden_action",
@@ -504,7 +502,7 @@ def test_folding_rules_on_rows_written_as_the_kernel_writes_them(db: Database) -
     (approval,) = [c for c in cards if isinstance(c, ApprovalCard)]
     assert (approval.outcome, approval.by, approval.risk) == ("approved", "person", "L3")
     (check,) = [c for c in cards if isinstance(c, VerificationCard)]
-    assert check.passed is None and check.check == "visual · text_present · “Saved”"
+    assert check.passed is None and check.check == "the screen shows “Saved”"
     states = [(c.event, c.reason or c.detail or c.by) for c in cards if isinstance(c, StateCard)]
     assert states == [
         ("started", ""),

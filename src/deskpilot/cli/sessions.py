@@ -96,7 +96,10 @@ def _send(session_id: str, verb: str, args: dict[str, Any] | None, by: str, time
         typer.echo(f"error: {exc.code.value}: {exc.message}", err=True)
         raise typer.Exit(1) from None
     why = f" ({row.cancel_reason})" if row.cancel_reason else ""
-    typer.echo(f"{row.id} {row.state.value}{why}")
+    bound = ""
+    if verb == "bind_target" and row.target is not None and row.target.window_id:
+        bound = f", bound to window {row.target.window_id}"
+    typer.echo(f"{row.id} {row.state.value}{why}{bound}")
 
 
 @app.command("pause")

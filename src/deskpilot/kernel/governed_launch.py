@@ -96,7 +96,7 @@ class Launches:
         action_id: str | None = None,
     ) -> LaunchResult:
         b = self.broker
-        row, settings = b.admit(session_id)
+        row, settings = b.admit(session_id, "launch")
 
         decision = evaluate_launch(request, row.contract, settings)
         requested = {

@@ -94,7 +94,7 @@ class Shells:
     ) -> ShellResult:
         validate_shell(request)
         b = self.broker
-        row, settings = b.admit(session_id)
+        row, settings = b.admit(session_id, "shell")
 
         decision = evaluate_shell(request, row.contract, settings)
         requested = {

@@ -151,7 +151,8 @@ def build(start: HandBackStart, after: ObservedState | ObservationBody | None) -
     """The note for the agent, from what the window was when the person took over and what
     it is now (None when it could not be observed again)."""
     held = start.held_for_s
-    head = f"The person ({start.by}) had the desktop for {_seconds(held)} and handed it back."
+    who = "The person" if start.by in ("person", "agent", "") else f"The person ({start.by})"
+    head = f"{who} had the desktop for {_seconds(held)} and handed it back."
     now_obs = after.observation if isinstance(after, ObservedState) else after
     before = start.before
     if now_obs is None:

@@ -83,6 +83,10 @@ class Kernel:
         #: the sessions this kernel opened: the ones whose controls it carries out for
         #: other processes (another kernel of this process has its own)
         self._owned: set[str] = set()
+        #: agent (client) session → the latest session this kernel opened for it: where a
+        #: refusal before any session is named (the runtime's halt / takeover check) is
+        #: recorded (``action_refused``)
+        self._latest: dict[str, str] = {}
         self.inbox = ControlInbox(self.db, self)
         register_owner(self)
         self._kill_task: asyncio.Task[list[str]] | None = None
@@ -105,6 +109,7 @@ class Kernel:
     ) -> str:
         row = self.sessions.create(agent_session, mode, contract, target)
         self._owned.add(row.id)
+        self._latest[agent_session] = row.id
         self.sessions.transition(row.id, SessionState.OBSERVING)
         return row.id
 
@@ -354,6 +359,8 @@ class Kernel:
         return (await self.broker.stop(session_id, reason, note=note)).state
 
     async def bind_target(self, session_id: str, target: TargetSpec) -> None:
+        """Bind the paused session to a window that exists and is shown (else
+        ``target_not_found`` naming it, nothing changed)."""
         await self.broker.bind_target(session_id, target)
 
     def session_state(self, session_id: str) -> SessionState | None:
@@ -397,7 +404,18 @@ class Kernel:
             if row is not None:
                 raise halted_error(row, self.broker.settings().kill_switch)
             return
-        self.halt.check(agent_session_id)
+        try:
+            self.halt.check(agent_session_id)
+        except DeskpilotError as exc:
+            self._refused(agent_session_id, exc)
+            raise
+
+    def _refused(self, agent_session_id: str | None, exc: DeskpilotError) -> None:
+        """Record a refusal made before the broker (the runtime's own halt / takeover check)
+        on the agent session's latest session, as admission records its own."""
+        sid = self._latest.get(agent_session_id) if agent_session_id else None
+        if sid is not None:
+            self.broker.refusals.record(sid, None, exc)
 
     def unhalt(self, by: str = "person") -> int:
         return self.halt.lift(by)
@@ -408,9 +426,14 @@ class Kernel:
         ``session_id``, that session's own hold only."""
         return self.takeover.state(session_id)
 
-    def check_takeover(self) -> None:
-        """Refuse an agent action while the person holds the desktop (handoff_required)."""
-        self.takeover.check()
+    def check_takeover(self, agent_session_id: str | None = None) -> None:
+        """Refuse an agent action while the person holds the desktop (handoff_required);
+        with the agent session, the refusal is recorded on its latest session."""
+        try:
+            self.takeover.check()
+        except DeskpilotError as exc:
+            self._refused(agent_session_id, exc)
+            raise
 
     def take_handback(self, session_id: str) -> HandBackStart | None:
         """The session's pending hand back (the person handed the desktop back; what the

@@ -216,8 +216,9 @@ class KernelPort(Protocol):
         ``session_id``, only that session's own hold."""
         ...
 
-    def check_takeover(self) -> None:
-        """Raise handoff_required (reason ``taken_over``) while the person holds the desktop."""
+    def check_takeover(self, agent_session_id: str | None = None) -> None:
+        """Raise handoff_required (reason ``taken_over``) while the person holds the desktop;
+        with the agent session, the refusal is recorded on its latest session's timeline."""
         ...
 
     def take_handback(self, session_id: str) -> HandBackStart | None:

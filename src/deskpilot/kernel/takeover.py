@@ -27,7 +27,7 @@ from deskpilot.store.db import Database
 from deskpilot.store.session_rows import SessionRepository
 from deskpilot.store.takeovers import TakeoverRepository, TakeoverRow
 
-__all__ = ["TAKEN_OVER", "Takeover", "TakeoverRow", "taken_over_error"]
+__all__ = ["TAKEN_OVER", "Takeover", "TakeoverRow", "taken_over_error", "taken_over_words"]
 
 #: the reason code in a refusal's details (the runtime's advice table keys on it)
 TAKEN_OVER = "taken_over"
@@ -95,11 +95,22 @@ class Takeover:
         }
 
 
+def taken_over_words(by: str | None) -> str:
+    """Who has the desktop, in words: the agent's own ``takeover`` (by ``agent``) handed it
+    to the person; anyone else is the person, named by where they took it (``dashboard``,
+    ``cli``) unless that is just ``person``."""
+    if by == "agent":
+        return "The agent handed the desktop to the person"
+    if not by or by == "person":
+        return "The person took over the desktop"
+    return f"The person ({by}) took over the desktop"
+
+
 def taken_over_error(hold: TakeoverRow) -> DeskpilotError:
     when = time.strftime("%H:%M:%S", time.localtime(hold.started_at))
     return DeskpilotError(
         ErrorCode.HANDOFF_REQUIRED,
-        f"The person ({hold.held_by}) took over the desktop at {when} (session "
+        f"{taken_over_words(hold.held_by)} at {when} (session "
         f"{hold.session_id}): every agent action is refused until they hand it back; nothing "
         "was done. Observing still works. Do not retry now: wait for the person to hand the "
         "desktop back, then observe again before acting.",

@@ -47,6 +47,7 @@ LABEL_KEYS: dict[str, str] = {
     "failed": "readiness.action_failed",
     "offline": "readiness.offline",
     "openSession": "readiness.takeover.open",
+    "session": "confirmations.session",
 }
 
 

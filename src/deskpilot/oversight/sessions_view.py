@@ -128,24 +128,27 @@ def parse_page(value: str | None) -> int:
     return int(value)
 
 
-def _target(row: SessionRow, seen: dict[str, object] | None) -> str:
-    """The app/window a session works on: its binding, else what it last observed."""
-    parts: list[str] = []
+def _target(row: SessionRow, seen: dict[str, object] | None, locale: str = "en") -> str:
+    """The app/window a session works on, as one thing: its bound window (with the app when
+    the binding or an observation of that same window names it); else its bound app; else,
+    following the focused window, what it last observed. A window observed before a change
+    of window is never joined to the new one."""
     spec = row.target
-    if spec is not None:
-        if spec.app:
-            parts.append(spec.app)
-        if spec.pid is not None:
-            parts.append(f"pid {spec.pid}")
-        if spec.window_id:
-            parts.append(f"window {spec.window_id}")
-    if seen:
-        app, window = seen.get("app"), seen.get("windowId")
-        if app and str(app) not in parts:
-            parts.insert(0, str(app))
-        if window and f"window {window}" not in parts:
-            parts.append(f"window {window}")
-    return " · ".join(parts)
+    seen = seen or {}
+    seen_app, seen_window = seen.get("app"), seen.get("windowId")
+
+    def window(wid: object) -> str:
+        return translate("sessions.target.window", locale, id=wid)
+
+    if spec is not None and spec.window_id:
+        same = bool(seen_window) and str(seen_window).lower() == spec.window_id.lower()
+        app = spec.app or (str(seen_app) if same and seen_app else "")
+        return " · ".join(p for p in (window(spec.window_id), app) if p)
+    if spec is not None and (spec.app or spec.pid is not None):
+        parts = [spec.app or "", f"pid {spec.pid}" if spec.pid is not None else ""]
+        return " · ".join(p for p in parts if p)
+    parts = [str(seen_app) if seen_app else "", window(seen_window) if seen_window else ""]
+    return " · ".join(p for p in parts if p)
 
 
 def last_observed(db: Database, session_id: str) -> dict[str, object] | None:
@@ -167,6 +170,7 @@ def summarize(
     *,
     held_by: str | None = None,
     now: float | None = None,
+    locale: str = "en",
 ) -> SessionSummary:
     now = time.time() if now is None else now
     end = row.ended_at if row.ended_at is not None else now
@@ -179,7 +183,7 @@ def summarize(
         badge=badge_of(row, held_by is not None),
         live=not row.terminal,
         objective=c.objective,
-        target=_target(row, last_observed(db, row.id)),
+        target=_target(row, last_observed(db, row.id), locale),
         budget=Budget(
             steps=row.steps,
             max_steps=c.max_steps,
@@ -210,6 +214,7 @@ def list_sessions(
     page: int = 1,
     per_page: int = PER_PAGE,
     now: float | None = None,
+    locale: str = "en",
 ) -> SessionPage:
     """One page of sessions, newest first. A page past the last shows the last one."""
     if not 1 <= per_page <= MAX_PER_PAGE:
@@ -231,7 +236,7 @@ def list_sessions(
     for r in ids:
         row = repo.get(r["id"])
         if row is not None:
-            items.append(summarize(db, row, held_by=held.get(row.id), now=now))
+            items.append(summarize(db, row, held_by=held.get(row.id), now=now, locale=locale))
     return SessionPage(items, page, pages, total, filter, per_page)
 
 
@@ -245,10 +250,12 @@ def session_row(db: Database, session_id: str) -> SessionRow:
     return row
 
 
-def session_summary(db: Database, session_id: str, *, now: float | None = None) -> SessionSummary:
+def session_summary(
+    db: Database, session_id: str, *, now: float | None = None, locale: str = "en"
+) -> SessionSummary:
     row = session_row(db, session_id)
     hold = Takeover(db).of_session(row.id)
-    return summarize(db, row, held_by=hold.held_by if hold else None, now=now)
+    return summarize(db, row, held_by=hold.held_by if hold else None, now=now, locale=locale)
 
 
 def clock(ts: float | None) -> str:

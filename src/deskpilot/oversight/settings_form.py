@@ -21,7 +21,7 @@ import typing
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any, Literal
 
 from annotated_types import Ge, Le
@@ -272,23 +272,21 @@ def _number(raw: str, control: Control) -> tuple[int | None, Problem | None]:
 
 
 def _quota(raw: str, control: Control, current: int) -> tuple[int | None, Problem | None]:
-    if raw.strip() == _mib_text(current):
+    """A whole number of MiB within the model's bounds, parsed exactly (no float, no
+    rounding: ``int`` on ASCII digits only)."""
+    text = raw.strip()
+    if text == _mib_text(current):
         return current, None  # shown rounded: posting it back unchanged must not alter it
-    try:
-        mib = Decimal(raw.strip())
-    except InvalidOperation:
-        return None, Problem("settings.error.mib", {"min": control.minimum})
-    if not mib.is_finite():
-        return None, Problem("settings.error.mib", {"min": control.minimum})
-    value = int((mib * MIB).to_integral_value())
-    minimum, _ = _bounds(SettingsModel.model_fields[control.field])
-    if minimum is not None and value < minimum:
-        return None, Problem("settings.error.quota_min", {"min": control.minimum})
-    if control.maximum is not None and mib > control.maximum:
-        return None, Problem(
-            "settings.error.range", {"min": control.minimum, "max": control.maximum}
-        )
-    return value, None
+    bounds: dict[str, object] = {"min": control.minimum, "max": control.maximum}
+    if not text.isascii() or not text.isdigit() or len(text) > 12:
+        return None, Problem("settings.error.mib", bounds)
+    mib = int(text)
+    minimum, maximum = _bounds(SettingsModel.model_fields[control.field])
+    if minimum is not None and mib * MIB < minimum:
+        return None, Problem("settings.error.quota_min", bounds)
+    if maximum is not None and mib * MIB > maximum:
+        return None, Problem("settings.error.range", bounds)
+    return mib * MIB, None
 
 
 def chord_refusal(chord: str) -> Problem | None:

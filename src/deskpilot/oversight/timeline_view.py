@@ -34,9 +34,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from deskpilot.oversight.confirmations_view import by_text, split_summary
 from deskpilot.oversight.error_table import describe, link
+from deskpilot.oversight.i18n import TABLE, translate
 from deskpilot.protocol.session import EventType
 from deskpilot.store.db import Database
+from deskpilot.store.repo import loads
 from deskpilot.store.snapshots import SnapshotRepository, SnapshotRow
 from deskpilot.store.timeline import TimelineEventRow, TimelineRepository
 from deskpilot.store.verifications import VerificationRepository, VerificationRow
@@ -56,6 +59,9 @@ _TERMINAL = {
     EventType.ACTION_BLOCKED: "blocked",
 }
 _FINISHED = frozenset({"noop", "executed", "failed", "blocked"})
+#: attempts refused before anything ran (the kernel's newer event; compared by its value so
+#: this module also loads against a protocol that does not define it yet)
+ACTION_REFUSED = "action_refused"
 _STATE_EVENTS = {
     EventType.SESSION_STARTED: "started",
     EventType.SESSION_PAUSED: "paused",
@@ -83,17 +89,21 @@ def error_next_step(code: str | None, locale: str) -> str | None:
     return describe(code, locale).next_step if code else None
 
 
-def target_text(target: object) -> str:
-    """A bound target (``{"windowId", "pid", "app"}``) as one short line."""
+def target_text(target: object, locale: str = "en") -> str:
+    """A bound target (``{"windowId", "pid", "app"}``, a ``title`` when the kernel records
+    one) as one short line: ``“Calculator” (0x1600003) · gnome-calculator``."""
     if not isinstance(target, dict):
         return ""
     parts = []
+    window, title = target.get("windowId"), target.get("title")
+    if window and title:
+        parts.append(translate("sessions.card.titled_window", locale, title=title, id=window))
+    elif window:
+        parts.append(translate("sessions.card.window", locale, id=window))
     if target.get("app"):
         parts.append(str(target["app"]))
-    if target.get("pid") is not None:
+    if target.get("pid") is not None and not window:
         parts.append(f"pid {target['pid']}")
-    if target.get("windowId"):
-        parts.append(f"window {target['windowId']}")
     return " · ".join(parts)
 
 
@@ -102,23 +112,92 @@ def _short(value: object) -> str:
     return text if len(text) <= MAX_SPEC_TEXT else text[: MAX_SPEC_TEXT - 1] + "…"
 
 
-def check_text(spec: dict[str, Any]) -> str:
-    """One verification spec in a line: kind · assertion · what it looks for."""
-    kind = spec.get("kind") or "check"
-    assertion = spec.get("assertion") or ""
-    parts = [str(kind)] + ([str(assertion)] if assertion else [])
-    selector = spec.get("selector")
-    if isinstance(selector, dict):
-        sel = ", ".join(
-            f"{k}={_short(v)}" for k, v in selector.items() if v not in (None, [], {}, "")
-        )
-        if sel:
-            parts.append(f"[{sel}]")
-    for key in ("expected", "text", "path", "pattern", "name", "value"):
-        if spec.get(key) not in (None, ""):
-            parts.append(f"“{_short(spec[key])}”")
-            break
-    return " · ".join(parts)
+def _get(spec: dict[str, Any], *names: str) -> Any:
+    """A spec field by its wire name or its Python name (``notStates`` / ``not_states``)."""
+    for name in names:
+        if spec.get(name) not in (None, "", [], {}):
+            return spec[name]
+    return None
+
+
+def _quoted(value: object) -> str:
+    return f"“{_short(value)}”"
+
+
+def selector_text(selector: object, locale: str = "en") -> str:
+    """An element selector in words: ``a textField that is not readonly, inside a dialog
+    named “Save”``."""
+    if not isinstance(selector, dict):
+        return translate("sessions.check.element", locale)
+    role = _get(selector, "role")
+    text = (
+        translate("sessions.check.role", locale, role=_short(role))
+        if role
+        else translate("sessions.check.element", locale)
+    )
+    name = _get(selector, "name")
+    if name:
+        text += translate("sessions.check.named", locale, name=_quoted(name))
+    contains = _get(selector, "nameContains", "name_contains")
+    if contains:
+        text += translate("sessions.check.name_contains", locale, name=_quoted(contains))
+    states = _get(selector, "states")
+    if isinstance(states, list) and states:
+        text += translate("sessions.check.states", locale, states=", ".join(map(str, states)))
+    not_states = _get(selector, "notStates", "not_states")
+    if isinstance(not_states, list) and not_states:
+        joined = ", ".join(map(str, not_states))
+        text += translate("sessions.check.not_states", locale, states=joined)
+    inside = _get(selector, "inside")
+    if isinstance(inside, dict):
+        text += translate("sessions.check.inside", locale, of=selector_text(inside, locale))
+    return text
+
+
+def check_text(spec: dict[str, Any], locale: str = "en") -> str:
+    """One verification spec in words (protocol/verification.py's kinds); a kind this
+    version does not know is named with its assertion, never shown as a repr."""
+    kind = str(spec.get("kind") or "check")
+    assertion = str(spec.get("assertion") or "")
+    key = f"sessions.check.{kind}.{assertion}"
+    fields: dict[str, object] = {}
+    if kind == "accessibility":
+        fields["sel"] = selector_text(spec.get("selector"), locale)
+        fields["expected"] = _quoted(spec.get("expected") or "")
+        match = str(spec.get("match") or "any")
+        if match in ("all", "only") and key in TABLE:
+            sentence = translate(key, locale, **fields)
+            return translate(f"sessions.check.match.{match}", locale, check=sentence)
+    elif kind == "visual":
+        fields["text"] = _quoted(spec.get("text") or "")
+    elif kind == "application_state":
+        app = spec.get("app")
+        fields["app"] = _short(app) if app else translate("sessions.check.target_app", locale)
+        fields["text"] = _quoted(spec.get("text") or "")
+        if spec.get("expected") is False and key in TABLE:
+            sentence = translate(key, locale, **fields)
+            return translate("sessions.check.negated", locale, check=sentence)
+    elif kind == "file":
+        fields["path"] = _short(spec.get("path") or "?")
+        fields["text"] = _quoted(spec.get("text") or "")
+        fields["digest"] = str(spec.get("expected") or "")[:12]
+    elif kind == "dom":
+        fields["expected"] = _quoted(spec.get("expected") or "")
+    elif kind == "external_readback":
+        argv = spec.get("argv")
+        command = str(argv[0]) if isinstance(argv, list) and argv else "?"
+        code = _get(spec, "expectExit", "expect_exit") or 0
+        text = translate("sessions.check.external_readback", locale, command=command, code=code)
+        out = _get(spec, "stdoutContains", "stdout_contains")
+        if out:
+            text += translate("sessions.check.stdout_contains", locale, text=_quoted(out))
+        same = _get(spec, "stdoutEquals", "stdout_equals")
+        if same is not None:
+            text += translate("sessions.check.stdout_equals", locale, text=_quoted(same))
+        return text
+    if key in TABLE:
+        return translate(key, locale, **fields)
+    return translate("sessions.check.other", locale, kind=kind, assertion=assertion or "?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,15 +210,75 @@ class LedgerFacts:
     risk: str
     decision: str
     reason: str
+    #: the observation the action was made against (its app and window are on the timeline)
+    frame_id: str | None = None
+    target_kind: str = ""
+    #: where the host says it aimed (``outcome.target_bounds``), once the action ran
+    bounds: dict[str, Any] | None = None
 
 
-_LEDGER_SQL = "SELECT id, status, error_code, risk_level, decision, reason FROM actions WHERE "
+_LEDGER_SQL = (
+    "SELECT id, status, error_code, risk_level, decision, reason, frame_id, target_kind, "
+    "json_extract(outcome_json, '$.target_bounds') AS bounds FROM actions WHERE "
+)
 
 
 def _facts(r: Any) -> LedgerFacts:
+    bounds = loads(r["bounds"]) if r["bounds"] else None
     return LedgerFacts(
-        r["status"], r["error_code"], f"L{int(r['risk_level'])}", r["decision"], r["reason"]
+        r["status"],
+        r["error_code"],
+        f"L{int(r['risk_level'])}",
+        r["decision"],
+        r["reason"],
+        r["frame_id"],
+        r["target_kind"] or "",
+        bounds if isinstance(bounds, dict) else None,
     )
+
+
+#: who did something, as the kernel writes ``by``; anything else is shown as written
+ACTORS = frozenset({"person", "agent", "dashboard", "cli", "kernel", "operator", "tray"})
+
+
+def actor_text(by: str | None, locale: str) -> str:
+    """Who, in words: ``person`` is "the person" / 用户, ``agent`` "the agent" / 智能体 …"""
+    if not by:
+        return translate("sessions.actor.unknown", locale)
+    if by in ACTORS:
+        return translate(f"sessions.actor.{by}", locale)
+    return by
+
+
+def answerer_text(by: str | None, locale: str) -> str:
+    """Who answered a confirmation (or why nobody did: ``timeout``, ``session_ended``)."""
+    if by in ACTORS:
+        return actor_text(by, locale)
+    return by_text(by, locale) or translate("sessions.actor.unknown", locale)
+
+
+def bounds_text(kind: str, bounds: dict[str, Any] | None, locale: str) -> str:
+    """Where a positional or element action aimed, from the host's ``target_bounds``."""
+    if not bounds:
+        return ""
+    try:
+        x, y = int(bounds["x"]), int(bounds["y"])
+        w, h = int(bounds.get("width", 1)), int(bounds.get("height", 1))
+    except (KeyError, TypeError, ValueError):
+        return ""
+    if kind == "coordinates" or (w <= 1 and h <= 1):
+        return translate("sessions.card.target.point", locale, x=x, y=y)
+    return translate("sessions.card.target.box", locale, x=x, y=y, w=w, h=h)
+
+
+def _label_of(summary: str) -> str:
+    """The element part of a confirmation summary (``click on button "X" in app``)."""
+    what, _ = split_summary(summary)
+    _, on, rest = what.partition(" on ")
+    if not on:
+        return ""
+    label, _, _ = rest.rpartition(" in ")
+    return label or rest
 
 
 @dataclass
@@ -181,6 +320,26 @@ class ActionCard(Card):
     duration_s: float | None = None
     confirmation: str | None = None
     checks: list[CheckLine] = field(default_factory=list)
+    #: what it acted on: the element (role and name, when a confirmation named it), else
+    #: where the host aimed; never typed text
+    target: str = ""
+    #: the app and window of the observation it was made against
+    where: str = ""
+
+
+@dataclass
+class RefusedCard(Card):
+    """Attempts the kernel refused before anything ran (``action_refused``): the kind, the
+    code with the error table's words, and how many attempts the event stands for."""
+
+    action_kind: str = "action"
+    code: str = ""
+    reason: str = ""
+    count: int = 1
+    #: who holds the session back (who paused it, who took over), when the kernel knows
+    by: str = ""
+    error_text: str | None = None
+    error_link: str | None = None
 
 
 @dataclass
@@ -265,6 +424,10 @@ class TimelineFolder:
         self._seen_snapshots: set[str] = set()
         self._ledger: dict[str, LedgerFacts] = {}
         self._checks: dict[str, VerificationRow] = {}
+        #: frame id -> "app · window" of each observation folded so far
+        self._frames: dict[str, str] = {}
+        #: the refused card a next refusal of the same kind and code adds to
+        self._last_refused: RefusedCard | None = None
         self._times: list[float] = []
         self._seqs: list[int] = []
         self.last_seq = 0
@@ -348,7 +511,7 @@ class TimelineFolder:
 
     # -- folding
     def _fold(self, events: Iterable[TimelineEventRow]) -> list[Card]:
-        changed: list[Card] = []
+        changed: dict[str, Card] = {}
         for event in events:
             if event.seq <= self.last_seq:
                 continue
@@ -358,9 +521,11 @@ class TimelineFolder:
             self._seqs.append(event.seq)
             card = self._one(event)
             if card is not None:
+                if card.kind not in ("refused", "observation"):
+                    self._last_refused = None  # something else happened: a new run starts
                 self._cards[card.id] = card
-                changed.append(card)
-        return changed
+                changed[card.id] = card
+        return list(changed.values())
 
     def _one(self, e: TimelineEventRow) -> Card | None:
         p = e.payload
@@ -368,6 +533,8 @@ class TimelineFolder:
         if t is EventType.OBSERVATION_CREATED:
             self.observations += 1
             count = p.get("elementCount")
+            if p.get("frameId"):
+                self._frames[str(p["frameId"])] = self._where(p.get("app"), p.get("windowId"))
             return ObservationCard(
                 id=dom_id("obs", e.seq),
                 kind="observation",
@@ -392,7 +559,64 @@ class TimelineFolder:
             return None  # folded: the completed event (written with it) carries the verdict
         if t in _STATE_EVENTS:
             return self._state(e)
+        if str(t) == ACTION_REFUSED:
+            return self._refused(e)
         return None
+
+    def _where(self, app: object, window: object) -> str:
+        parts = [str(app)] if app else []
+        if window:
+            parts.append(translate("sessions.card.window", self.locale, id=window))
+        return " · ".join(parts)
+
+    def _place(self, card: ActionCard, row: LedgerFacts | None) -> None:
+        """What the card acted on and in which window, from what the ledger recorded."""
+        if row is None:
+            return
+        if row.frame_id and row.frame_id in self._frames:
+            card.where = self._frames[row.frame_id]
+        if card.confirmation and card.confirmation in self._approvals:
+            label = _label_of(self._approvals[card.confirmation].summary)
+            if label:
+                card.target = label
+                return
+        kind = card.target_kind or row.target_kind
+        aimed = bounds_text(kind, row.bounds, self.locale)
+        if aimed:
+            card.target = aimed
+        elif kind == "window":
+            card.target = translate("sessions.card.target.window", self.locale)
+
+    def _refused(self, e: TimelineEventRow) -> RefusedCard:
+        """One card per run of refusals: the kernel writes one event per session and code
+        every few seconds with the repeats in between counted (``count``); consecutive events
+        of the same kind and code (nothing but observations between them) add up on one
+        card."""
+        p = e.payload
+        code = str(p.get("code") or "")
+        raw = p.get("count")
+        count = raw if isinstance(raw, int) and raw > 0 else 1
+        kind = str(p.get("kind") or "action")
+        last = self._last_refused
+        if last is not None and last.code == code and last.action_kind == kind:
+            last.count += count
+            return last
+        card = RefusedCard(
+            id=dom_id("rf", e.seq),
+            kind="refused",
+            pos=e.seq,
+            at=e.created_at,
+            action_kind=kind,
+            code=code,
+            reason=str(p.get("reason") or ""),
+            count=count,
+            by=str(p.get("by") or ""),
+        )
+        if code:
+            card.error_text = describe(code, self.locale).sentence
+            card.error_link = link(code)
+        self._last_refused = card
+        return card
 
     def _action_card(self, e: TimelineEventRow) -> ActionCard:
         aid = e.action_id or f"seq{e.seq}"
@@ -421,12 +645,12 @@ class TimelineFolder:
         card.reason = str(p.get("reason") or "")
         card.effect = str(p.get("effect") or "")
         card.target_kind = str(p.get("targetKind") or "")
-        if not card.risk or not card.decision:
-            row = self._ledger_row(card.action_id)
-            if row is not None:
-                card.risk = card.risk or row.risk
-                card.decision = card.decision or row.decision
-                card.reason = card.reason or row.reason
+        row = self._ledger_row(card.action_id)
+        if row is not None:
+            card.risk = card.risk or row.risk
+            card.decision = card.decision or row.decision
+            card.reason = card.reason or row.reason
+        self._place(card, row)
         return card
 
     def _terminal(self, e: TimelineEventRow) -> ActionCard:
@@ -460,6 +684,7 @@ class TimelineFolder:
             card.error_text, card.error_next = words.sentence, words.next_step
             card.error_link = link(card.error_code)
         card.duration_s = max(0.0, e.created_at - card.at)
+        self._place(card, row)
         return card
 
     def _approval_requested(self, e: TimelineEventRow) -> ApprovalCard:
@@ -474,7 +699,7 @@ class TimelineFolder:
             confirmation_id=cid,
             risk=str(p.get("risk") or ""),
             reason=str(p.get("reason") or ""),
-            summary=str(p.get("summary") or ""),
+            summary=split_summary(str(p.get("summary") or ""))[0],
             expires_at=float(expires) if isinstance(expires, int | float) else None,
         )
         self._approvals[cid] = card
@@ -509,7 +734,7 @@ class TimelineFolder:
         reason = str(p.get("reason") or (row.reason if row else "") or "")
         if e.action_id:
             card = self._action_card(e)
-            card.checks.append(CheckLine(vid, check_text(spec), passed, reason))
+            card.checks.append(CheckLine(vid, check_text(spec, self.locale), passed, reason))
             return card
         return VerificationCard(
             id=dom_id("vf", vid),
@@ -518,7 +743,7 @@ class TimelineFolder:
             at=e.created_at,
             verification_id=vid,
             source=str(p.get("source") or (row.source if row else "task")),
-            check=check_text(spec),
+            check=check_text(spec, self.locale),
             passed=passed,
             reason=reason,
         )
@@ -528,7 +753,7 @@ class TimelineFolder:
         event = _STATE_EVENTS[e.type]
         detail = ""
         if e.type in (EventType.TARGET_BOUND, EventType.SESSION_STARTED):
-            detail = target_text(p.get("target"))
+            detail = target_text(p.get("target"), self.locale)
         elif p.get("note"):
             detail = str(p["note"])[:200]
         return StateCard(
@@ -589,10 +814,13 @@ __all__ = [
     "CheckLine",
     "ObservationCard",
     "PreviewIssuer",
+    "RefusedCard",
     "SnapshotCard",
     "StateCard",
     "TimelineFolder",
     "VerificationCard",
+    "actor_text",
+    "answerer_text",
     "check_text",
     "dom_id",
     "error_next_step",

@@ -82,23 +82,85 @@ def _key_ok(key: str) -> bool:
     return False
 
 
-def chord_problem(chord: str) -> str | None:
-    """Why the kill switch could never arm ``chord`` (None: it can, "" included = disarmed)."""
+#: the order modifiers are stored in (``ctrl+shift+Escape``, the default, is in it)
+MODIFIER_ORDER: Final = ("ctrl", "alt", "shift", "super")
+
+#: keys that put no character into a field: the only ones shift alone may modify
+_NON_PRINTING_KEYS: Final = frozenset(
+    {"Escape", "Return", "Tab", "Delete", "BackSpace", "Pause", "Break", "Home", "End"}
+)
+
+_SHAPE = "a chord is modifiers and one key joined by '+', e.g. ctrl+shift+Escape"
+
+
+def _reduce(part: str) -> str:
+    return "".join(ch for ch in part.lower() if ch.isalnum()) or part
+
+
+def _parse(chord: str) -> tuple[str | None, str]:
+    """(why the chord is refused or None, its stored spelling)."""
     chord = chord.strip()
     if not chord:
-        return None
-    parts = chord.split("+")
-    if any(not p.strip() for p in parts):
-        return "a chord is modifiers and one key joined by '+', e.g. ctrl+shift+Escape"
-    for mod in parts[:-1]:
-        if mod.strip().lower() not in KILL_SWITCH_MODIFIERS:
+        return None, ""
+    parts = [p.strip() for p in chord.split("+")]
+    if any(not p for p in parts):
+        return _SHAPE, chord
+    *mod_parts, last = parts
+    # ``ctrl+shift``: every part is a modifier
+    if all(p.lower() in KILL_SWITCH_MODIFIERS for p in parts):
+        return f"no key after the modifiers in {chord!r}: {_SHAPE}", chord
+    mods: list[str] = []
+    for part in mod_parts:
+        canonical = KILL_SWITCH_MODIFIERS.get(part.lower())
+        if canonical is None:
+            if _key_ok(_reduce(part)):
+                return (
+                    f"a chord has exactly one key, after its modifiers: {part!r} is a key, "
+                    f"not a modifier ({_SHAPE})"
+                ), chord
             names = ", ".join(sorted(KILL_SWITCH_MODIFIERS))
-            return f"unknown modifier {mod.strip()!r} (known: {names})"
-    last = parts[-1]
-    key = "".join(ch for ch in last.lower() if ch.isalnum()) or last
+            return f"unknown modifier {part!r} (known: {names})", chord
+        if canonical in mods:
+            return f"the modifier {canonical} is given twice in {chord!r}", chord
+        mods.append(canonical)
+    key = _reduce(last)
     if not _key_ok(key):
         return (
-            f"unknown key {last.strip()!r}: use a letter, digit, F1-F35, "
+            f"unknown key {last!r}: use a letter, digit, F1-F35, "
             f"{', '.join(sorted(KEY_ALIASES))} or an X Latin-1 keysym name such as 'slash'"
-        )
-    return None
+        ), chord
+    name = keysym_name(key)
+    if not mods:
+        return (
+            f"{last!r} alone cannot be the kill switch: it needs at least one modifier "
+            "(ctrl, alt, shift or super) before the key, or every press of that key would be "
+            "taken from the person and halt computer use (e.g. ctrl+shift+Escape)"
+        ), chord
+    if mods == ["shift"] and name not in _NON_PRINTING_KEYS and not name.startswith("F"):
+        return (
+            f"shift+{name} types a character: as the kill switch it would take that character "
+            "from the person every time they type it and halt computer use; add ctrl, alt or "
+            "super (e.g. ctrl+shift+Escape)"
+        ), chord
+    ordered = [m for m in MODIFIER_ORDER if m in mods]
+    return None, "+".join([*ordered, name])
+
+
+def chord_problem(chord: str) -> str | None:
+    """Why ``chord`` cannot be the kill switch (None: it can; "" = disarmed, allowed).
+
+    A chord is at least one modifier (each once) and exactly one key that is not a modifier;
+    shift alone does not make a key that types a character safe to grab (``shift+a`` would
+    take every capital A from the person), nor does a bare key."""
+    return _parse(chord)[0]
+
+
+def normalise_chord(chord: str) -> str:
+    """The stored spelling of an accepted chord: no spaces, modifiers in
+    :data:`MODIFIER_ORDER` with their canonical names, the key as its X keysym name
+    (``" Control + alt + delete "`` → ``"ctrl+alt+Delete"``); raises ValueError for a chord
+    :func:`chord_problem` refuses."""
+    problem, normal = _parse(chord)
+    if problem:
+        raise ValueError(problem)
+    return normal

@@ -111,6 +111,9 @@ class EventType(enum.StrEnum):
     SESSION_COMPLETED = "session_completed"
     SESSION_FAILED = "session_failed"
     SESSION_CANCELED = "session_canceled"
+    #: an action refused at admission (paused, taken over, halted, computer or environment
+    #: disabled): kernel/broker/admission.py ``RefusalLog``, collapsed per session and code
+    ACTION_REFUSED = "action_refused"
 
 
 #: the details key (and its value) that mark a refusal by a session's state (nothing was

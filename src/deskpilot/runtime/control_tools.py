@@ -41,6 +41,9 @@ from deskpilot.runtime.tool_args import AppArgs, BindTargetArgs, NoArgs, StopArg
 
 log = logging.getLogger(__name__)
 
+#: who the kernel records for this agent's own controls (``by``)
+AGENT = "agent"
+
 
 async def _session(ctx: ToolContext, call: Call) -> str:
     async with ctx.sessions.using(call.agent_session) as sess:
@@ -55,7 +58,7 @@ def _answer(call: Call, data: dict[str, Any]) -> ToolOutcome:
 async def pause(ctx: ToolContext, call: Call, args: NoArgs) -> ToolOutcome:
     session_id = await _session(ctx, call)
     dropped = ctx.states.invalidate(agent_session=call.agent_session, reason="paused")
-    state = await ctx.kernel.pause(session_id)
+    state = await ctx.kernel.pause(session_id, by=AGENT)
     # a pause of a taken-over session leaves it taken over: only resume hands it back
     return _answer(
         call, {"sessionId": session_id, "state": state.value, "stateIdsDropped": dropped}
@@ -68,7 +71,9 @@ async def takeover(ctx: ToolContext, call: Call, args: NoArgs) -> ToolOutcome:
     sess = ctx.sessions.get(call.agent_session)
     if sess is not None and not ctx.kernel.takeover_state(session_id).get("held"):
         sess.takeover_by_tool = True  # this agent's resume may hand it back
-    state = await ctx.kernel.pause(session_id, takeover=True)
+    # recorded as the agent's (by agent, takeover true): the agent handed the desktop to
+    # the person, who hands it back through this agent's resume
+    state = await ctx.kernel.pause(session_id, takeover=True, by=AGENT)
     if sess is not None:
         sess.taken_over = True
     return _answer(
@@ -106,7 +111,7 @@ async def resume(ctx: ToolContext, call: Call, args: NoArgs) -> ToolOutcome:
     session_id = await _session(ctx, call)
     sess = ctx.sessions.get(call.agent_session)
     refuse_outside_hand_back(ctx, session_id, sess is not None and sess.takeover_by_tool)
-    state = await ctx.kernel.resume(session_id)
+    state = await ctx.kernel.resume(session_id, by=AGENT)
     if sess is not None:
         sess.taken_over = False
         sess.takeover_by_tool = False

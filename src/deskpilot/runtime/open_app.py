@@ -330,12 +330,18 @@ def _explain(exc: DeskpilotError, req: LaunchRequest, launch: _Launch) -> Deskpi
         )
     if exc.code is ErrorCode.APPROVAL_DENIED:
         reason = str(exc.details.get("reason", "confirmation_denied"))
-        return refusal(
-            exc.code,
-            f"Starting {name} needs the user's confirmation, which did not come ({reason}). "
-            "Nothing was started. Do not retry it unchanged.",
-            reason=reason,
-        )
+        if reason == "confirmation_expired":
+            said = (
+                f"Starting {name} needs the user's confirmation, which expired unanswered "
+                f"({reason}). Nothing was started; asking again later is fine if the user "
+                "still wants it."
+            )
+        else:
+            said = (
+                f"Starting {name} needs the user's confirmation; the person denied it "
+                f"({reason}). Nothing was started. Do not retry it unchanged."
+            )
+        return refusal(exc.code, said, reason=reason)
     return exc
 
 

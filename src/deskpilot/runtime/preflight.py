@@ -28,7 +28,7 @@ def check_may_act(ctx: ToolContext, call: Call) -> None:
 def check_may_act_in(ctx: ToolContext, agent_session: str, turn: Turn) -> None:
     """``check_may_act`` for an action that is not a desktop tool call (the agent's shell)."""
     ctx.kernel.check_halt(agent_session)
-    ctx.kernel.check_takeover()  # the person holds the desktop: handoff_required
+    ctx.kernel.check_takeover(agent_session)  # the person holds the desktop: handoff_required
     if turn.stopped:
         raise refusal(
             ErrorCode.SESSION_CANCELED,

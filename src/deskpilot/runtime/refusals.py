@@ -8,6 +8,7 @@ gets the error *code* and a message from the table below; only errors the runtim
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
@@ -77,7 +78,7 @@ SELF_HEALING_CODES = frozenset(
 
 SAFE_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.ENVIRONMENT_UNAVAILABLE: "The desktop environment is not available right now.",
-    ErrorCode.COMPUTER_DISABLED: "Computer use is disabled in the settings.",
+    ErrorCode.COMPUTER_DISABLED: "Computer use is disabled in the settings; nothing was sent.",
     ErrorCode.SCREEN_PERMISSION_DENIED: "Screen capture is not permitted on this desktop.",
     ErrorCode.ACCESSIBILITY_PERMISSION_DENIED: "Accessibility access is not available.",
     ErrorCode.INPUT_PERMISSION_DENIED: "Synthetic input is not permitted on this desktop.",
@@ -117,7 +118,7 @@ SAFE_MESSAGES: dict[ErrorCode, str] = {
     "Do not retry it unchanged; if the task needs it (a password, a purchase, an app outside "
     "the task), ask the user to do this step or to allow it.",
     ErrorCode.APPROVAL_REQUIRED: "The action needs the user's approval.",
-    ErrorCode.APPROVAL_DENIED: "The user denied the action.",
+    ErrorCode.APPROVAL_DENIED: "The action was not confirmed by the user, so nothing was done.",
     ErrorCode.APPROVAL_MISMATCH: "The approval does not match this action.",
     ErrorCode.HANDOFF_REQUIRED: "The user must take over this step.",
     ErrorCode.SENSITIVE_INPUT_BLOCKED: "Typing into a sensitive field was blocked.",
@@ -128,7 +129,9 @@ SAFE_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.INVALID_STATE_TRANSITION: "That control is not valid in the current state of the "
     "session (see status: bind_target needs a paused session, resume a paused one).",
     ErrorCode.ACTUATOR_LEASE_CONFLICT: "Another task is driving the desktop.",
-    ErrorCode.KILL_SWITCH_ENGAGED: "The kill switch is engaged: computer use is halted.",
+    ErrorCode.KILL_SWITCH_ENGAGED: "The kill switch is engaged: computer use is halted and "
+    "nothing was done. Do not retry until the person lifts it (Unhalt in the dashboard, or "
+    "`deskpilot unhalt`); observing still works. Tell the user.",
     ErrorCode.TASK_STEP_LIMIT_EXCEEDED: "The session's step limit is reached.",
     ErrorCode.TASK_RUNTIME_EXCEEDED: "The session's runtime limit is reached.",
     ErrorCode.TASK_NOOP_LIMIT_EXCEEDED: "Too many consecutive actions changed nothing.",
@@ -185,6 +188,19 @@ REASON_ADVICE: dict[str, str] = {
     "settings (details.environment: myDesktop is their own display, privateDesktop a private "
     "desktop deskpilot started); nothing was sent. Observing still works. Do not retry: tell "
     "the user, who can turn it back on in the dashboard's settings.",
+    "computer_disabled": "Do not retry: tell the user. The person turns computer use on in "
+    "the dashboard's Settings (Computer use enabled) or with `deskpilot settings set enabled "
+    "true`; observing still works.",
+    "confirmation_denied": "The person denied it (approval_denied). Do not retry it "
+    "unchanged; ask the user what they want instead.",
+    "confirmation_expired": "The confirmation request expired before the person answered. "
+    "Do not retry it at once; asking again later is fine if the user still wants it (the "
+    "dashboard tells the person the agent may ask again).",
+    "confirmation_abandoned": "The wait for the person's confirmation was cut off (the "
+    "session was paused or stopped, or the budget ran out). Observe before deciding.",
+    "paused_by_person": "Only the person resumes a session they paused (the dashboard or "
+    "`deskpilot session resume`); nothing was changed. Do not retry now: wait for them "
+    "(observing still works), then read the state again before acting.",
     "desktop_claimed": "Another agent session of this deskpilot server (or of another "
     "deskpilot server on this desktop) took the desktop: its action stopped this agent's "
     "computer session, and nothing of this call was done. To continue, observe again "
@@ -218,12 +234,19 @@ def safe_error(exc: BaseException) -> tuple[ErrorCode, str, bool, dict[str, Any]
             "since",
             "sessionId",
             "environment",
+            "pausedBy",
+            "state",
+            "approvalMs",
+            "engagedAt",
+            "windowId",
         ):
             value = exc.details.get(key)
             if (
                 isinstance(value, str) and len(value) <= 64 and value.replace("_", "").isalnum()
             ) or isinstance(value, int | bool):
                 details[key] = value
+            elif key == "engagedAt" and isinstance(value, float):
+                details[key] = int(value * 1000)  # epoch ms, as ``since`` is
         # the agent's own key name, echoed so it sees which part of its chord was refused
         for key in ("key", "chord") if exc.code is ErrorCode.INVALID_REQUEST else ():
             value = exc.details.get(key)
@@ -232,11 +255,59 @@ def safe_error(exc: BaseException) -> tuple[ErrorCode, str, bool, dict[str, Any]
         reason = _reason_code(exc)
         if reason is not None:
             details.setdefault("reason", reason)
-        message = SAFE_MESSAGES.get(exc.code, "The operation failed.")
+        message = _situation(exc.code, details) or SAFE_MESSAGES.get(
+            exc.code, "The operation failed."
+        )
         if reason in REASON_ADVICE:
             message = f"{message} {REASON_ADVICE[reason]}"
         return exc.code, message, exc.retryable, details
     return ErrorCode.INTERNAL_ERROR, SAFE_MESSAGES[ErrorCode.INTERNAL_ERROR], False, {}
+
+
+def _clock(epoch_ms: object) -> str | None:
+    if not isinstance(epoch_ms, int) or isinstance(epoch_ms, bool) or epoch_ms <= 0:
+        return None
+    return time.strftime("%H:%M:%S", time.localtime(epoch_ms / 1000))
+
+
+def _who(by: object) -> str:
+    """The person, named by where they acted unless that is just "person"."""
+    return "the person" if by in (None, "person") else f"the person ({by})"
+
+
+def _situation(code: ErrorCode, d: dict[str, Any]) -> str | None:
+    """The first sentence for refusals whose structured details say who and since when (only
+    codes, names checked above and times go in; nothing below the runtime is echoed)."""
+    if code is ErrorCode.KILL_SWITCH_ENGAGED:
+        when = _clock(d.get("engagedAt"))
+        if when is not None:
+            return SAFE_MESSAGES[code].replace("is engaged", f"was engaged at {when}", 1)
+    reason = d.get("reason")
+    since = _clock(d.get("since"))
+    if code is ErrorCode.HANDOFF_REQUIRED and reason == "taken_over":
+        if d.get("takenOverBy") == "agent":
+            return (
+                f"The agent handed the desktop to the person at {since or 'an earlier time'}: "
+                "the person has it now; wait and observe."
+            )
+        return f"The person has the desktop ({_who(d.get('takenOverBy'))} took it over at " + (
+            f"{since or 'an earlier time'}): wait and observe."
+        )
+    if code is ErrorCode.HANDOFF_REQUIRED and reason == "paused_by_person":
+        return f"This session was paused by {_who(d.get('pausedBy'))} at {since or '?'}."
+    if code is ErrorCode.SESSION_NOT_EXECUTABLE and d.get("state") == "paused":
+        by = d.get("pausedBy")
+        if by in (None, "agent", "kernel"):
+            return (
+                f"The computer session is paused (by the agent, since {since or '?'}): call "
+                "resume to go on."
+            )
+        return (
+            f"The computer session is paused by {_who(by)} since {since or '?'}; nothing was "
+            "done. Only they resume it (the dashboard or `deskpilot session resume`): do not "
+            "retry now, wait for them. Observing still works."
+        )
+    return None
 
 
 def _reason_code(exc: DeskpilotError) -> str | None:

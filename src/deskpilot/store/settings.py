@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from deskpilot.protocol.chords import chord_problem
+from deskpilot.protocol.chords import normalise_chord
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.store.db import Database
 
@@ -96,8 +96,9 @@ class SettingsModel(BaseModel):
     #: deleted (0: at the next run); evidence frames keep their fixed 24 h.
     evidence_retention_days: int = Field(default=30, ge=0, le=3_650)
     #: vault.retention (after every capture and each maintenance run): total encrypted bytes
-    #: kept on disk before the least recently used snapshots are evicted.
-    vault_quota_bytes: int = Field(default=1024**3, ge=16 * 1024**2)
+    #: kept on disk before the least recently used snapshots are evicted (16 MiB .. 16 TiB:
+    #: the upper bound keeps the byte count far inside SQLite's 64-bit integers).
+    vault_quota_bytes: int = Field(default=1024**3, ge=16 * 1024**2, le=16 * 1024**4)
     #: kernel.broker.admission (every action): which kinds of desktop actions may run on
     environments: Environments = Field(default_factory=Environments)
     #: web: what a dashboard browser on another machine may do
@@ -109,11 +110,9 @@ class SettingsModel(BaseModel):
     @field_validator("kill_switch")
     @classmethod
     def _chord(cls, value: str) -> str:
-        value = value.strip()
-        problem = chord_problem(value)  # the kill switch's own names: never store an unarmable one
-        if problem:
-            raise ValueError(problem)
-        return value
+        # the kill switch's own names: never store an unarmable (or a too greedy) one; stored
+        # in one spelling, so the settings page and the kernel show the chord the same way
+        return normalise_chord(value)
 
 
 SettingsListener = Callable[[Database, SettingsModel, SettingsModel], None]

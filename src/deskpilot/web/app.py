@@ -14,7 +14,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import FileResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -32,8 +32,19 @@ def _auth_routes(ctx: DashboardContext) -> list[BaseRoute]:
         token = request.query_params.get("token")
         session = ctx.access.exchange(token)
         if session is None:
-            text = translate("login.used", locale_of(request))
-            return PlainTextResponse(text, status_code=403)
+            if ctx.access.session(request.cookies.get(COOKIE)) is not None:
+                # a spent link opened again in a browser that is logged in already: the
+                # link stays spent, the browser simply goes on
+                return RedirectResponse("/live", status_code=303)
+            locale = locale_of(request)
+
+            def t(key: str, **fields: object) -> str:
+                return translate(key, locale, **fields)
+
+            values = {"t": t, "locale": locale, "message": translate("login.used", locale)}
+            return ctx.templates.TemplateResponse(
+                request, "login_refused.html", values, status_code=403
+            )
         response = RedirectResponse("/live", status_code=303)
         response.set_cookie(
             COOKIE,
@@ -66,8 +77,12 @@ def _auth_routes(ctx: DashboardContext) -> list[BaseRoute]:
     async def index(request: Request) -> Response:
         return RedirectResponse("/live", status_code=303)
 
+    async def favicon(request: Request) -> Response:
+        return FileResponse(STATIC_DIR / "favicon.png", media_type="image/png")
+
     return [
         Route("/", index),
+        Route("/favicon.ico", favicon),
         Route("/login", login),
         Route("/logout", logout, methods=["POST"]),
         Route("/language", set_language, methods=["POST"]),
@@ -94,13 +109,8 @@ def create_app(ctx: DashboardContext) -> Starlette:
     async def typed_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, DeskpilotError)
         status = 400 if exc.code.value in _CLIENT_CODES else 409
-        return page(
-            ctx,
-            request,
-            "denied.html",
-            {"message": exc.message, "code": exc.code.value},
-            status_code=status,
-        )
+        values = {"message": exc.message, "code": exc.code.value, "title_key": error_title(exc)}
+        return page(ctx, request, "denied.html", values, status_code=status)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
@@ -126,3 +136,15 @@ def create_app(ctx: DashboardContext) -> Starlette:
 
 
 _CLIENT_CODES = frozenset({"invalid_request", "unsupported_action"})
+_NOT_FOUND_CODES = frozenset({"session_not_found", "snapshot_not_found"})
+
+
+def error_title(exc: DeskpilotError) -> str:
+    """The heading of a typed error's page: "Not allowed" is only for a refusal (the guard's
+    :class:`Refused`); a missing thing is "Not found", a bad request "Not understood"."""
+    code = exc.code.value
+    if code in _NOT_FOUND_CODES:
+        return "error.title.not_found"
+    if code in _CLIENT_CODES:
+        return "error.title.bad_request"
+    return "error.title.not_possible"

@@ -1,13 +1,13 @@
 """The dashboard's gate, as one ASGI middleware in front of every route.
 
 In order: the ``Host`` must be one this server is bound as (else 421, DNS rebinding); the
-strict headers go on every response, errors included; ``/login`` and ``/static/`` pass; any
-other request needs a live browser session cookie (else 401 with the "open the login link"
-page); a state-changing request (not GET/HEAD/OPTIONS) needs the dashboard's own ``Origin``
-and the session's CSRF token (``X-CSRF-Token`` header, or the ``csrf`` field of a URL-encoded
-form body, which is read here and replayed to the route unchanged); a browser on another
-machine needs ``remote.observe`` for anything at all (routes check the finer capabilities
-through :meth:`DashboardContext.guard`).
+strict headers go on every response, errors included; ``/login``, ``/static/`` and
+``/favicon.ico`` pass; any other request needs a live browser session cookie (else 401 with
+the "open the login link" page); a state-changing request (not GET/HEAD/OPTIONS) needs the
+dashboard's own ``Origin`` and the session's CSRF token (``X-CSRF-Token`` header, or the
+``csrf`` field of a URL-encoded form body, which is read here and replayed to the route
+unchanged); a browser on another machine needs ``remote.observe`` for anything at all (routes
+check the finer capabilities through :meth:`DashboardContext.guard`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ STRICT_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"permissions-policy", b"camera=(), microphone=(), geolocation=()"),
 )
 
-PUBLIC_PREFIXES: tuple[str, ...] = ("/login", "/static/")
+PUBLIC_PREFIXES: tuple[str, ...] = ("/login", "/static/", "/favicon.ico")
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

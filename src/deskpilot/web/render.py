@@ -66,6 +66,8 @@ def page(
         "csrf": session.csrf if session else "",
         "nav": NAV,
         "path": request.url.path,
+        #: the path with its query, for the language switch to come back to the same view
+        "full_path": request.url.path + (f"?{request.url.query}" if request.url.query else ""),
         "banner": banner(ctx.db, locale),
         **(values or {}),
     }

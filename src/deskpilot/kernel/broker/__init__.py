@@ -85,6 +85,7 @@ class Broker:
         self.hooks = ControlHooks()
         self._hasher = ParamsHasher(db)
         self._settings = SettingsCache(db)
+        self.refusals = admission.RefusalLog(self.sessions)
         self._ledger = Ledger(db, self.sessions, self.actions, self.rollout)
         self._confirm = ConfirmationWait(db, self.sessions, self.actions, self.confirmations)
         self._dispatcher = Dispatcher(
@@ -133,9 +134,18 @@ class Broker:
         """Current settings; rows written by another process are picked up within 1 s."""
         return self._settings.get()
 
-    def admit(self, session_id: str) -> tuple[SessionRow, SettingsModel]:
-        """Step 1, for actions and launches alike (admission.py)."""
-        return admission.admit(self.sessions, self.halt, self.takeover, self.settings, session_id)
+    def admit(self, session_id: str, kind: str | None = None) -> tuple[SessionRow, SettingsModel]:
+        """Step 1, for actions and launches alike (admission.py); a refusal is recorded
+        (``action_refused``, collapsed)."""
+        return admission.admit(
+            self.sessions,
+            self.halt,
+            self.takeover,
+            self.settings,
+            session_id,
+            kind=kind,
+            refusals=self.refusals,
+        )
 
     def _gate(self, session_id: str, aid: str, written: bool) -> None:
         """The takeover hold, under the lane just before the desktop is touched; a refused
@@ -213,7 +223,7 @@ class Broker:
         request is the wire model the host client sends as it is."""
         session_id, action = request.session_id or "", request.action
         # 1. admission
-        row, settings = self.admit(session_id)
+        row, settings = self.admit(session_id, action.kind)
         # 2. idempotency: an executed actionId answers its recorded outcome
         aid = action_id or f"act_{uuid.uuid4().hex[:20]}"
         phash = self.params_hash(action)

@@ -57,11 +57,23 @@ class ConfirmationWait:
             )
             # a pause/stop during the wait is reported as that, not as a refusal
             self.sessions.require_executable(session_id)
+            waited_ms = (time.monotonic() - t0) * 1000
+            if outcome == "denied":
+                what = f"the person denied this {decision.risk.label} {noun} (approval_denied)"
+            else:
+                what = (
+                    f"the confirmation of this {decision.risk.label} {noun} expired before the "
+                    "person answered; asking again later is fine if the user still wants it"
+                )
             raise DeskpilotError(
                 ErrorCode.APPROVAL_DENIED,
-                f"the person did not confirm this {decision.risk.label} {noun} ({reason}); "
-                "do not retry it unchanged",
-                details={"reason": reason, "confirmationId": confirmation.id},
+                f"{what}; nothing was done; do not retry it unchanged",
+                details={
+                    "reason": reason,
+                    "confirmationId": confirmation.id,
+                    # the time the person was waited for (the call's approvalMs)
+                    "approvalMs": round(waited_ms),
+                },
             )
         return confirmation.id, (time.monotonic() - t0) * 1000
 

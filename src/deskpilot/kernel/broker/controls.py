@@ -48,6 +48,14 @@ log = logging.getLogger(__name__)
 
 CANCEL_GRACE_SECONDS = 0.25
 
+#: who a control names when the agent's own runtime asks (no ``by``)
+AGENT = "agent"
+#: who may pause a session that the agent may then resume itself (the kernel pauses a
+#: session whose resume hooks failed; it records no name)
+AGENT_PAUSERS = frozenset({AGENT, "kernel"})
+#: the reason code of an agent's resume refused because the person paused the session
+PAUSED_BY_PERSON = "paused_by_person"
+
 ResumeHook = Callable[[SessionRow], Awaitable[None]]
 StopHook = Callable[[SessionRow, CancelReason | None], None]
 
@@ -94,6 +102,8 @@ class Controls:
     hooks: ControlHooks
     takeover: Takeover
     handbacks: HandBacks = field(default_factory=HandBacks)
+    #: sessions paused out of ``handoff_required`` (the agent may resume those)
+    _from_handoff: set[str] = field(default_factory=set)
 
     async def _quiesce(self, session_id: str, reason: str, *, forget: bool) -> None:
         self.frames.drop(session_id)
@@ -114,7 +124,15 @@ class Controls:
         desktop-wide hold)."""
         t0 = time.monotonic()
         row = self.sessions.require(session_id)
-        who = by or ("person" if takeover else "agent")
+        # no ``by``: the agent's own runtime (its MCP pause/takeover, a task's operator); the
+        # person's controls (dashboard, CLI, control requests) always say who they are
+        who = by or AGENT
+        if row.state == SessionState.HANDOFF_REQUIRED:
+            # the session waited for the person: this pause only turns it back into a paused
+            # one that the agent may resume once the person did their part
+            self._from_handoff.add(session_id)
+        else:
+            self._from_handoff.discard(session_id)
         if row.state == SessionState.PAUSED:
             if takeover and self.takeover.of_session(session_id) is None:
                 return self._take_over_paused(row, who)
@@ -145,11 +163,13 @@ class Controls:
         frame was dropped at the pause; the one it showed then is the hand back's "before")."""
         hold = self.takeover.engage(row.id, who)
         self.handbacks.begin(row.id, hold.held_by, hold.started_at)
+        person_paused = row.paused_by is not None and row.paused_by not in AGENT_PAUSERS
         self.sessions.rows.set_state(
             row.id,
             SessionState.PAUSED,
             expect=SessionState.PAUSED,
-            paused_by=who,
+            # the agent's takeover of a pause the person made leaves it theirs to resume
+            paused_by=row.paused_by if person_paused and who == AGENT else who,
             taken_over_by=who,
         )
         self.sessions.record(
@@ -174,19 +194,20 @@ class Controls:
                 details={"state": row.state.value},
             )
         self.halt.check(row.agent_session_id)
+        if by is None or by == AGENT:
+            self._refuse_agent_resume(row)
         held = self.takeover.of_session(session_id)
         await self.coordinator.claim(session_id, row.agent_session_id)
-        payload: dict[str, object] = {}
-        if by is not None:
-            payload["by"] = by
+        payload: dict[str, object] = {"by": by or AGENT}
         if held is not None:
             payload["handBack"] = True
         row = self.sessions.transition(
             session_id,
             SessionState.OBSERVING,
-            payload=payload or None,
+            payload=payload,
             allowed_from=[SessionState.PAUSED],
         )
+        self._from_handoff.discard(session_id)
         if held is not None:
             ended = self.takeover.end(session_id, by or held.held_by)
             self.handbacks.hand_back(session_id, by, ended.ended_at if ended is not None else None)
@@ -201,6 +222,28 @@ class Controls:
             self.coordinator.release(session_id)
             raise
         return row
+
+    def _refuse_agent_resume(self, row: SessionRow) -> None:
+        """A pause the person made is theirs to end (as a takeover is): the agent's resume
+        of it is refused with ``handoff_required`` saying who paused it and since when."""
+        who = row.paused_by
+        if who is None or who in AGENT_PAUSERS or row.id in self._from_handoff:
+            return
+        since = row.updated_at
+        when = time.strftime("%H:%M:%S", time.localtime(since))
+        raise DeskpilotError(
+            ErrorCode.HANDOFF_REQUIRED,
+            f"session {row.id} was paused by the person ({who}) at {when}; only they resume "
+            "it (the dashboard or `deskpilot session resume`). Wait for them; observing "
+            "still works.",
+            retryable=False,
+            details={
+                "reason": PAUSED_BY_PERSON,
+                "pausedBy": who,
+                "since": int(since * 1000),
+                "sessionId": row.id,
+            },
+        )
 
     async def stop(
         self,
@@ -238,11 +281,38 @@ class Controls:
                 "Pause the computer session before changing its bound target window.",
                 details={"state": row.state.value},
             )
+        if target.window_id:
+            await self._require_window(target.window_id)
         await self.backend.bind_target(session_id, target)
         self.frames.drop(session_id)
         self.sessions.rows.set_target(session_id, target)
-        self.sessions.record(session_id, EventType.TARGET_BOUND, payload={"target": target.wire()})
+        self.sessions.record(
+            session_id,
+            EventType.TARGET_BOUND,
+            payload={
+                "target": target.wire(),
+                "previous": row.target.wire() if row.target is not None else None,
+            },
+        )
+        # the answer is the row with its new target: the window did change
         return self.sessions.require(session_id)
+
+    async def _require_window(self, window_id: str) -> None:
+        """A window to bind must exist and not be minimised; else ``target_not_found``
+        naming it, and nothing changes."""
+        windows = await self.backend.list_windows()
+        found = next((w for w in windows if w.window_id.lower() == window_id.lower()), None)
+        if found is None or found.minimized:
+            why = "is minimised" if found is not None else "does not exist"
+            raise DeskpilotError(
+                ErrorCode.TARGET_NOT_FOUND,
+                f"window {window_id} {why}; nothing was changed (list the windows and bind "
+                "one that is shown)",
+                details={
+                    "windowId": window_id,
+                    "reason": "window_minimized" if found is not None else "no_such_window",
+                },
+            )
 
     async def drop_closed_binding(self, row: SessionRow) -> bool:
         """Forget a bound window that no longer exists; True when it was dropped."""

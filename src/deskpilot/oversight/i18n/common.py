@@ -20,6 +20,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "请打开 `deskpilot ui` 打印的一次性登录链接。",
     ),
     "denied.title": ("Not allowed", "不允许"),
+    "error.title.not_found": ("Not found", "未找到"),
+    "error.title.bad_request": ("Not understood", "无法理解的请求"),
+    "error.title.not_possible": ("Not possible", "无法执行"),
+    "login.title": ("Login link spent", "登录链接已失效"),
     "denied.csrf": (
         "The form was stale or came from another site; reload the page and try again.",
         "表单已过期或来自其他站点；请刷新页面后重试。",

@@ -3,11 +3,22 @@ key -> (English, Chinese)."""
 
 MESSAGES: dict[str, tuple[str, str]] = {
     "confirmations.title": ("Confirmations", "确认请求"),
-    "confirmations.intro": (
-        "An action rated L3 or higher (or above your requireConfirmationAbove setting) waits "
-        "here for you. Each answer counts once: Approve lets that one action run one time; "
-        "Deny refuses it and the agent is told so. The same as `deskpilot confirm`.",
-        "评级为 L3 及以上（或高于 requireConfirmationAbove 设置）的操作会在这里等待你的确认。"
+    "confirmations.intro.off": (
+        "“{setting}” is set to “{value}” on the Settings page, so only app launches and shell "
+        "commands rated L3 or higher wait here for you; other actions do not ask.",
+        "设置页面上的“{setting}”为“{value}”，因此只有评级为 L3 及以上的应用启动和 shell "
+        "命令会在这里等待你确认；其他操作不会询问。",
+    ),
+    "confirmations.intro.level": (
+        "App launches and shell commands rated L3 or higher wait here for you, and so does any "
+        "other action rated above “{setting}”, which the Settings page sets to “{value}”.",
+        "评级为 L3 及以上的应用启动和 shell 命令会在这里等待你确认；其他操作在风险高于"
+        "“{setting}”时也会等待，该项在设置页面上为“{value}”。",
+    ),
+    "confirmations.intro.settings": ("Change it in Settings", "在设置中更改"),
+    "confirmations.intro.answers": (
+        "Each answer counts once: Approve lets that one action run one time; Deny refuses it "
+        "and the agent is told so. The same as `deskpilot confirm`.",
         "每个回答只生效一次：批准只允许该操作执行一次；拒绝则不执行，并告知智能体。与 "
         "`deskpilot confirm` 相同。",
     ),
@@ -26,16 +37,19 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "confirmations.col.answer": ("Answer", "回答"),
     "confirmations.col.outcome": ("Outcome", "结果"),
     "confirmations.col.when": ("When", "时间"),
+    "confirmations.col.session": ("Session", "会话"),
     "confirmations.approve": ("Approve", "批准"),
     "confirmations.deny": ("Deny", "拒绝"),
     "confirmations.left": ("{seconds} s left", "剩余 {seconds} 秒"),
     "confirmations.expired_now": ("expired", "已过期"),
     "confirmations.expires_at": ("at {when}", "于 {when}"),
-    "confirmations.where.target": ("{target} (session {session})", "{target}（会话 {session}）"),
+    "confirmations.where.window": ("window {id}", "窗口 {id}"),
     "confirmations.where.none": (
-        "no window: a command or an app launch (session {session})",
-        "不针对窗口：命令或启动应用（会话 {session}）",
+        "no window: a command or an app launch",
+        "不针对窗口：命令或启动应用",
     ),
+    "confirmations.where.focused": ("the focused window", "当前焦点窗口"),
+    "confirmations.session": ("session {id}", "会话 {id}"),
     "confirmations.notify": (
         "Waiting for your confirmation ({risk}): {summary}",
         "等待你的确认（{risk}）：{summary}",
@@ -74,8 +88,12 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "confirmations.by.session_failed": ("the session failed", "会话失败"),
     "confirmations.by.session_handoff_required": ("the person took over", "用户接管了桌面"),
     "confirmations.reason.confirmation_required": (
-        "rated above your requireConfirmationAbove setting",
-        "风险高于你的 requireConfirmationAbove 设置",
+        "rated above your “Ask me before actions rated above” setting",
+        "风险高于你的“以下风险等级以上的操作需要我确认”设置",
+    ),
+    "confirmations.reason.above_setting": (
+        "rated above “{setting}” ({value})",
+        "风险高于“{setting}”（{value}）",
     ),
     "confirmations.reason.shell_confirmation_required": (
         "a command rated L3 or higher always asks you",

@@ -19,8 +19,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "密码输入框已涂灰遮盖，与存储的截图一致。",
     ),
     "live.redaction.off": (
-        "Password fields are shown: “Redact sensitive content” is off in Settings.",
-        "密码输入框未被遮盖：设置中的“遮盖敏感内容”已关闭。",
+        "Password fields are shown: “{setting}” is off in Settings.",
+        "密码输入框未被遮盖：设置中的“{setting}”已关闭。",
     ),
     "live.legend.pointer": ("the pointer", "鼠标指针"),
     "live.legend.agent": (

@@ -52,8 +52,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "必须在 {min} 到 {max} 之间。",
     ),
     "settings.error.mib": (
-        "Enter a number of MiB (at least {min}).",
-        "请输入以 MiB 为单位的数字（至少 {min}）。",
+        "Enter a whole number of MiB, from {min} to {max}.",
+        "请输入以 MiB 为单位的整数，范围 {min} 到 {max}。",
     ),
     "settings.error.quota_min": (
         "The quota must be at least {min} MiB.",

@@ -269,7 +269,23 @@ def status_of(ctx: ToolContext, task: DelegatedTask) -> dict[str, Any]:
     if row is not None and row.state == SessionState.PAUSED:
         out["pausedBy"] = row.paused_by
         out["takenOver"] = row.taken_over_by is not None
+        out["note"] = paused_note(row.paused_by, row.taken_over_by)
     return out
+
+
+def paused_note(paused_by: str | None, taken_over_by: str | None) -> str:
+    """What a paused task's status tells the agent: who has it and what to do."""
+    if taken_over_by is not None:
+        return (
+            "The person has taken the desktop over: the task waits for them. Wait (observing "
+            "still works); the task goes on when they hand back, and what changed is reported."
+        )
+    if paused_by not in (None, "agent", "kernel"):
+        return (
+            f"The person ({paused_by}) paused this task: only they resume it (the dashboard "
+            "or `deskpilot session resume`). Wait for them; observing still works."
+        )
+    return "The task is paused: call resume (task_id) to restart its operator."
 
 
 async def get_status(ctx: ToolContext, call: Call, args: TaskRefArgs) -> ToolOutcome:

@@ -35,6 +35,7 @@ from starlette.routing import BaseRoute, Route
 
 from deskpilot.kernel.control_requests import ControlClient
 from deskpilot.oversight.error_table import link
+from deskpilot.oversight.events import sessions_revision
 from deskpilot.oversight.i18n import translate
 from deskpilot.oversight.previews import DashboardPreviews, browser_key
 from deskpilot.oversight.session_controls import (
@@ -56,7 +57,7 @@ from deskpilot.oversight.sessions_view import (
     session_row,
     session_summary,
 )
-from deskpilot.oversight.timeline_view import Card, TimelineFolder
+from deskpilot.oversight.timeline_view import Card, TimelineFolder, actor_text, answerer_text
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.web.context import DashboardContext, Refused
 from deskpilot.web.render import browser_session, locale_of, page, wants_json
@@ -77,6 +78,8 @@ def _formatters(locale: str) -> dict[str, Any]:
         "clock": clock,
         "hms": _hms,
         "dur": lambda seconds: duration_text(seconds, locale),
+        "actor": lambda by: actor_text(by, locale),
+        "answerer": lambda by: answerer_text(by, locale),
     }
 
 
@@ -141,20 +144,28 @@ def routes(ctx: DashboardContext) -> list[BaseRoute]:
             except DeskpilotError as exc:
                 values["windows_error"] = exc.message
             values["windows"] = windows
+            bound = _window_label(windows, values["current_window"], locale_of(request))
+            if bound:
+                values["target_label"] = bound
         return values
 
     async def sessions_list(request: Request) -> Response:
         ctx.guard(request, "observe")
         wanted = parse_filter(request.query_params.get("filter"))
         number = parse_page(request.query_params.get("page"))
-        listing = list_sessions(ctx.db, filter=wanted, page=number)
-        values = {"listing": listing, "filters": FILTERS, **_formatters(locale_of(request))}
+        listing = list_sessions(ctx.db, filter=wanted, page=number, locale=locale_of(request))
+        values = {
+            "listing": listing,
+            "filters": FILTERS,
+            "revision": sessions_revision(ctx.db),
+            **_formatters(locale_of(request)),
+        }
         return page(ctx, request, "sessions.html", values)
 
     def not_found(request: Request, exc: DeskpilotError) -> Response:
         sid = str(request.path_params.get("sid", ""))[:80]
         text = translate("sessions.not_found", locale_of(request), id=sid)
-        values = {"message": text, "code": exc.code.value}
+        values = {"message": text, "code": exc.code.value, "title_key": "error.title.not_found"}
         return page(ctx, request, "denied.html", values, status_code=404)
 
     async def session_page(
@@ -166,7 +177,7 @@ def routes(ctx: DashboardContext) -> list[BaseRoute]:
         sid = str(request.path_params["sid"])
         locale = locale_of(request)
         try:
-            summary = session_summary(ctx.db, sid)
+            summary = session_summary(ctx.db, sid, locale=locale)
         except DeskpilotError as exc:
             if exc.code is ErrorCode.SESSION_NOT_FOUND:
                 return not_found(request, exc)
@@ -213,11 +224,12 @@ def routes(ctx: DashboardContext) -> list[BaseRoute]:
 
     async def state_message(request: Request, summary: SessionSummary) -> dict[str, Any]:
         values = await control_values(request, summary)
+        head = {"s": summary, "target_label": values.get("target_label")}
         return {
             "state": summary.state,
             "badge": summary.badge,
             "live": summary.live,
-            "head": fragment("_session_head.html", request, {"s": summary}),
+            "head": fragment("_session_head.html", request, head),
             "controls": fragment("_controls.html", request, values),
         }
 
@@ -249,7 +261,7 @@ def routes(ctx: DashboardContext) -> list[BaseRoute]:
                 for card in folder.poll():
                     data = card_message(request, card, folder.observations)
                     yield {"event": "card", "data": json.dumps(data)}
-                summary = session_summary(ctx.db, sid)
+                summary = session_summary(ctx.db, sid, locale=locale)
                 if signature(summary) != seen:
                     seen = signature(summary)
                     data = await state_message(request, summary)
@@ -289,7 +301,7 @@ def routes(ctx: DashboardContext) -> list[BaseRoute]:
                 else str(raw_verb or "?")[:20]
             )
             failure = {
-                "text": _failure_text(exc, verb_label, locale),
+                "text": _failure_text(exc, verb_label, locale, str(raw_window or "")[:20]),
                 "code": exc.code.value,
                 "link": link(exc.code.value),
             }
@@ -299,14 +311,24 @@ def routes(ctx: DashboardContext) -> list[BaseRoute]:
             return await session_page(request, control_error=failure, status_code=status)
         if not as_json:
             return RedirectResponse(f"/sessions/{sid}", status_code=303)
-        summary = session_summary(ctx.db, sid)
-        state_word = translate(f"sessions.state.{summary.badge}", locale)
+        summary = session_summary(ctx.db, sid, locale=locale)
+        if verb == "bind_target":
+            chosen = str(raw_window)
+            try:
+                shown = _window_label(await lister.windows(), chosen, locale)
+            except DeskpilotError:
+                shown = None
+            target = shown or translate("sessions.target.window", locale, id=chosen)
+            message = translate("sessions.control.window_changed", locale, target=target)
+        else:
+            state_word = translate(f"sessions.state.{summary.badge}", locale)
+            message = translate("sessions.control.done", locale, state=state_word)
         return JSONResponse(
             {
                 "ok": True,
                 "verb": verb,
                 "label": label,
-                "message": translate("sessions.control.done", locale, state=state_word),
+                "message": message,
                 **await state_message(request, summary),
             }
         )
@@ -343,8 +365,26 @@ _LABELS: dict[str, str] = {
 }
 
 
-def _failure_text(exc: DeskpilotError, verb: str, locale: str) -> str:
+def _failure_text(exc: DeskpilotError, verb: str, locale: str, window_id: str = "") -> str:
     """A refused control in words: what the kernel said (it names the session, the process
     and what was or was not done — more than the error table's general sentence), and the
-    code, which links to the errors page."""
+    code, which links to the errors page. A window that is gone (``target_not_found`` from
+    Change window) is said plainly, with what to do."""
+    if exc.code is ErrorCode.TARGET_NOT_FOUND and window_id:
+        return translate("sessions.control.window_gone", locale, id=window_id)
     return translate("sessions.control.failed", locale, verb=verb, message=exc.message)
+
+
+def _window_label(windows: list[WindowChoice], window_id: str | None, locale: str) -> str | None:
+    """A listed window as one clear thing: ``“Calculator” (0x1600003) · gnome-calculator``."""
+    if not window_id:
+        return None
+    for w in windows:
+        if w.window_id.lower() == window_id.lower():
+            name = (
+                translate("sessions.card.titled_window", locale, title=w.title, id=w.window_id)
+                if w.title
+                else translate("sessions.target.window", locale, id=w.window_id)
+            )
+            return " · ".join(p for p in (name, w.app) if p)
+    return None

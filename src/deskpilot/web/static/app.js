@@ -258,9 +258,16 @@ window.deskpilot = window.deskpilot || {};
     head.className = "what";
     head.textContent = label("notify", { risk: c.risk, summary: c.summary });
     note.appendChild(head);
+    // where (app and window), why, and the session as a link to its page
     var meta = document.createElement("p");
     meta.className = "meta muted";
-    meta.textContent = c.where + " · " + c.why;
+    meta.appendChild(document.createTextNode(c.where + " · " + c.why + " · "));
+    var sessionLink = document.createElement("a");
+    sessionLink.className = "session";
+    sessionLink.href = c.sessionUrl || ("/sessions/" + encodeURIComponent(c.sessionId));
+    sessionLink.title = c.sessionId;
+    sessionLink.textContent = label("session", { id: c.sessionId });
+    meta.appendChild(sessionLink);
     note.appendChild(meta);
     var expires = document.createElement("p");
     expires.className = "countdown";

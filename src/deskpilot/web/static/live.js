@@ -103,6 +103,9 @@
     }
   }
 
+  var RATE_WINDOW_MS = 4000;
+  var RATE_MIN_SPAN_MS = 2000;
+
   function median(list) {
     if (!list.length) return null;
     var sorted = list.slice().sort(function (a, b) { return a - b; });
@@ -112,13 +115,16 @@
   setInterval(function () {
     if (!live.shown) return;
     var now = performance.timeOrigin + performance.now();
-    var recent = live.shownAt.filter(function (at) { return now - at <= 2000; });
-    var span = recent.length > 1 ? (recent[recent.length - 1] - recent[0]) / 1000 : 0;
-    var rate = span > 0 ? (recent.length - 1) / span : 0;
+    // the measured rate: frames shown over a sliding window of the last RATE_WINDOW_MS,
+    // and nothing ("–") until those frames span at least RATE_MIN_SPAN_MS — the first
+    // frames of a view come in a burst and would read far above the rate asked for
+    var recent = live.shownAt.filter(function (at) { return now - at <= RATE_WINDOW_MS; });
+    var span = recent.length > 1 ? recent[recent.length - 1] - recent[0] : 0;
+    var rate = span >= RATE_MIN_SPAN_MS ? (recent.length - 1) / (span / 1000) : null;
     var m = median(live.latencies.slice(-50));
     el("live-figures").hidden = false;
     el("live-frame-no").textContent = String(live.last ? live.last.n : 0);
-    el("live-rate").textContent = rate.toFixed(1);
+    el("live-rate").textContent = rate === null ? "–" : rate.toFixed(1);
     el("live-latency").textContent = m === null ? "–" : String(Math.round(m));
   }, 1000);
 
