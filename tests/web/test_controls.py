@@ -285,7 +285,7 @@ def test_take_over_refuses_the_agent_then_hand_back_lets_it_continue(
     assert page.locator("#control-resume").inner_text() == "Hand back"
     assert page.locator("#control-takeover").count() == 0
     assert page.locator("#takeover-note").is_visible()
-    assert page.locator("#session-held-by").inner_text() == "person"
+    assert page.locator("#session-held-by").inner_text() == "the person"
     shot(page, "controls-taken-over")
 
     # the agent's click is refused (not queued), and nothing reached the calculator
