@@ -123,7 +123,7 @@ async def test_takeover_refuses_actions_and_resume_answers_a_fresh_state_with_a_
         assert hb["by"] == "agent" and hb["heldForSeconds"] > 0  # its own takeover
         assert hb["treeVersionChanged"] is True and hb["windowChanged"] is False
         assert any(line.startswith("+ ") and '"5"' in line for line in hb["changed"]), hb
-        assert "handed it back" in hb["note"]
+        assert "the agent handed it over" in hb["note"] and "The person had" not in hb["note"]
         # the fresh state itself: the same header, tree, image and stateId as get_app_state
         assert f"pid={calculator.pid}" in text and has_image(resumed)
         assert diag_of(resumed)["stateIdIssued"] is True

@@ -151,8 +151,14 @@ def build(start: HandBackStart, after: ObservedState | ObservationBody | None) -
     """The note for the agent, from what the window was when the person took over and what
     it is now (None when it could not be observed again)."""
     held = start.held_for_s
-    who = "The person" if start.by in ("person", "agent", "") else f"The person ({start.by})"
-    head = f"{who} had the desktop for {_seconds(held)} and handed it back."
+    if start.by == "agent":  # the agent's own takeover: it handed the desktop over itself
+        head = (
+            f"The desktop was with the person for {_seconds(held)} (the agent handed it "
+            "over) and is back."
+        )
+    else:
+        who = "The person" if start.by in ("person", "") else f"The person ({start.by})"
+        head = f"{who} had the desktop for {_seconds(held)} and handed it back."
     now_obs = after.observation if isinstance(after, ObservedState) else after
     before = start.before
     if now_obs is None:

@@ -28,7 +28,7 @@ from annotated_types import Ge, Le
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from deskpilot.protocol.chords import KILL_SWITCH_MODIFIERS, chord_problem
+from deskpilot.protocol.chords import chord_check
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.store.db import Database
 from deskpilot.store.settings import Settings, SettingsModel
@@ -290,19 +290,13 @@ def _quota(raw: str, control: Control, current: int) -> tuple[int | None, Proble
 
 
 def chord_refusal(chord: str) -> Problem | None:
-    """Why the kill switch could never grab ``chord``, in the page's words (the same rule as
-    :func:`deskpilot.protocol.chords.chord_problem`, which the store applies on save)."""
-    chord = chord.strip()
-    if chord_problem(chord) is None:
+    """Why the kill switch could never grab ``chord``, in the page's words: the rule and its
+    reason come from :func:`deskpilot.protocol.chords.chord_check` (the store applies the same
+    on save); this only picks the message for its code."""
+    problem = chord_check(chord.strip())
+    if problem is None:
         return None
-    parts = chord.split("+")
-    if any(not p.strip() for p in parts):
-        return Problem("settings.error.chord_shape")
-    for mod in parts[:-1]:
-        if mod.strip().lower() not in KILL_SWITCH_MODIFIERS:
-            known = ", ".join(sorted(set(KILL_SWITCH_MODIFIERS.values())))
-            return Problem("settings.error.chord_modifier", {"name": mod.strip(), "known": known})
-    return Problem("settings.error.chord_key", {"name": parts[-1].strip()})
+    return Problem(f"settings.error.chord_{problem.code}", dict(problem.fields))
 
 
 def _apps(raw: str) -> tuple[list[str] | None, Problem | None]:

@@ -6,12 +6,13 @@ arm (a store that took any text would leave a kill switch that silently never ar
 parse mirrors
 ``kernel.policy.signals.chord_parts``: modifiers and one key joined by ``+``, case-insensitive,
 the key reduced to its letters and digits. The key names are the X keysyms python-xlib knows
-whose name is already in that reduced form, plus the aliases and F1–F35; ``tests/protocol``
+whose name is already in that reduced form, plus the aliases and F1–F12; ``tests/protocol``
 checks both tables against python-xlib and the kernel.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Final
 
 #: modifier spelling (lower case) → the X modifier the kill switch grabs with
@@ -45,7 +46,9 @@ KEY_ALIASES: Final[dict[str, str]] = {
     "end": "End",
 }
 
-FUNCTION_KEYS: Final = 35
+#: F1–F12 only: every PC keyboard map has them; F13 and above exist as keysyms but are
+#: usually on no key, so a chord with one would be saved and never armed
+FUNCTION_KEYS: Final = 12
 
 #: X keysym names (Latin-1 and digits) that survive the key reduction unchanged
 _PLAIN_KEYSYM_NAMES = """
@@ -97,51 +100,67 @@ def _reduce(part: str) -> str:
     return "".join(ch for ch in part.lower() if ch.isalnum()) or part
 
 
-def _parse(chord: str) -> tuple[str | None, str]:
+@dataclass(frozen=True)
+class ChordProblem:
+    """Why a chord is refused: a stable ``code`` (for a page to say it in its own words, with
+    ``fields``) and the English ``text`` the store and the CLI show."""
+
+    code: str
+    text: str
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+def _parse(chord: str) -> tuple[ChordProblem | None, str]:
     """(why the chord is refused or None, its stored spelling)."""
     chord = chord.strip()
     if not chord:
         return None, ""
     parts = [p.strip() for p in chord.split("+")]
     if any(not p for p in parts):
-        return _SHAPE, chord
+        return ChordProblem("shape", _SHAPE), chord
     *mod_parts, last = parts
     # ``ctrl+shift``: every part is a modifier
     if all(p.lower() in KILL_SWITCH_MODIFIERS for p in parts):
-        return f"no key after the modifiers in {chord!r}: {_SHAPE}", chord
+        return ChordProblem("no_key", f"no key after the modifiers in {chord!r}: {_SHAPE}"), chord
     mods: list[str] = []
     for part in mod_parts:
         canonical = KILL_SWITCH_MODIFIERS.get(part.lower())
         if canonical is None:
             if _key_ok(_reduce(part)):
-                return (
+                text = (
                     f"a chord has exactly one key, after its modifiers: {part!r} is a key, "
                     f"not a modifier ({_SHAPE})"
-                ), chord
+                )
+                return ChordProblem("two_keys", text, {"name": part}), chord
             names = ", ".join(sorted(KILL_SWITCH_MODIFIERS))
-            return f"unknown modifier {part!r} (known: {names})", chord
+            text = f"unknown modifier {part!r} (known: {names})"
+            return ChordProblem("unknown_modifier", text, {"name": part, "known": names}), chord
         if canonical in mods:
-            return f"the modifier {canonical} is given twice in {chord!r}", chord
+            text = f"the modifier {canonical} is given twice in {chord!r}"
+            return ChordProblem("repeated_modifier", text, {"name": canonical}), chord
         mods.append(canonical)
     key = _reduce(last)
     if not _key_ok(key):
-        return (
-            f"unknown key {last!r}: use a letter, digit, F1-F35, "
+        text = (
+            f"unknown key {last!r}: use a letter, digit, F1-F12, "
             f"{', '.join(sorted(KEY_ALIASES))} or an X Latin-1 keysym name such as 'slash'"
-        ), chord
+        )
+        return ChordProblem("unknown_key", text, {"name": last}), chord
     name = keysym_name(key)
     if not mods:
-        return (
+        text = (
             f"{last!r} alone cannot be the kill switch: it needs at least one modifier "
             "(ctrl, alt, shift or super) before the key, or every press of that key would be "
             "taken from the person and halt computer use (e.g. ctrl+shift+Escape)"
-        ), chord
+        )
+        return ChordProblem("bare_key", text, {"name": last}), chord
     if mods == ["shift"] and name not in _NON_PRINTING_KEYS and not name.startswith("F"):
-        return (
+        text = (
             f"shift+{name} types a character: as the kill switch it would take that character "
             "from the person every time they type it and halt computer use; add ctrl, alt or "
             "super (e.g. ctrl+shift+Escape)"
-        ), chord
+        )
+        return ChordProblem("shift_printable", text, {"name": name}), chord
     ordered = [m for m in MODIFIER_ORDER if m in mods]
     return None, "+".join([*ordered, name])
 
@@ -152,6 +171,12 @@ def chord_problem(chord: str) -> str | None:
     A chord is at least one modifier (each once) and exactly one key that is not a modifier;
     shift alone does not make a key that types a character safe to grab (``shift+a`` would
     take every capital A from the person), nor does a bare key."""
+    problem = _parse(chord)[0]
+    return None if problem is None else problem.text
+
+
+def chord_check(chord: str) -> ChordProblem | None:
+    """:func:`chord_problem` with its code and fields, for a page that words it itself."""
     return _parse(chord)[0]
 
 
@@ -162,5 +187,5 @@ def normalise_chord(chord: str) -> str:
     :func:`chord_problem` refuses."""
     problem, normal = _parse(chord)
     if problem:
-        raise ValueError(problem)
+        raise ValueError(problem.text)
     return normal

@@ -64,15 +64,40 @@ MESSAGES: dict[str, tuple[str, str]] = {
         "A chord is modifiers and one key joined by “+”, e.g. ctrl+shift+Escape.",
         "快捷键由修饰键和一个按键用“+”连接而成，例如 ctrl+shift+Escape。",
     ),
-    "settings.error.chord_modifier": (
+    "settings.error.chord_unknown_modifier": (
         "Unknown modifier “{name}” (known: {known}).",
         "未知的修饰键“{name}”（可用：{known}）。",
     ),
-    "settings.error.chord_key": (
-        "Unknown key “{name}”: use a letter, a digit, F1–F35, Escape, Return, Space, Tab, "
+    "settings.error.chord_unknown_key": (
+        "Unknown key “{name}”: use a letter, a digit, F1–F12, Escape, Return, Space, Tab, "
         "Delete, BackSpace, Pause, Home, End, or an X key name such as slash.",
-        "未知的按键“{name}”：请使用字母、数字、F1–F35、Escape、Return、Space、Tab、Delete、"
+        "未知的按键“{name}”：请使用字母、数字、F1–F12、Escape、Return、Space、Tab、Delete、"
         "BackSpace、Pause、Home、End，或 X 按键名（如 slash）。",
+    ),
+    "settings.error.chord_no_key": (
+        "There is no key after the modifiers: add one key, e.g. ctrl+shift+Escape.",
+        "修饰键之后缺少按键：请再加一个按键，例如 ctrl+shift+Escape。",
+    ),
+    "settings.error.chord_two_keys": (
+        "A chord has exactly one key, after its modifiers: “{name}” is a key, not a modifier.",
+        "快捷键只能有一个按键，且放在修饰键之后：“{name}”是按键，不是修饰键。",
+    ),
+    "settings.error.chord_repeated_modifier": (
+        "The modifier {name} is given twice.",
+        "修饰键 {name} 重复出现了。",
+    ),
+    "settings.error.chord_bare_key": (
+        "“{name}” alone cannot be the kill switch: it needs at least one modifier (ctrl, alt, "
+        "shift or super), or every press of that key would be taken from you and halt "
+        "computer use.",
+        "“{name}”不能单独作为紧急停止快捷键：至少需要一个修饰键（ctrl、alt、shift 或 super），"
+        "否则你每次按下这个键都会被拦截，并停止电脑操作。",
+    ),
+    "settings.error.chord_shift_printable": (
+        "shift+{name} types a character: as the kill switch it would take that character "
+        "from you every time you type it. Add ctrl, alt or super.",
+        "shift+{name} 会输入一个字符：作为紧急停止快捷键，它会在你每次输入该字符时将其拦截。"
+        "请加上 ctrl、alt 或 super。",
     ),
     "settings.error.app_name": (
         "Each app name is at most {max} characters long, without control characters.",
