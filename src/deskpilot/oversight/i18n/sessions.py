@@ -28,7 +28,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "sessions.mode.atomic": ("atomic", "原子"),
     "sessions.mode.delegated": ("delegated", "委托"),
     "sessions.page": (
-        "Page {page} of {pages} · {total} sessions",
+        "Page {page} of {pages} · sessions: {total}",
         "第 {page} / {pages} 页 · 共 {total} 个会话",
     ),
     "sessions.prev": ("Newer", "更新的"),
