@@ -49,11 +49,20 @@ def test_an_unarmable_kill_switch_chord_is_refused(data_dir: Path, chord: str) -
     assert json.loads(shown.output)["killSwitch"] == "ctrl+shift+Escape"
 
 
-@pytest.mark.parametrize("chord", ["ctrl+alt+k", "Control+Shift+Escape", "super+F12", "meta+slash"])
-def test_an_armable_chord_is_stored(data_dir: Path, chord: str) -> None:
+@pytest.mark.parametrize(
+    ("chord", "stored"),
+    [
+        ("ctrl+alt+k", "ctrl+alt+k"),
+        ("Control+Shift+Escape", "ctrl+shift+Escape"),
+        ("super+F12", "super+F12"),
+        ("meta+slash", "alt+slash"),
+        (" shift + ctrl + Delete ", "ctrl+shift+Delete"),
+    ],
+)
+def test_an_armable_chord_is_stored_normalised(data_dir: Path, chord: str, stored: str) -> None:
     result = runner.invoke(app, ["settings", "set", "killSwitch", chord])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["killSwitch"] == chord
+    assert json.loads(result.output)["killSwitch"] == stored
 
 
 def test_resetting_an_unknown_setting_is_refused(data_dir: Path) -> None:
