@@ -133,7 +133,14 @@ def test_an_untrusted_host_is_explained(dp_desktop: Any, browser: Any) -> None:
         page.goto(server.login_url)
         page.goto(server.base_url + "/readiness")
         page.locator("#run-host").click()
-        page.locator("#verdict").wait_for(state="visible", timeout=60_000)
+        try:
+            page.locator("#verdict").wait_for(state="visible", timeout=60_000)
+        except Exception as exc:  # say what the page and the server were doing
+            status = page.request.get(server.base_url + "/readiness/status").text()
+            raise AssertionError(
+                f"no verdict: status {status}; page {page.url}: {page.content()[:3000]}; "
+                f"server said: {''.join(server.output)[-3000:]}"
+            ) from exc
         assert page.locator("#verdict-text").inner_text() == "Not ready"
         assert page.locator("#diagnostic code").inner_text() == "native_host_untrusted"
         # the errors page's sentence and next step for it, and a link to its row there

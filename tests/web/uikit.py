@@ -19,7 +19,8 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
+import threading
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,12 +31,16 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 LOGIN_RE = re.compile(r"one-time login link[^:]*: (http://\S+/login\?token=\S+)")
 
 
+#: how many of the server's last output lines are kept for a failing test's message
+OUTPUT_LINES = 400
+
+
 @dataclass
 class UiServer:
     proc: subprocess.Popen[str]
     base_url: str
     login_url: str
-    output: list[str]
+    output: deque[str]
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -48,7 +53,11 @@ class UiServer:
 
 
 def start_ui(*args: str, env: dict[str, str] | None = None, timeout_s: float = 30.0) -> UiServer:
-    """Start ``deskpilot ui`` and wait for its login link."""
+    """Start ``deskpilot ui`` and wait for its login link.
+
+    Its output is read to the end by a thread for as long as it runs: a server whose pipe
+    nobody reads blocks on its next log line once the pipe's buffer is full, and then answers
+    no request at all (a test that ran long enough saw exactly that)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "deskpilot", "ui", "--port", "0", *args],
         stdout=subprocess.PIPE,
@@ -57,20 +66,25 @@ def start_ui(*args: str, env: dict[str, str] | None = None, timeout_s: float = 3
         env={**os.environ, **(env or {})},
     )
     assert proc.stdout is not None
-    lines: list[str] = []
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            if proc.poll() is not None:
-                break
-            continue
-        lines.append(line)
-        found = LOGIN_RE.search(line)
-        if found:
-            url = found.group(1)
-            base = url.split("/login")[0]
-            return UiServer(proc, base, url, lines)
+    stdout = proc.stdout
+    lines: deque[str] = deque(maxlen=OUTPUT_LINES)
+    login: list[str] = []
+    seen = threading.Event()
+
+    def drain() -> None:
+        for line in stdout:
+            lines.append(line)
+            found = LOGIN_RE.search(line)
+            if found and not login:
+                login.append(found.group(1))
+                seen.set()
+        seen.set()  # the server ended: stop waiting
+
+    threading.Thread(target=drain, name="ui-output", daemon=True).start()
+    seen.wait(timeout_s)
+    if login:
+        url = login[0]
+        return UiServer(proc, url.split("/login")[0], url, lines)
     proc.kill()
     raise AssertionError(f"deskpilot ui did not print its login link: {''.join(lines)}")
 

@@ -69,11 +69,7 @@ async def run_checks(mode: Mode, *, timeout_s: float = CHECK_TIMEOUT_S) -> Repor
     """What ``deskpilot doctor [--verify-host] --json`` prints, minus the smoke summary."""
     started = time.time()
     try:
-        diagnosis = await asyncio.wait_for(
-            diagnose(verify_only=mode == "verify_host"), timeout=timeout_s
-        )
-        data = diagnosis.to_dict()
-        data.update(await asyncio.to_thread(desktop_sharing))
+        data = await asyncio.wait_for(_diagnose_and_share(mode), timeout=timeout_s)
     except TimeoutError:
         fields: dict[str, Any] = {"seconds": int(timeout_s)}
         return Report(
@@ -86,6 +82,15 @@ async def run_checks(mode: Mode, *, timeout_s: float = CHECK_TIMEOUT_S) -> Repor
     if (data.get("killSwitch") or {}).get("blocksReady"):
         data["ready"] = False  # the doctor's rule: no key to stop an agent, not ready
     return Report(mode, started, time.time(), data=data)
+
+
+async def _diagnose_and_share(mode: Mode) -> dict[str, Any]:
+    """The doctor's checks and the desktop's sharing state, under one deadline: the kill
+    switch probe talks to the X server, which can be slow to answer too."""
+    diagnosis = await diagnose(verify_only=mode == "verify_host")
+    data = diagnosis.to_dict()
+    data.update(await asyncio.to_thread(desktop_sharing))
+    return data
 
 
 class ReadinessChecks:

@@ -236,6 +236,9 @@ window.deskpilot = window.deskpilot || {};
   }
 
   function answerFromNote(note, c, verb) {
+    // kept while the answer is on its way: the state stream may report the confirmation
+    // gone (approved and run) before the answer's own response says so
+    note.setAttribute("data-answering", verb);
     note.querySelectorAll("button.answer").forEach(function (b) { b.disabled = true; });
     dp.answer(c.id, verb).then(function (result) {
       if (result.ok) {
@@ -298,7 +301,8 @@ window.deskpilot = window.deskpilot || {};
     // a note whose confirmation is no longer waiting goes, unless it shows an answer
     document.querySelectorAll("#notifications .note.confirmation").forEach(function (note) {
       var id = note.getAttribute("data-id");
-      if (!pending[id] && !note.hasAttribute("data-answered")) note.remove();
+      var answering = note.hasAttribute("data-answering") || note.hasAttribute("data-answered");
+      if (!pending[id] && !answering) note.remove();
     });
     if (page === "confirmations") return; // the page's own list is live
     (list || []).forEach(confirmationNote);
