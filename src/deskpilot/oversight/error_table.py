@@ -357,6 +357,19 @@ TABLE: dict[ErrorCode, Entry] = {
             "（get_app_state），基于新的画面再操作——原样重复同一个调用仍然会失败。",
         ),
     ),
+    ErrorCode.TREE_PARTIAL: _e(
+        "freshness",
+        (
+            "The agent tried to act on an element of a window whose tree was only partly read "
+            "(the app was slow or did not answer), so the element numbers cannot be trusted.",
+            "Nothing was sent. The agent should read the window again, or act on a point of "
+            "the screenshot instead.",
+        ),
+        (
+            "智能体想操作的元素来自一个只读取了一部分的窗口树（应用太慢或没有响应），元素编号不可信。",
+            "没有发送任何操作。智能体应重新读取窗口，或改为点击截图上的位置。",
+        ),
+    ),
     ErrorCode.STALE_TREE: _e(
         "freshness",
         (

@@ -35,6 +35,7 @@ class ErrorCode(enum.StrEnum):
     # observation freshness and targets
     STALE_FRAME = "stale_frame"
     STALE_TREE = "stale_tree"
+    TREE_PARTIAL = "tree_partial"
     FOCUS_MISMATCH = "focus_mismatch"
     TARGET_NOT_FOUND = "target_not_found"
     TARGET_AMBIGUOUS = "target_ambiguous"

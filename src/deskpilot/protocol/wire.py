@@ -112,6 +112,41 @@ class Truncation(WireModel):
     tree_unavailable: bool = False
 
 
+class TreeRead(WireModel):
+    """How the observation's tree was read: from where, how much of it, and how old it is.
+
+    The header an agent reads says each of these in words (runtime/state_view.py); a tree
+    that is not complete and current (``partial``, ``stale_age_ms``) is never a state whose
+    element ids can be acted on, though its screenshot's coordinates can.
+    """
+
+    #: ``accessibility``: the AT-SPI tree; ``visual``: an outline built by OCR from the
+    #: screenshot because the window exposes no tree (element ids stand for points of the
+    #: image; no sensitive regions are known); ``none``: no tree at all
+    source: Literal["accessibility", "visual", "none"] = "accessibility"
+    #: the host's event-driven cache: ``hit`` (nothing changed since the last read),
+    #: ``patched`` (only what events marked dirty was read again), ``full`` (a full walk),
+    #: ``off`` (not used: see ``cache_note``)
+    cache: Literal["hit", "patched", "full", "off"] = "full"
+    #: why the cache could not be trusted for this read, in words (the app emits no events,
+    #: the event queue overflowed, the bus reconnected …); None when there is nothing to say
+    cache_note: str | None = None
+    #: why the tree is incomplete (``deadline``: the read's deadline passed); None: complete
+    partial: str | None = None
+    #: subtrees left unread, each marked in the tree text where it would have been
+    unread_subtrees: int = 0
+    #: the app did not answer within the deadline, so this is the last tree read of it, this
+    #: many ms old; None: read now
+    stale_age_ms: float | None = None
+    #: the deadline this read had, in ms
+    deadline_ms: float | None = None
+
+    @property
+    def reusable(self) -> bool:
+        """May element ids of this tree be acted on? Only a complete, current tree's."""
+        return self.partial is None and self.stale_age_ms is None
+
+
 class Backends(WireModel):
     screen: Literal["x11", "xdg_portal", "none"] = "none"
     accessibility: Literal["at_spi", "none"] = "none"
@@ -418,6 +453,7 @@ class ObservationBody(WireModel):
     tree: str
     element_count: int
     truncation: Truncation = Field(default_factory=Truncation)
+    tree_read: TreeRead = Field(default_factory=TreeRead)
     sensitive_regions: list[Rect] = Field(default_factory=list)
     url: str | None = None  # a browser document's URL when the tree exposes it
     image: ImageDescriptor | None = None

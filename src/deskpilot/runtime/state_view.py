@@ -109,6 +109,8 @@ def render_state(record: StateRecord, obs: ObservationBody, frame: ModelFrame | 
     t = obs.truncation
     if t.omitted_elements or t.elided_children:
         lines.append(f"truncation=omitted {t.omitted_elements}, elided {t.elided_children}")
+    for line in tree_read_lines(obs):
+        lines.append(line)
     if t.tree_unavailable:
         lines.append(
             "tree=unavailable (the app did not answer accessibility calls in time, e.g. "
@@ -119,3 +121,29 @@ def render_state(record: StateRecord, obs: ObservationBody, frame: ModelFrame | 
     lines.append("")
     lines.append(obs.tree.rstrip("\n"))
     return "\n".join(lines)
+
+
+def tree_read_lines(obs: ObservationBody) -> list[str]:
+    """What the header says of how the tree was read (protocol/wire.py ``TreeRead``): a
+    visual tree, a partial one, a stale one, and a cache that could not be trusted."""
+    r = obs.tree_read
+    lines: list[str] = []
+    if r.source == "visual":
+        lines.append(
+            "tree=visual (no accessibility tree: an OCR outline of the screenshot; element ids "
+            "click the centre of their text; sensitive regions are not known)"
+        )
+    if r.partial is not None:
+        lines.append(
+            f"partial={r.partial} ({r.unread_subtrees} subtrees unread, marked in the tree; "
+            "element ids of this state cannot be acted on: observe again, or act on points "
+            "of the image)"
+        )
+    if r.stale_age_ms is not None:
+        lines.append(
+            f"stale=age {round(r.stale_age_ms)} ms (the app did not answer in time: this is "
+            "the last tree read of it; element ids cannot be acted on)"
+        )
+    if r.cache_note:
+        lines.append(f"cache={r.cache} ({r.cache_note})")
+    return lines
