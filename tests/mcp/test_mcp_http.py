@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import subprocess
 import time
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_helpers import DESKPILOT, diag_of, text_of
 
-from deskpilot.mcp.http import TOKEN_TTL_S, BearerToken, new_token
+from deskpilot.mcp.http import TOKEN_BYTES, TOKEN_TTL_S, BearerToken
 from mcp import Client
 
 
@@ -30,7 +31,7 @@ class Clock:
 def test_token_shape_and_sliding_ttl() -> None:
     import base64
 
-    tok = new_token()
+    tok = secrets.token_urlsafe(TOKEN_BYTES)
     assert len(base64.urlsafe_b64decode(tok + "=")) == 32 and "=" not in tok
     clock = Clock()
     bt = BearerToken(tok, clock=clock)

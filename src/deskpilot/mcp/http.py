@@ -10,7 +10,6 @@ gets 401 before it reaches the MCP session manager; the SDK's own DNS-rebinding 
 
 from __future__ import annotations
 
-import base64
 import hmac
 import json
 import secrets
@@ -23,10 +22,6 @@ TOKEN_BYTES = 32
 TOKEN_TTL_S = 30 * 60.0
 
 
-def new_token() -> str:
-    return base64.urlsafe_b64encode(secrets.token_bytes(TOKEN_BYTES)).rstrip(b"=").decode()
-
-
 class BearerToken:
     """One token with a sliding time-to-live."""
 
@@ -37,7 +32,7 @@ class BearerToken:
         ttl_s: float = TOKEN_TTL_S,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        self.value = token or new_token()
+        self.value = token or secrets.token_urlsafe(TOKEN_BYTES)
         self._expected = self.value.encode()
         self.ttl_s = ttl_s
         self._clock = clock or time.monotonic

@@ -19,7 +19,6 @@ Tokens never reach logs: uvicorn's access log is off and nothing here logs a val
 
 from __future__ import annotations
 
-import base64
 import hmac
 import secrets
 import time
@@ -33,10 +32,6 @@ COOKIE = "dp_session"
 CSRF_FIELD = "csrf"
 CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-
-
-def new_token() -> str:
-    return base64.urlsafe_b64encode(secrets.token_bytes(TOKEN_BYTES)).rstrip(b"=").decode()
 
 
 def same(a: str | None, b: str | None) -> bool:
@@ -68,7 +63,7 @@ class Access:
 
     def new_login(self) -> str:
         """A fresh one-time login token (the URL ``deskpilot ui`` prints)."""
-        token = new_token()
+        token = secrets.token_urlsafe(TOKEN_BYTES)
         self._logins[token] = self._clock() + LOGIN_TTL_S
         return token
 
@@ -85,7 +80,9 @@ class Access:
         if now >= expiry:
             return None
         session = BrowserSession(
-            cookie=new_token(), csrf=new_token(), expires_at=now + SESSION_TTL_S
+            cookie=secrets.token_urlsafe(TOKEN_BYTES),
+            csrf=secrets.token_urlsafe(TOKEN_BYTES),
+            expires_at=now + SESSION_TTL_S,
         )
         self._sessions[session.cookie] = session
         return session
