@@ -31,6 +31,7 @@ from deskpilot.protocol.wire import ScrollAction
 from deskpilot.store.control_requests import ControlRequestRepository
 from deskpilot.store.db import Database
 from deskpilot.store.session_rows import SessionRow
+from person_input import person_types
 
 from .backends import RecordedBackend
 
@@ -358,23 +359,6 @@ def calculator(dp_desktop: Any) -> Iterator[App]:
         app.stop()
 
 
-def _person_types(display_name: str, keys: list[str]) -> None:
-    from Xlib import XK, X, display
-    from Xlib.ext import xtest
-
-    d = display.Display(display_name)
-    try:
-        for name in keys:
-            code = d.keysym_to_keycode(XK.string_to_keysym(name))
-            assert code, name
-            xtest.fake_input(d, X.KeyPress, code)
-            xtest.fake_input(d, X.KeyRelease, code)
-            d.sync()
-            time.sleep(0.05)
-    finally:
-        d.close()
-
-
 def _json(outcome: Any) -> dict[str, Any]:
     assert not outcome.is_error, outcome.text
     return dict(json.loads(outcome.text.split("\n\ndeskpilot diagnostic:")[0]))
@@ -452,7 +436,7 @@ async def test_a_delegated_task_taken_over_and_handed_back_from_another_process(
     assert not task.running  # the pause hook let the operator go
     asked_before = model.calls
     # the person presses Escape (clears the display) and types 1 2
-    await asyncio.to_thread(_person_types, dp_desktop.display, ["Escape", "1", "2"])
+    await asyncio.to_thread(person_types, dp_desktop.display, ["Escape", "1", "2"])
     await asyncio.sleep(0.3)
     (answer,) = await other_process(db, task_id, [("resume", None)])
     assert answer["state"] == "observing", answer

@@ -36,6 +36,7 @@ from deskpilot.protocol.session import EventType, SessionState
 from deskpilot.protocol.tree import parse_tree
 from deskpilot.protocol.wire import ClickAction, ScrollAction, TargetSpec, TypeTextAction
 from deskpilot.store.db import Database
+from person_input import person_types
 
 from . import trees
 from .backends import RecordedBackend, screen
@@ -308,28 +309,6 @@ def calculator(desktop: vdesk.DesktopState) -> Iterator[App]:
         app.stop()
 
 
-def _person_types(display_name: str, x: int, y: int, keys: list[str]) -> None:
-    """The person, at the keyboard and mouse: the pointer over the (focused) window, then
-    keys (XTEST, from a separate X client, like a real input device)."""
-    from Xlib import XK, X, display
-    from Xlib.ext import xtest
-
-    d = display.Display(display_name)
-    try:
-        xtest.fake_input(d, X.MotionNotify, x=x, y=y)  # the pointer over the window
-        d.sync()
-        time.sleep(0.2)
-        for name in keys:  # keysym names that need no modifier
-            code = d.keysym_to_keycode(XK.string_to_keysym(name))
-            assert code, name
-            xtest.fake_input(d, X.KeyPress, code)
-            xtest.fake_input(d, X.KeyRelease, code)
-            d.sync()
-            time.sleep(0.05)
-    finally:
-        d.close()
-
-
 def _display(tree: str) -> str:
     """The calculator's display: its editable text field's value."""
     fields = [
@@ -355,11 +334,10 @@ async def test_hand_back_tells_what_the_person_changed_on_a_real_calculator(
     # the person types 7 × 6 = on the calculator's keyboard
     bounds = first.window.bounds
     await asyncio.to_thread(
-        _person_types,
+        person_types,
         desktop.display,
-        bounds.x + bounds.width // 2,
-        bounds.y + bounds.height // 2,
         ["7", "KP_Multiply", "6", "Return"],
+        pointer=(bounds.x + bounds.width // 2, bounds.y + bounds.height // 2),
     )
     # meanwhile the agent (another session of it) tries to click: refused, nothing sent
     obs = (await kernel.observe(other, include_screenshot=False)).observation

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from mcp_helpers import diag_of, element_id, has_image, memory_client, state_id_
 
 from deskpilot.desktop.apps import App
 from deskpilot.runtime.runtime import RuntimeConfig
+from person_input import person_types
 
 pytestmark = pytest.mark.desktop
 
@@ -58,26 +59,6 @@ async def dashboard(session_id: str, verb: str) -> dict[str, Any]:
     return answer
 
 
-def person_types(keys: list[str]) -> None:
-    """The person at the keyboard (XTEST from a separate X client, like a real device)."""
-    import os
-
-    from Xlib import XK, X, display
-    from Xlib.ext import xtest
-
-    d = display.Display(os.environ["DISPLAY"])
-    try:
-        for name in keys:
-            code = d.keysym_to_keycode(XK.string_to_keysym(name))
-            assert code, name
-            xtest.fake_input(d, X.KeyPress, code)
-            xtest.fake_input(d, X.KeyRelease, code)
-            d.sync()
-            time.sleep(0.05)
-    finally:
-        d.close()
-
-
 def _refused_taken_over(result: Any) -> dict[str, Any]:
     d = diag_of(result)
     assert result.is_error and d["code"] == "handoff_required", text_of(result)
@@ -112,7 +93,7 @@ async def test_takeover_refuses_actions_and_resume_answers_a_fresh_state_with_a_
         status = json.loads(text_of(await client.call_tool("status", {})).split("\n\n")[0])
         assert status["takeover"]["held"] is True and status["session"]["takenOver"] is True
 
-        await asyncio.to_thread(person_types, ["Escape", "5"])
+        await asyncio.to_thread(person_types, os.environ["DISPLAY"], ["Escape", "5"])
         await asyncio.sleep(0.3)
         resumed = await client.call_tool("resume", {})
         assert not resumed.is_error, text_of(resumed)
@@ -156,7 +137,7 @@ async def test_a_hand_back_from_another_process_reaches_the_agent_once(calculato
         assert r.is_error and diag_of(r)["code"] == "handoff_required"
         assert "only they can hand it back" in diag_of(r)["message"]
 
-        await asyncio.to_thread(person_types, ["Escape", "7"])
+        await asyncio.to_thread(person_types, os.environ["DISPLAY"], ["Escape", "7"])
         await asyncio.sleep(0.3)
         assert (await dashboard(sess.session_id, "resume"))["state"] == "observing"
         told = text_of(await client.call_tool("status", {}))

@@ -38,6 +38,7 @@ from deskpilot.store.db import Database
 from deskpilot.store.ledger import ActionRepository
 from deskpilot.store.session_rows import SessionRepository
 from deskpilot.store.timeline import TimelineRepository
+from person_input import person_types
 
 from .session_kit import DESKPILOT, LoopThread, McpAgent, Result
 from .uikit import UiServer, shot
@@ -236,28 +237,6 @@ def test_pause_then_resume_a_delegated_task_and_see_it_finish(
 # ------------------------------------------------------------------ take over → hand back
 
 
-def _person_types(text: str, window_id: str) -> None:
-    """The person's own keys (XTEST, as a physical keyboard's reach the server) into the
-    window; nothing of deskpilot is involved."""
-    from Xlib import XK, X, display
-    from Xlib.ext import xtest
-
-    d = display.Display(os.environ["DISPLAY"])
-    try:
-        win = d.create_resource_object("window", int(window_id, 16))
-        d.set_input_focus(win, X.RevertToParent, X.CurrentTime)
-        d.sync()
-        time.sleep(0.2)
-        for ch in text:
-            code = d.keysym_to_keycode(XK.string_to_keysym(ch))
-            xtest.fake_input(d, X.KeyPress, code)
-            xtest.fake_input(d, X.KeyRelease, code)
-            d.sync()
-            time.sleep(0.05)
-    finally:
-        d.close()
-
-
 def test_take_over_refuses_the_agent_then_hand_back_lets_it_continue(
     dp_desktop: Any,
     calculator: App,
@@ -297,7 +276,7 @@ def test_take_over_refuses_the_agent_then_hand_back_lets_it_continue(
     assert len(ActionRepository(db).list(sid)) == actions_before
     # the person's own keys work while they hold the desktop; the agent may still look
     window = first.text.split("Window=(", 1)[1].split("id=", 1)[1].split(")", 1)[0]
-    _person_types("5", window)
+    person_types(os.environ["DISPLAY"], ["5"], focus_window=int(window, 16))
     looked = agent.call("get_app_state", {"app": calculator.pid})
     assert not looked.is_error, looked.text
     _wait(
