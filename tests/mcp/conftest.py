@@ -11,9 +11,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from mcp_helpers import HttpServer, http_server, start_app
+from mcp_helpers import start_app
 
 from deskpilot.desktop.apps import App
+from serve_kit import HttpServer, http_server
 
 
 @pytest.fixture

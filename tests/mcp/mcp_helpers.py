@@ -5,12 +5,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
-import subprocess
-import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -61,68 +57,6 @@ async def memory_client(config: RuntimeConfig | None = None) -> AsyncIterator[Cl
 def stdio_params(*args: str) -> StdioServerParameters:
     assert shutil.which(DESKPILOT) or os.path.exists(DESKPILOT)
     return StdioServerParameters(command=DESKPILOT, args=["serve", *args], env=dict(os.environ))
-
-
-@dataclass
-class HttpServer:
-    """A running ``deskpilot serve --transport http``."""
-
-    url: str
-    #: never shown (not in the repr a failing assertion prints)
-    token: str = field(repr=False)
-
-    @property
-    def target(self) -> tuple[str, str]:
-        return self.url, self.token
-
-
-_URL = re.compile(r"(http://127\.0\.0\.1:\d+/mcp)")
-_TOKEN = re.compile(r"bearer token \(shown once[^)]*\): (\S+)")
-
-
-@contextmanager
-def http_server(timeout: float = 60) -> Iterator[HttpServer]:
-    """``deskpilot serve --transport http --port 0`` in its own process group; the URL and the
-    bearer token are read from its stderr, which a thread keeps draining (a full pipe would
-    block the server). The token is printed once; it never goes into test output."""
-    proc = subprocess.Popen(
-        [DESKPILOT, "serve", "--transport", "http", "--port", "0"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=dict(os.environ),
-        text=True,
-        start_new_session=True,
-    )
-    lines: list[str] = []
-    announced = threading.Event()
-
-    def drain() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line)
-            said = "".join(lines)
-            if _URL.search(said) and _TOKEN.search(said):
-                announced.set()
-        announced.set()  # the server ended
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    try:
-        announced.wait(timeout=timeout)
-        said = "".join(lines)
-        url, token = _URL.search(said), _TOKEN.search(said)
-        shown = _TOKEN.sub("bearer token …", said)
-        assert url and token, f"deskpilot serve did not announce its URL and token:\n{shown}"
-        yield HttpServer(url.group(1), token.group(1))
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        reader.join(timeout=10)
 
 
 # ---------------------------------------------------------------------- reading results

@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp_helpers import DESKPILOT, ROOT, http_server, stdio_params, text_of
+from mcp_helpers import DESKPILOT, ROOT, stdio_params, text_of
 from scripted_anthropic import (
     CLICK,
     FINAL_PREFIX,
@@ -46,6 +46,7 @@ from deskpilot.desktop.apps import App
 from deskpilot.hostclient.config import LOCAL_TRUST_ENV
 from deskpilot.runtime.diagnostics import parse_diagnostic
 from mcp import Client
+from serve_kit import http_server
 
 pytestmark = pytest.mark.desktop
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_helpers import DESKPILOT, ROOT, http_server, memory_client, text_of
+from mcp_helpers import DESKPILOT, ROOT, memory_client, text_of
 from scripted_openai import (
     DISPLAY,
     STATE_ID,
@@ -48,6 +48,7 @@ from scripted_openai import (
 
 from deskpilot.desktop.apps import App
 from deskpilot.hostclient.config import LOCAL_TRUST_ENV
+from serve_kit import http_server
 
 pytestmark = pytest.mark.desktop
 

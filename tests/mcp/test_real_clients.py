@@ -27,7 +27,7 @@ import re
 from typing import Any
 
 import pytest
-from mcp_helpers import HttpServer, diag_of, element_id, http_server, state_id_of, text_of
+from mcp_helpers import diag_of, element_id, state_id_of, text_of
 from mcp_types.version import (
     HANDSHAKE_PROTOCOL_VERSIONS,
     KNOWN_PROTOCOL_VERSIONS,
@@ -54,6 +54,7 @@ from real_clients import (
 )
 
 from deskpilot.desktop.apps import App
+from serve_kit import HttpServer, http_server
 
 pytestmark = pytest.mark.desktop
 

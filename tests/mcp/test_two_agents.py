@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 from mcp_helpers import (
-    HttpServer,
     diag_of,
     element_id,
     has_image,
@@ -29,6 +28,7 @@ from mcp_types.version import LATEST_HANDSHAKE_VERSION
 from real_clients import Opened, display_of, open_python, status_json
 
 from deskpilot.desktop.apps import App
+from serve_kit import HttpServer
 
 pytestmark = pytest.mark.desktop
 

@@ -9,85 +9,26 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import os
 import re
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from serve_kit import HttpServer
+
 from .uikit import UiServer
-
-_URL = re.compile(r"(http://127\.0\.0\.1:\d+/mcp)")
-_TOKEN = re.compile(r"bearer token \(shown once[^)]*\): (\S+)")
-
-
-@dataclass
-class Serve:
-    """A running ``deskpilot serve --transport http``; the token is never printed."""
-
-    proc: subprocess.Popen[str]
-    url: str
-    token: str = field(repr=False)
-    lines: list[str] = field(default_factory=list, repr=False)
-
-
-@contextmanager
-def serve_http(env: dict[str, str] | None = None, timeout: float = 60.0) -> Iterator[Serve]:
-    """``deskpilot serve --transport http --port 0`` in its own process group (its stderr
-    drained by a thread so a full pipe never blocks it), ended with SIGTERM afterwards."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "deskpilot", "serve", "--transport", "http", "--port", "0"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, **(env or {})},
-        text=True,
-        start_new_session=True,
-    )
-    lines: list[str] = []
-    announced = threading.Event()
-
-    def drain() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line)
-            said = "".join(lines)
-            if _URL.search(said) and _TOKEN.search(said):
-                announced.set()
-        announced.set()
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    try:
-        announced.wait(timeout)
-        said = "".join(lines)
-        url, token = _URL.search(said), _TOKEN.search(said)
-        assert url and token, "serve did not start: " + _TOKEN.sub("token …", said)[-2000:]
-        yield Serve(proc, url.group(1), token.group(1), lines)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-        reader.join(5)
 
 
 class McpThread:
     """One MCP client session over Streamable HTTP, on a loop in a background thread;
     :meth:`call` is synchronous so browser tests can use it between Playwright calls."""
 
-    def __init__(self, serve: Serve) -> None:
+    def __init__(self, serve: HttpServer) -> None:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._thread.start()
@@ -98,7 +39,7 @@ class McpThread:
         future: concurrent.futures.Future[Any] = asyncio.run_coroutine_threadsafe(coro, self._loop)
         return future.result(timeout)
 
-    async def _open(self, serve: Serve) -> Any:
+    async def _open(self, serve: HttpServer) -> Any:
         from contextlib import AsyncExitStack
 
         from mcp.client.streamable_http import streamable_http_client
@@ -132,7 +73,7 @@ class McpThread:
 
 
 @contextmanager
-def mcp_client(serve: Serve) -> Iterator[McpThread]:
+def mcp_client(serve: HttpServer) -> Iterator[McpThread]:
     client = McpThread(serve)
     try:
         yield client

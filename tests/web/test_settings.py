@@ -25,8 +25,9 @@ from deskpilot.oversight import settings_form as sf
 from deskpilot.oversight.i18n import TABLE
 from deskpilot.store.db import Database
 from deskpilot.store.settings import Settings, SettingsModel
+from serve_kit import http_server
 
-from .settings_kit import McpThread, error_code, serve_http, text_of, xtest_type
+from .settings_kit import McpThread, error_code, text_of, xtest_type
 from .uikit import ARTIFACTS, UiServer, shot
 
 GREY = (128, 128, 128)
@@ -308,7 +309,7 @@ def test_redact_setting_changes_the_stored_image(
     page = logged_in
     # a file key: this process decrypts what serve stored (no keyring on a test machine)
     env = {"DESKPILOT_VAULT_KEY_STORAGE": os.environ.get("DESKPILOT_VAULT_KEY_STORAGE", "file")}
-    with serve_http(env) as serve:
+    with http_server(env) as serve:
         client = McpThread(serve)
         try:
             # on (the default): the password field is one uniform grey in the stored image
