@@ -124,68 +124,66 @@ window.deskpilot = window.deskpilot || {};
     else document.body.insertBefore(el, document.body.firstChild);
   }
 
-  function haltBanner(halt) {
-    var el = document.getElementById("halt-banner");
-    if (!halt) {
+  // One banner under the header: made on first need (``build`` adds its own parts after the
+  // text), removed when its state is gone, its text refreshed on every state.
+  function banner(id, kind, role, state, build) {
+    var el = document.getElementById(id);
+    if (!state) {
       if (el) el.remove();
-      return;
+      return null;
     }
     if (!el) {
       el = document.createElement("div");
-      el.className = "banner halt";
-      el.id = "halt-banner";
-      el.setAttribute("role", "alert");
+      el.className = "banner " + kind;
+      el.id = id;
+      el.setAttribute("role", role);
       var text = document.createElement("span");
       text.className = "banner-text";
       el.appendChild(text);
-      var form = document.createElement("form");
-      form.method = "post";
-      form.action = "/unhalt";
-      form.className = "unhalt";
-      [["csrf", dp.csrf()], ["next", location.pathname]].forEach(function (pair) {
-        var input = document.createElement("input");
-        input.type = "hidden";
-        input.name = pair[0];
-        input.value = pair[1];
-        form.appendChild(input);
-      });
-      var button = document.createElement("button");
-      button.type = "submit";
-      button.id = "unhalt";
-      form.appendChild(button);
-      el.appendChild(form);
-      var error = document.createElement("span");
-      error.className = "banner-error error";
-      error.hidden = true;
-      el.appendChild(error);
+      build(el);
       placeBanner(el);
     }
+    el.querySelector(".banner-text").textContent = state.text;
+    return el;
+  }
+
+  function unhaltForm(el) {
+    var form = document.createElement("form");
+    form.method = "post";
+    form.action = "/unhalt";
+    form.className = "unhalt";
+    [["csrf", dp.csrf()], ["next", location.pathname]].forEach(function (pair) {
+      var input = document.createElement("input");
+      input.type = "hidden";
+      input.name = pair[0];
+      input.value = pair[1];
+      form.appendChild(input);
+    });
+    var button = document.createElement("button");
+    button.type = "submit";
+    button.id = "unhalt";
+    form.appendChild(button);
+    el.appendChild(form);
+    var error = document.createElement("span");
+    error.className = "banner-error error";
+    error.hidden = true;
+    el.appendChild(error);
+  }
+
+  function haltBanner(halt) {
+    var el = banner("halt-banner", "halt", "alert", halt, unhaltForm);
+    if (!el) return;
     el.setAttribute("data-cause", halt.cause || "");
-    el.querySelector(".banner-text").textContent = halt.text;
     var unhalt = el.querySelector("#unhalt");
     if (unhalt && dp.labels.unhalt) unhalt.textContent = dp.labels.unhalt;
   }
 
   function takeoverBanner(hold) {
-    var el = document.getElementById("takeover-banner");
-    if (!hold) {
-      if (el) el.remove();
-      return;
-    }
-    if (!el) {
-      el = document.createElement("div");
-      el.className = "banner takeover";
-      el.id = "takeover-banner";
-      el.setAttribute("role", "status");
-      var text = document.createElement("span");
-      text.className = "banner-text";
-      el.appendChild(text);
-      var link = document.createElement("a");
-      el.appendChild(link);
-      placeBanner(el);
-    }
+    var el = banner("takeover-banner", "takeover", "status", hold, function (box) {
+      box.appendChild(document.createElement("a"));
+    });
+    if (!el) return;
     el.setAttribute("data-session", hold.sessionId);
-    el.querySelector(".banner-text").textContent = hold.text;
     var a = el.querySelector("a");
     a.href = "/sessions/" + encodeURIComponent(hold.sessionId);
     a.textContent = label("openSession");
