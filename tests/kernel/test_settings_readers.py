@@ -40,14 +40,13 @@ from deskpilot.store.db import Database
 from deskpilot.store.settings import Environments, Settings, SettingsModel
 from deskpilot.vault.service import SnapshotService
 from deskpilot.vault.store import Vault
+from serve_kit import HttpServer, http_server
 from web.settings_kit import (
     McpThread,
-    Serve,
     dashboard,
     diag_of,
     element_id,
     error_code,
-    serve_http,
     state_id_of,
     text_of,
     until,
@@ -92,8 +91,8 @@ def calculator(dp_desktop: Any) -> Iterator[App]:
 
 
 @pytest.fixture
-def served(env: dict[str, str], calculator: App) -> Iterator[tuple[Serve, McpThread]]:
-    with serve_http(env) as serve:
+def served(env: dict[str, str], calculator: App) -> Iterator[tuple[HttpServer, McpThread]]:
+    with http_server(env) as serve:
         client = McpThread(serve)
         try:
             yield serve, client
@@ -176,7 +175,7 @@ def test_which_desktops_are_private(dp_desktop: vdesk.DesktopState, tmp_path: Pa
 
 
 def test_environments_gate_actions_not_observing(
-    served: tuple[Serve, McpThread], db: Database
+    served: tuple[HttpServer, McpThread], db: Database
 ) -> None:
     _, client = served
     first = _click(client, "7")
@@ -199,7 +198,7 @@ def test_environments_gate_actions_not_observing(
 
 
 def test_enabled_allowed_apps_and_confirmations_follow_another_process(
-    served: tuple[Serve, McpThread], db: Database
+    served: tuple[HttpServer, McpThread], db: Database
 ) -> None:
     _, client = served
     # enabled
@@ -241,7 +240,7 @@ def test_enabled_allowed_apps_and_confirmations_follow_another_process(
 
 
 def test_external_readback_follows_another_process(
-    served: tuple[Serve, McpThread], db: Database
+    served: tuple[HttpServer, McpThread], db: Database
 ) -> None:
     _, client = served
     spec = {"kind": "external_readback", "argv": ["true"], "expectExit": 0}
@@ -274,7 +273,7 @@ def _evidence(db: Database) -> list[dict[str, Any]]:
 
 
 def test_full_recording_keeps_frames_before_and_after_each_action(
-    served: tuple[Serve, McpThread], db: Database, env: dict[str, str]
+    served: tuple[HttpServer, McpThread], db: Database, env: dict[str, str]
 ) -> None:
     _, client = served
     off_ms: list[float] = []
@@ -371,7 +370,7 @@ def test_retention_and_quota_are_read_when_used_not_at_start(
 
 
 def test_a_chord_written_by_the_dashboard_rearms_a_running_serve(
-    served: tuple[Serve, McpThread], db: Database, env: dict[str, str], dp_desktop: Any
+    served: tuple[HttpServer, McpThread], db: Database, env: dict[str, str], dp_desktop: Any
 ) -> None:
     _, client = served
     _state(client)  # the server now has a session on the desktop
