@@ -19,6 +19,7 @@ from deskpilot.cli import (
     vault,
     verification,
 )
+from deskpilot.cli import eval as eval_cmd
 
 app = typer.Typer(
     name="deskpilot",
@@ -39,6 +40,7 @@ app.command("run")(run.run)
 app.command("agent")(agent.agent)
 app.add_typer(verification.app, name="verification")
 app.add_typer(smoke.app, name="smoke")
+app.command("eval")(eval_cmd.eval_suite)
 app.add_typer(sessions.app, name="session")
 app.command("ui")(ui.ui)
 

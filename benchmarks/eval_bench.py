@@ -1,0 +1,207 @@
+"""What ``deskpilot eval`` costs: a desktop's start to its first observation, its memory, and a
+suite's wall time on N desktops against the sum of its task times.
+
+Why: the eval's promise is "no VMs: a private desktop starts in about a second", and
+``--desktops N`` is bounded by cores and memory (eval/capacity.py) with a per-desktop figure
+that has to be measured, not guessed. The machine is shared, so the load average is printed
+before and after each part.
+
+1. ``start → first observation`` (``--rounds`` times): ``desktop.up()``, one app started
+   through the eval's setup (launch policy, /proc display check, accessibility wait), and the
+   eval's own host observing it (``python -I -m deskpilot.host`` spawned, handshake, tree).
+2. memory: the proportional set size (PSS) of everything on the display (eval/capacity.py)
+   — a bare desktop, then with gnome-calculator, then with Chromium on a local page.
+3. the starter suite with the reference solver (``tests/eval/reference_solver.py``) for each
+   ``--desktops`` value: wall time, the sum of task times, their ratio, peak memory per task.
+
+Run (from the repo root): ``DESKPILOT_HOST_LOCAL_TRUST=1 .venv/bin/python
+benchmarks/eval_bench.py --rounds 5 --desktops 1,2,4`` (``--tasks a,b`` for fewer tasks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from deskpilot import desktop as vdesk
+from deskpilot.eval.capacity import desktop_rss_mb
+from deskpilot.eval.checking import host_config
+from deskpilot.eval.suite import LaunchSpec
+from deskpilot.eval.task_setup import Launched, chromium_launch, launch_one
+from deskpilot.hostclient.backend import HostBackend
+from deskpilot.protocol.wire import TargetSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLVER = ROOT / "tests" / "eval" / "reference_solver.py"
+PERSON_KEYS = ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XAUTHORITY", "WAYLAND_DISPLAY")
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def task_env(state: vdesk.DesktopState, scratch: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in PERSON_KEYS}
+    env.update(state.env)
+    env.update(
+        {
+            "DESKPILOT_DATA_DIR": str(scratch / "data"),
+            "XDG_CONFIG_HOME": str(scratch / "config"),
+            "XDG_CACHE_HOME": str(scratch / "cache"),
+            "GSETTINGS_BACKEND": "memory",
+        }
+    )
+    return env
+
+
+async def first_observation(env: dict[str, str], app: str, log: Path) -> None:
+    backend = HostBackend(host_config(env, None, log), heartbeat=False)
+    try:
+        await backend.observe("eval-bench", TargetSpec(app=app), include_screenshot=False)
+    finally:
+        await backend.close()
+
+
+def start_to_observation(rounds: int) -> None:
+    print(f"## start → first observation (zenity), {rounds} rounds; load {load()}")
+    rows: dict[str, list[float]] = {"desktop": [], "app": [], "observe": [], "total": []}
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory(prefix="eval-bench-") as tmp:
+            scratch = Path(tmp)
+            work = scratch / "work"
+            work.mkdir()
+            t0 = time.monotonic()
+            state = vdesk.up()
+            t1 = time.monotonic()
+            launched: Launched | None = None
+            try:
+                env = task_env(state, scratch)
+                spec = LaunchSpec(app="zenity", args=["--info", "--text=benchmark"])
+                launched = launch_one(spec, env, work, state.display)
+                t2 = time.monotonic()
+                asyncio.run(first_observation(env, "zenity", scratch / "host.log"))
+                t3 = time.monotonic()
+            finally:
+                if launched is not None:
+                    launched.proc.kill()
+                    launched.proc.wait()
+                vdesk.down(state)
+            rows["desktop"].append(t1 - t0)
+            rows["app"].append(t2 - t1)
+            rows["observe"].append(t3 - t2)
+            rows["total"].append(t3 - t0)
+    for name, values in rows.items():
+        ms = sorted(v * 1000 for v in values)
+        print(f"{name}_median_ms: {statistics.median(ms):.0f}  (min {ms[0]:.0f}, max {ms[-1]:.0f})")
+    print(f"load after: {load()}")
+
+
+def rss(state: vdesk.DesktopState, apps: list[Launched]) -> float:
+    return desktop_rss_mb(state.display, (*state.pids.values(), *(a.pid for a in apps)))
+
+
+def memory() -> None:
+    print(f"## memory per desktop (PSS of everything on its display, MiB); load {load()}")
+    with tempfile.TemporaryDirectory(prefix="eval-bench-") as tmp:
+        scratch = Path(tmp)
+        work = scratch / "work"
+        work.mkdir()
+        state = vdesk.up()
+        apps: list[Launched] = []
+        try:
+            env = task_env(state, scratch)
+            time.sleep(1.0)
+            print(f"bare desktop (Xvfb, D-Bus, AT-SPI): {rss(state, apps)}")
+            apps.append(
+                launch_one(
+                    LaunchSpec(app="gnome-calculator", args=["--mode=basic"]),
+                    env,
+                    work,
+                    state.display,
+                )
+            )
+            time.sleep(1.0)
+            print(f"+ gnome-calculator: {rss(state, apps)}")
+            page = work / "p.html"
+            page.write_text("<title>bench</title><h1>A page</h1><button>Go</button>")
+            apps.append(
+                launch_one(
+                    chromium_launch(f"file://{page}", work, 1280, 800), env, work, state.display
+                )
+            )
+            time.sleep(3.0)
+            print(f"+ Chromium on a local page: {rss(state, apps)}")
+        finally:
+            for a in apps:
+                a.proc.kill()
+                a.proc.wait()
+            vdesk.down(state)
+
+
+def suite_runs(desktops: list[int], tasks: str | None) -> None:
+    agent = "mcp:" + shlex.join([sys.executable, str(SOLVER)])
+    for n in desktops:
+        with tempfile.TemporaryDirectory(prefix="eval-bench-suite-") as tmp:
+            before = load()
+            argv = [
+                str(Path(sys.executable).with_name("deskpilot")),
+                "eval",
+                str(ROOT / "suites" / "starter.json"),
+                "--desktops",
+                str(n),
+                "--agent",
+                agent,
+                "--out",
+                tmp,
+                "--json",
+            ]
+            if tasks:
+                argv += ["--tasks", tasks]
+            t0 = time.monotonic()
+            proc = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ))
+            elapsed = time.monotonic() - t0
+            data = json.loads((Path(tmp) / "results.json").read_text())
+            tot = data["totals"]
+            mem = sorted(t["desktop"].get("memoryMb") or 0 for t in data["tasks"])
+            by_app: dict[str, list[float]] = {}
+            for t in data["tasks"]:
+                by_app.setdefault(t["id"].split("-")[0], []).append(
+                    t["desktop"].get("memoryMb") or 0
+                )
+            apps = ", ".join(f"{a} {max(v):.0f}" for a, v in sorted(by_app.items()))
+            print(
+                f"## suite, --desktops {n}: exit {proc.returncode}, {tot['passed']}/{tot['tasks']} "
+                f"passed; wall {data['wallS']:.1f} s (process {elapsed:.1f} s), sum of task "
+                f"times {tot['sumTaskS']:.1f} s, wall/sum {data['wallS'] / tot['sumTaskS']:.2f}; "
+                f"peak memory per task median {statistics.median(mem):.0f} MiB, max {mem[-1]:.0f} "
+                f"(by app: {apps}); load before {before}, after {load()}"
+            )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--desktops", default="1,2,4", help="comma-separated --desktops values")
+    ap.add_argument("--tasks", default=None, help="only these starter tasks (a,b)")
+    ap.add_argument("--skip-suite", action="store_true")
+    args = ap.parse_args()
+    for key in PERSON_KEYS:
+        os.environ.pop(key, None)  # every part runs on its own private desktops
+    print(f"cores {os.cpu_count()}, load {load()}")
+    start_to_observation(args.rounds)
+    memory()
+    if not args.skip_suite:
+        suite_runs([int(n) for n in args.desktops.split(",")], args.tasks)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""``deskpilot eval SUITE``: run a task suite, each task on its own fresh private desktop.
+
+Translates the options into ``deskpilot.eval`` (docs/eval.md) and shows the run: a live line
+of running / passed / failed with an ETA, then a table of the task runs and the path of
+``results.json``.
+
+Exit codes: 0 every task run passed; 1 a task failed or could not run; 2 a usage error (a bad
+option, a suite file that is not valid, more desktops than the machine holds); 4 the
+``operator`` agent has no usable decision model; 130 interrupted (Ctrl-C: the running agents
+are ended and their desktops torn down; ``--resume`` continues).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from deskpilot.eval.agents import AgentSpec
+from deskpilot.eval.capacity import CapacityError, Machine
+from deskpilot.eval.results import TaskRecord
+from deskpilot.eval.suite import SuiteError, load_suite
+
+if TYPE_CHECKING:  # the engine pulls in the runtime: loaded only when eval runs
+    from deskpilot.eval.engine import Progress
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_NO_MODEL = 4
+EXIT_INTERRUPTED = 130
+
+
+def _progress_text(p: Progress, slots: int) -> Text:
+    eta = p.eta_s(slots)
+    shown = "…" if eta is None else f"{eta:.0f} s"
+    t = Text()
+    t.append(f"{p.done + p.skipped}/{p.total} ", style="bold")
+    t.append(f"running {len(p.running)} ", style="cyan")
+    t.append(f"passed {p.passed} ", style="green")
+    t.append(f"failed {p.failed} ", style="red")
+    if p.errors:
+        t.append(f"errors {p.errors} ", style="yellow")
+    if p.skipped:
+        t.append(f"resumed {p.skipped} ", style="dim")
+    t.append(f"elapsed {p.task_elapsed():.0f} s ETA {shown}", style="dim")
+    if p.running:
+        t.append("\n  now: " + ", ".join(p.running[:6]), style="dim")
+    return t
+
+
+def _table(records: list[TaskRecord]) -> Table:
+    table = Table(title="deskpilot eval")
+    for col in ("task", "outcome", "verification", "steps", "model calls", "time"):
+        table.add_column(col)
+    style = {"passed": "green", "failed": "red", "error": "yellow"}
+    for r in records:
+        passed = sum(v.get("passed") is True for v in r.verification)
+        label = r.task_id if r.repeat == 0 else f"{r.task_id}#{r.repeat}"
+        table.add_row(
+            label,
+            Text(r.outcome, style=style.get(r.outcome, "")),
+            f"{passed}/{len(r.verification)}" if r.verification else (r.error or "")[:60],
+            "" if r.steps is None else str(r.steps),
+            "" if r.model_calls is None else str(r.model_calls),
+            f"{r.time_s:.1f} s",
+        )
+    return table
+
+
+def eval_suite(
+    suite_path: Path = typer.Argument(..., help="The suite file (JSON, docs/eval.md)."),
+    desktops: int = typer.Option(1, "--desktops", help="Private desktops side by side."),
+    agent: str = typer.Option(
+        "operator",
+        "--agent",
+        help='operator, mcp:"COMMAND" (an MCP agent command), or none (the baseline: '
+        "every task should fail).",
+    ),
+    provider: str | None = typer.Option(
+        None, "--provider", help="The provider profile the operator decides with."
+    ),
+    tasks: str | None = typer.Option(None, "--tasks", help="Only these task ids: a,b,c."),
+    repeat: int = typer.Option(1, "--repeat", min=1, max=100, help="Run each task K times."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Where results.json and the task dirs go (default: a new dir)."
+    ),
+    resume: bool = typer.Option(False, "--resume", help="Skip the runs --out already finished."),
+    as_json: bool = typer.Option(False, "--json", help="No live view; print results.json's path."),
+) -> None:
+    """Run a task suite on private desktops and score each task by its success criteria.
+
+    Exit codes: 0 all passed, 1 a task failed or could not run, 2 usage error (bad option,
+    invalid suite, more desktops than this machine holds), 4 no decision model (operator),
+    130 interrupted (the finished runs are kept: --resume continues).
+    """
+    console = Console(stderr=True)
+    try:
+        suite = load_suite(suite_path)
+        chosen = suite.select([t for t in (tasks or "").split(",") if t.strip()] or None)
+        spec = AgentSpec.parse(agent)
+        Machine.here().check(desktops)
+    except (SuiteError, ValueError) as exc:  # CapacityError is a ValueError
+        kind = "capacity" if isinstance(exc, CapacityError) else "usage"
+        console.print(f"[red]error ({kind}):[/red] {exc}", markup=True, highlight=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    if resume and out is None:
+        console.print("[red]error:[/red] --resume needs the --out of the earlier run")
+        raise typer.Exit(EXIT_USAGE)
+    provider_vars: dict[str, str] = {}
+    if spec.kind == "operator":
+        from deskpilot.eval.provider_env import provider_env, resolve_provider
+        from deskpilot.provider import ProviderError
+
+        try:
+            provider_vars = provider_env(resolve_provider(os.environ, provider))
+        except ProviderError as err:
+            console.print(f"[red]error:[/red] no decision model for the operator: {err.message}")
+            raise typer.Exit(EXIT_NO_MODEL) from None
+    from deskpilot.eval.engine import EvalOptions, run_eval
+    from deskpilot.eval.worker import WorkerConfig
+
+    if out is None:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        out = Path.cwd() / f"eval-{suite.name}-{stamp}"
+    worker = WorkerConfig(
+        agent=spec, out_dir=out.resolve(), base_env=dict(os.environ), provider_env=provider_vars
+    )
+    slots = desktops
+    live: Live | None = None
+
+    def shown(p: Progress, record: TaskRecord | None) -> None:
+        if live is not None:
+            live.update(_progress_text(p, slots))
+        if record is not None and not as_json:
+            mark = {"passed": "green", "failed": "red"}.get(record.outcome, "yellow")
+            console.print(
+                f"[{mark}]{record.outcome}[/{mark}] {record.task_id} ({record.time_s:.1f} s)"
+                + (f" — {record.error}" if record.error else ""),
+                highlight=False,
+            )
+
+    options = EvalOptions(
+        suite=suite,
+        suite_path=suite_path.resolve(),
+        tasks=chosen,
+        worker=worker,
+        desktops=desktops,
+        repeat=repeat,
+        resume=resume,
+        provider=provider,
+        on_progress=shown,
+    )
+    try:
+        if as_json:
+            outcome = run_eval(options)
+        else:
+            with Live(Text("starting…"), console=console, refresh_per_second=4) as live_view:
+                live = live_view
+                outcome = run_eval(options)
+            live = None
+    except ValueError as exc:  # --resume with results of another suite
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(EXIT_USAGE) from None
+    if as_json:
+        typer.echo(str(outcome.results_path))
+    else:
+        Console().print(_table(outcome.records))
+        console.print(f"results: {outcome.results_path} (wall {outcome.wall_s:.1f} s)")
+    if outcome.interrupted:
+        console.print(f"interrupted: continue with --resume --out {out}", highlight=False)
+        raise typer.Exit(EXIT_INTERRUPTED)
+    raise typer.Exit(EXIT_OK if outcome.ok else EXIT_FAILED)

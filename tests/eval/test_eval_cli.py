@@ -1,0 +1,128 @@
+"""``deskpilot eval``'s usage errors (exit 2 with the reason) and the ``operator`` agent: the
+delegated operator deciding through the scripted OpenAI-compatible model, on a fresh
+private desktop, scored by the eval's own check."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
+from scripted_model import Calculator, ScriptedModel
+
+from deskpilot.eval.capacity import DESKTOPS_PER_CORE
+
+ROOT = Path(__file__).resolve().parents[2]
+STARTER = ROOT / "suites" / "starter.json"
+DESKPILOT = str(Path(sys.executable).with_name("deskpilot"))
+
+
+def eval_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("DESKPILOT_PROVIDER_")}
+    base.pop("DESKPILOT_API_KEY", None)  # no model of the developer's reaches these runs
+    base["DESKPILOT_HOST_LOCAL_TRUST"] = "1"
+    return subprocess.run(
+        [DESKPILOT, "eval", *args],
+        env={**base, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_more_desktops_than_the_machine_holds_is_refused(tmp_path: Path) -> None:
+    too_many = (os.cpu_count() or 1) * DESKTOPS_PER_CORE + 1
+    proc = eval_cli(
+        str(STARTER), "--desktops", str(too_many), "--agent", "mcp:true", "--out", str(tmp_path)
+    )
+    assert proc.returncode == 2
+    assert "error (capacity)" in proc.stderr and "core(s)" in proc.stderr
+    assert not (tmp_path / "results.json").exists()  # refused before anything ran
+
+
+def test_an_invalid_suite_or_agent_is_a_usage_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema": "deskpilot.eval.suite/1", "name": "b", "tasks": []}))
+    proc = eval_cli(str(bad), "--agent", "mcp:true")
+    assert proc.returncode == 2 and "tasks: List should have at least 1 item" in proc.stderr
+    proc = eval_cli(str(STARTER), "--agent", "claude")
+    assert proc.returncode == 2 and "--agent is operator, mcp:COMMAND or none" in proc.stderr
+    proc = eval_cli(str(STARTER), "--agent", "mcp:true", "--tasks", "nope")
+    assert proc.returncode == 2 and "no task 'nope'" in proc.stderr
+    proc = eval_cli(str(STARTER), "--agent", "mcp:true", "--resume")
+    assert proc.returncode == 2 and "--resume needs the --out" in proc.stderr
+
+
+def test_the_operator_without_a_model_is_refused(tmp_path: Path) -> None:
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "DESKPILOT_DATA_DIR": str(tmp_path)}
+    proc = eval_cli(str(STARTER), "--agent", "operator", "--out", str(tmp_path / "o"), env=env)
+    assert proc.returncode == 4 and "no decision model for the operator" in proc.stderr
+
+
+@pytest.mark.desktop
+@pytest.mark.timeout(240)
+def test_the_operator_solves_a_task_with_the_configured_model(tmp_path: Path) -> None:
+    with ScriptedModel(Calculator("17+25")) as model:
+        env = {
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "DESKPILOT_PROVIDER_KEY_STORAGE": "file",
+            "DESKPILOT_PROVIDER_BASE_URL": model.base_url,
+            "DESKPILOT_PROVIDER_MODEL": "scripted",
+            "DESKPILOT_PROVIDER_API_KEY": "test",
+        }
+        out = tmp_path / "out"
+        proc = eval_cli(
+            str(STARTER),
+            "--tasks",
+            "calculator-add",
+            "--agent",
+            "operator",
+            "--out",
+            str(out),
+            "--json",
+            env=env,
+        )
+        calls = model.calls
+    data = json.loads((out / "results.json").read_text())
+    (task,) = data["tasks"]
+    assert proc.returncode == 0, (proc.stderr[-2000:], task)
+    assert data["agent"] == "operator"
+    assert task["outcome"] == "passed" and task["agent"]["state"] == "completed"
+    assert task["verification"][0]["passed"] is True
+    assert task["steps"] >= 4  # 1 7 + 2 5 = at least: the operator's own count
+    assert task["modelCalls"] >= 1 and task["modelCalls"] <= calls
+    # the model's key reached the operator, never the results
+    assert "test" not in json.dumps(data.get("provider"))
+    assert (Path(task["trajectory"]) / "deskpilot.sqlite3").is_file()
+
+
+@pytest.mark.desktop
+@pytest.mark.timeout(240)
+def test_repeat_runs_each_task_on_its_own_desktop_and_shows_a_table(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = eval_cli(
+        str(STARTER),
+        "--tasks",
+        "zenity-entry-name",
+        "--repeat",
+        "2",
+        "--agent",
+        "none",
+        "--out",
+        str(out),
+    )
+    assert proc.returncode == 1  # the baseline fails
+    data = json.loads((out / "results.json").read_text())
+    runs = sorted((t["repeat"], Path(t["trajectory"]).parent.name) for t in data["tasks"])
+    assert runs == [(0, "zenity-entry-name"), (1, "zenity-entry-name-r1")]
+    displays = [t["desktop"]["display"] for t in data["tasks"]]
+    assert all(displays) and all("teardownS" in t["desktop"] for t in data["tasks"])
+    assert "zenity-entry-name#1" in proc.stdout and "failed" in proc.stdout  # the table
+    assert "deskpilot eval" in proc.stdout
+    assert f"results: {out / 'results.json'}" in proc.stderr.replace("\n", "")
