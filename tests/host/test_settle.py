@@ -13,11 +13,17 @@ import asyncio
 import time
 from typing import Any, cast
 
+import pytest
 from dbus_fast import Message, MessageType
 
 from deskpilot.host.accessibility import Accessibility, TreeResult
 from deskpilot.host.atspi.events import EVENT_QUIET_S, FIRST_EVENT_S, EventWatcher
-from deskpilot.host.settle import SPECULATE_QUIET_S, Settler
+from deskpilot.host.settle import (
+    CHROMIUM_REACTION_S,
+    SPECULATE_QUIET_S,
+    FirstEventWindow,
+    Settler,
+)
 from deskpilot.host.x11.desktop import X11Desktop
 
 APP = ":1.42"
@@ -94,10 +100,10 @@ async def test_settle_ends_one_quiet_interval_after_the_last_event() -> None:
     since = time.monotonic()
     # a GTK-like reaction: nothing for 250 ms, then a burst
     burst = asyncio.ensure_future(emit_at(acc, 0.25, 0.251, 0.26))
-    settled, value = await settler(acc).settle(APP, since, 1500)
+    done = await settler(acc).settle(APP, since, 1500)
     end = time.monotonic()
     await burst
-    assert settled is True and value is None
+    assert done.settled is True and done.value is None and done.bound == "event"
     quiet = end - acc.watcher.last_event(APP)
     assert EVENT_QUIET_S <= quiet < EVENT_QUIET_S + 0.035, quiet  # no polling slack
 
@@ -105,8 +111,8 @@ async def test_settle_ends_one_quiet_interval_after_the_last_event() -> None:
 async def test_settle_without_events_waits_the_first_event_window() -> None:
     acc = FakeAcc()
     since = time.monotonic()
-    settled, _ = await settler(acc).settle(APP, since, 1500)
-    assert settled is True
+    done = await settler(acc).settle(APP, since, 1500)
+    assert done.settled is True and done.bound == "first_event"
     assert FIRST_EVENT_S <= time.monotonic() - since < FIRST_EVENT_S + 0.1
 
 
@@ -114,9 +120,9 @@ async def test_settle_budget_bounds_it() -> None:
     acc = FakeAcc()
     since = time.monotonic()
     chatter = asyncio.ensure_future(emit_at(acc, *[i * 0.02 for i in range(30)]))
-    settled, _ = await settler(acc).settle(APP, since, 200)
+    done = await settler(acc).settle(APP, since, 200)
     chatter.cancel()
-    assert settled is False
+    assert done.settled is False and done.bound == "budget"
     assert 0.2 <= time.monotonic() - since < 0.3
 
 
@@ -134,10 +140,90 @@ async def test_speculative_read_is_kept_only_without_events_during_it() -> None:
 
     since = time.monotonic()
     acc.emit()
-    settled, value = await settler(acc).settle(APP, since, 1500, read=read)
-    assert settled is True
-    assert value == 2  # the first read was stale, the second one is what was returned
+    done = await settler(acc).settle(APP, since, 1500, read=read)
+    assert done.settled is True
+    assert done.value == 2  # the first read was stale, the second one is what was returned
     assert reads[0] - since >= SPECULATE_QUIET_S
+
+
+async def test_a_toolkit_window_ends_the_wait_once_the_barrier_is_answered() -> None:
+    acc = FakeAcc()
+    asked: list[float] = []
+
+    async def barrier() -> bool:
+        asked.append(time.monotonic())
+        await asyncio.sleep(0.03)  # the app answers after work that was due
+        return True
+
+    since = time.monotonic()
+    window = FirstEventWindow(since + 0.1, "toolkit_gtk", barrier)
+    done = await settler(acc).settle(APP, since, 1500, window=window)
+    end = time.monotonic() - since
+    assert done.settled is True and done.bound == "toolkit_gtk"
+    assert len(asked) == 1 and asked[0] - since >= 0.1  # asked once the window ended
+    assert 0.13 <= end < 0.3, end  # and the answer ended it: not the 600 ms rule
+
+
+async def test_an_event_before_the_barrier_answers_hands_the_wait_to_the_quiet_rule() -> None:
+    acc = FakeAcc()
+
+    async def barrier() -> bool:
+        acc.emit()  # the due work ran and changed something before the app answered
+        await asyncio.sleep(0.01)
+        return True
+
+    since = time.monotonic()
+    window = FirstEventWindow(since + 0.05, "toolkit_none", barrier)
+    done = await settler(acc).settle(APP, since, 1500, window=window)
+    assert done.settled is True and done.bound == "event"
+    assert time.monotonic() - acc.watcher.last_event(APP) >= EVENT_QUIET_S
+
+
+async def test_a_barrier_never_answered_is_waited_for_no_longer_than_the_plain_rule() -> None:
+    acc = FakeAcc()
+    never = asyncio.Event()
+
+    async def barrier() -> bool:
+        await never.wait()  # a stopped app
+        return True
+
+    since = time.monotonic()
+    window = FirstEventWindow(since + 0.02, "toolkit_none", barrier)
+    done = await settler(acc).settle(APP, since, 1500, window=window)
+    assert done.settled is True and done.bound == "first_event"
+    assert FIRST_EVENT_S <= time.monotonic() - since < FIRST_EVENT_S + 0.1
+
+
+async def test_chromium_window_widens_with_the_apps_typical_reaction() -> None:
+    from types import SimpleNamespace
+
+    from deskpilot.host.atspi.model import ElementRef, NodeRef
+
+    acc = FakeAcc()
+    acc_any = cast(Any, acc)
+    acc_any.client = SimpleNamespace(applications=None)
+    apps = [SimpleNamespace(bus_name=APP, toolkit="Chromium", toolkit_version="1.0")]
+
+    async def applications() -> list[Any]:
+        return apps
+
+    acc_any.client.applications = applications
+    acc_any.still_valid = lambda element: asyncio.sleep(0, True)
+    s = settler(acc)
+    element = ElementRef(
+        1, NodeRef(APP, "/a/1"), 7, "button", 0, "b", frozenset(), frozenset(), (), None
+    )
+    now = time.monotonic()
+    window = await s.first_event_window(element, now)
+    assert window is not None and window.bound == "toolkit_none"
+    assert window.due - now == pytest.approx(CHROMIUM_REACTION_S)
+    for _ in range(3):  # the app took 80 ms to react each time (a loaded machine)
+        sent = time.monotonic()
+        acc.emit()
+        s.toolkit_delay_ms(APP, sent - 0.081, sent - 0.08)
+    now = time.monotonic()
+    window = await s.first_event_window(element, now)
+    assert window is not None and 0.15 <= window.due - now <= 0.17
 
 
 async def test_toolkit_delay_is_answer_to_first_event() -> None:
@@ -191,13 +277,15 @@ class FakeTreeClient:
         await asyncio.sleep(0.02)
         return self._frames
 
-    async def snapshot(self, ref: Any, *, max_elements: int, text_budget: int) -> Any:
+    async def snapshot(
+        self, ref: Any, *, max_elements: int, text_budget: int, deadline: float | None = None
+    ) -> Any:
         from types import SimpleNamespace
 
         self.snapshot_started.append(time.monotonic() - self.t0)
         await asyncio.sleep(0.02)
         self.read.append(ref.path)
-        return SimpleNamespace(element_count=5, path=ref.path)
+        return SimpleNamespace(element_count=5, path=ref.path, partial=None)
 
 
 def _frame(path: str, title: str) -> Any:
@@ -214,7 +302,7 @@ def _window(title: str) -> Any:
     from deskpilot.protocol.wire import Rect
 
     return SimpleNamespace(
-        pid=7, title=title, visible=True, bounds=Rect(x=0, y=0, width=100, height=100)
+        xid=0x400001, pid=7, title=title, visible=True, bounds=Rect(x=0, y=0, width=100, height=100)
     )
 
 

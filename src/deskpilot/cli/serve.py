@@ -18,10 +18,13 @@ from deskpilot.runtime.budget import BOUNDED_DURATION_MS, BOUNDED_MAX_ACTIONS, B
 from deskpilot.runtime.runtime import RuntimeConfig
 
 if TYPE_CHECKING:
+    from deskpilot.kernel.kernel import Kernel
     from deskpilot.runtime.runtime import Runtime
     from deskpilot.web.preview import PreviewServer
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+#: how ``deskpilot eval`` hands its ``--host-command`` to the servers it starts
+HOST_COMMAND_ENV = "DESKPILOT_HOST_COMMAND"  # = hostclient.remote.HOST_COMMAND_ENV
 
 
 class Transport(StrEnum):
@@ -47,9 +50,20 @@ def serve(
     budget_actions: int = typer.Option(
         BOUNDED_MAX_ACTIONS, hidden=True, help="bounded budget action attempts (tests)"
     ),
+    host_command: str | None = typer.Option(
+        None,
+        "--host-command",
+        envvar=HOST_COMMAND_ENV,
+        help='run the host on another machine: ssh\'s argv, e.g. "ssh user@box deskpilot-host" '
+        "(no shell; the remote's host key must be pinned, docs/host.md)",
+    ),
+    pin_host_key: bool = typer.Option(
+        False, "--pin-host-key", help="with --host-command: pin an unknown SSH host key (TOFU)"
+    ),
 ) -> None:
     """Serve deskpilot's 28 tools over MCP."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    kernel = remote_kernel(host_command, pin_host_key)
     config = RuntimeConfig(
         budget_mode=BudgetMode(budget.value),
         bounded_duration_ms=int(budget_seconds * 1000),
@@ -62,9 +76,9 @@ def serve(
                     "the HTTP transport binds loopback only", param_hint="--host"
                 )
             sock = _bind(host, port)  # before the runtime starts: a busy port costs nothing
-            asyncio.run(_http(config, host, sock))
+            asyncio.run(_http(config, host, sock, kernel))
         else:
-            asyncio.run(_stdio(config))
+            asyncio.run(_stdio(config, kernel))
     except asyncio.CancelledError:
         raise typer.Exit(143) from None  # SIGTERM: shut down cleanly, then say so
 
@@ -114,11 +128,30 @@ async def _previews(runtime: Runtime) -> PreviewServer | None:
     return server
 
 
-async def _stdio(config: RuntimeConfig) -> None:
+def remote_kernel(host_command: str | None, pin: bool) -> Kernel | None:
+    """The kernel for ``--host-command`` (None = the default local host)."""
+    if host_command is None:
+        if pin:
+            raise typer.BadParameter("needs --host-command", param_hint="--pin-host-key")
+        return None
+    from deskpilot.hostclient.backend import HostBackend
+    from deskpilot.hostclient.config import HostConfig
+    from deskpilot.hostclient.remote import parse_host_command
+    from deskpilot.kernel.kernel import Kernel
+    from deskpilot.protocol.errors import DeskpilotError
+
+    try:
+        argv = parse_host_command(host_command)
+    except DeskpilotError as exc:
+        raise typer.BadParameter(exc.message, param_hint="--host-command") from None
+    return Kernel(HostBackend(HostConfig(remote_command=argv, pin_host_key=pin)))
+
+
+async def _stdio(config: RuntimeConfig, kernel: Kernel | None = None) -> None:
     from deskpilot.mcp.server import build_server
     from deskpilot.runtime.wiring import build_runtime
 
-    runtime = build_runtime(config)
+    runtime = build_runtime(config, kernel)
     server = build_server(runtime)
     shutdown = _Shutdown()
     await runtime.start()
@@ -145,14 +178,16 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def _http(config: RuntimeConfig, host: str, sock: socket.socket) -> None:
+async def _http(
+    config: RuntimeConfig, host: str, sock: socket.socket, kernel: Kernel | None = None
+) -> None:
     import uvicorn
 
     from deskpilot.mcp.http import BearerGate, BearerToken
     from deskpilot.mcp.server import build_server
     from deskpilot.runtime.wiring import build_runtime
 
-    runtime = build_runtime(config)
+    runtime = build_runtime(config, kernel)
     server = build_server(runtime)
     await runtime.start()
     previews = await _previews(runtime)

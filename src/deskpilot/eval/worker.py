@@ -21,11 +21,12 @@ Directory of a task run (``OUT/tasks/ID[-rK]/``, mode 0700)::
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from deskpilot import desktop as vdesk
@@ -42,6 +43,8 @@ from deskpilot.eval.checking import check, host_config
 from deskpilot.eval.results import ERROR, FAILED, PASSED, TaskRecord
 from deskpilot.eval.suite import SuiteTask
 from deskpilot.eval.task_setup import SetupRefused, SetupResult, run_setup
+from deskpilot.hostclient.config import HostConfig
+from deskpilot.hostclient.remote import HOST_COMMAND_ENV, is_remote_command
 
 #: the person's session variables a task's processes never inherit (desktop, config homes)
 PERSON_KEYS = (
@@ -75,6 +78,16 @@ class WorkerConfig:
     #: tear a finished task's desktop down in a thread while the next task starts (its
     #: verdict is in: the apps and buses only have to end); :meth:`DesktopWorker.close` waits
     background_teardown: bool = False
+
+
+def check_host_config(
+    env: Mapping[str, str], command: Sequence[str] | None, log_path: Path
+) -> HostConfig:
+    """The checks' host: an ssh ``--host-command`` runs it remotely, anything else locally."""
+    config = host_config(env, command, log_path)
+    if command is not None and is_remote_command(command):
+        return replace(config, argv=None, remote_command=tuple(command))
+    return config
 
 
 def task_dir_name(task_id: str, repeat: int) -> str:
@@ -115,6 +128,9 @@ class DesktopWorker:
         )
         if cfg.agent.kind == "operator":
             env.update(cfg.provider_env)
+        if cfg.host_command is not None and is_remote_command(cfg.host_command):
+            # the task's ``deskpilot serve`` runs its host over the same ssh (docs/host.md)
+            env[HOST_COMMAND_ENV] = shlex.join(cfg.host_command)
         return env
 
     def agent_env(self, env: Mapping[str, str]) -> dict[str, str]:
@@ -248,7 +264,7 @@ class DesktopWorker:
             criteria,
             task.target,
             started_at,
-            host_config(env, cfg.host_command, root / "check-host.log"),
+            check_host_config(env, cfg.host_command, root / "check-host.log"),
         )
         record.verification = checked.verdicts
         record.desktop["checkS"] = round(time.monotonic() - t_check, 3)

@@ -9,6 +9,15 @@ already retries while the frame has no children at all; this layer retries only 
 rendered tree is still empty, and only within one shared budget (``COLD_START_BUDGET_S``,
 counted from the start of the lookup), so a window that really is empty costs ≈ 0.6 s once,
 not the two retry loops one after the other.
+
+Every tree read has a deadline (``TREE_DEADLINE_S`` unless the request or the host's
+environment says otherwise: host/observer.py ``tree_deadline_s``): the frame lookup, the
+snapshot and the retries all end by then.
+What was read by then is the tree, marked partial (host/atspi/snapshot.py). A window whose app
+answers nothing by then — stopped, deadlocked — gets the last complete tree read of it
+(host/last_trees.py), marked with its age; the frame lookup of such an app keeps the frame
+the window had last time. Before, the lookup alone waited 3 s (``FRAME_LOOKUP_TIMEOUT_S``)
+and the observation had no tree at all.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ import time
 from dataclasses import dataclass
 
 from deskpilot.host.atspi.client import AtspiClient
+from deskpilot.host.atspi.collect import until
 from deskpilot.host.atspi.combo import ComboParts
 from deskpilot.host.atspi.model import (
     ElementRef,
@@ -28,6 +38,7 @@ from deskpilot.host.atspi.model import (
     SemanticResult,
     TreeSnapshot,
 )
+from deskpilot.host.last_trees import LastTrees
 from deskpilot.host.x11.windows import XWindow, executable_of
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import Rect
@@ -38,19 +49,32 @@ COLD_START_BUDGET_S = 0.6
 COLD_START_DELAY_S = 0.1
 FRAME_LOOKUP_TIMEOUT_S = 3.0
 SNAPSHOT_TIMEOUT_S = 15.0
+#: the default deadline of a tree read, from the start of the lookup to the answer
+TREE_DEADLINE_S = 1.5
 
 
 @dataclass(slots=True)
 class TreeResult:
-    """A tree snapshot, the AT-SPI frame it was taken of, and how long finding both took."""
+    """A tree snapshot, the AT-SPI frame it was taken of, and how long finding both took.
+
+    ``stale_age_ms``: the app did not answer by the deadline, and this is the last complete
+    tree read of the window, that old; None: read now. ``deadline_ms``: the read's deadline.
+    """
 
     snapshot: TreeSnapshot
     frame: FrameInfo
     elapsed_ms: float
+    stale_age_ms: float | None = None
+    deadline_ms: float | None = None
 
     @property
     def app_name(self) -> str | None:
         return self.frame.app_name or None
+
+    @property
+    def reusable(self) -> bool:
+        """May its element ids be acted on? Only a complete tree read now (TreeRead's rule)."""
+        return self.snapshot.partial is None and self.stale_age_ms is None
 
 
 @dataclass(slots=True, frozen=True)
@@ -79,6 +103,8 @@ class Accessibility:
 
     def __init__(self, client: AtspiClient) -> None:
         self.client = client
+        #: each window's last complete tree: the answer when its app does not answer
+        self.last_trees = LastTrees()
 
     @classmethod
     async def connect(cls, session_address: str | None = None) -> Accessibility | None:
@@ -97,7 +123,9 @@ class Accessibility:
             return {}
         return {int(a.pid): str(a.name) for a in apps}
 
-    async def fill_missing_pids(self, windows: list[XWindow]) -> None:
+    async def fill_missing_pids(
+        self, windows: list[XWindow], timeout: float = FRAME_LOOKUP_TIMEOUT_S
+    ) -> None:
         """Give windows whose X client did not say its pid the pid of their AT-SPI frame.
 
         Neither XRes nor ``_NET_WM_PID`` answers for some clients (remote ones, old
@@ -107,7 +135,7 @@ class Accessibility:
         if not missing:
             return
         try:
-            frames = await asyncio.wait_for(self.client.frames(), FRAME_LOOKUP_TIMEOUT_S)
+            frames = await asyncio.wait_for(self.client.frames(), timeout)
         except Exception:
             return
         for window in missing:
@@ -135,21 +163,38 @@ class Accessibility:
         max_elements: int,
         text_budget: int,
         hint: FrameInfo | None = None,
+        deadline_s: float = TREE_DEADLINE_S,
     ) -> TreeResult | TreeUnavailable | None:
-        """The window's tree; None when it has no accessible frame (no tree to speak of),
-        ``TreeUnavailable`` when it has one but reading it failed.
+        """The window's tree by ``deadline_s`` from now; None when it has no accessible
+        frame (no tree to speak of), ``TreeUnavailable`` when it has one but reading it
+        failed and no earlier tree of it is known.
 
         ``hint``: the frame this window had last time. Its snapshot starts at once, next to
         the frame lookup (which costs two round trips to an app that may be busy drawing),
         and is kept only if the lookup picks that same frame; otherwise it is dropped once
-        done and the looked-up frame is read, as without a hint."""
+        done and the looked-up frame is read, as without a hint. When the lookup does not
+        answer by the deadline, the hint is taken as the frame (the app is the same one: a
+        stopped app's windows do not change).
+
+        An app that answers nothing by the deadline gets the window's last complete tree,
+        stale (``TreeResult.stale_age_ms``)."""
         start = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0.0, deadline_s)
+        deadline_ms = round(deadline_s * 1000, 1)
+        if hint is not None and hint.pid != window.pid:
+            hint = None
         early: asyncio.Future[TreeSnapshot | None] | None = None
         if hint is not None:
-            early = asyncio.ensure_future(self._snapshot(hint, max_elements, text_budget))
+            early = asyncio.ensure_future(self._snapshot(hint, max_elements, text_budget, deadline))
             early.add_done_callback(_retrieved)  # even when this read is itself cancelled
         try:
-            frame = await self.frame_for(window)
+            frame = await until(self.frame_for(window), deadline)
+        except TimeoutError:
+            frame = hint
+            if frame is None:
+                log.info("AT-SPI frame lookup: no answer by the deadline")
+                return self._known(window, "TimeoutError", deadline_ms)
         except Exception as exc:
             log.info("AT-SPI frame lookup failed: %s", type(exc).__name__)
             await _drop(early)
@@ -167,25 +212,46 @@ class Accessibility:
                     future, early = early, None
                     snapshot = await future
                 else:
-                    snapshot = await self._snapshot(frame, max_elements, text_budget)
+                    snapshot = await self._snapshot(frame, max_elements, text_budget, deadline)
             except Exception as exc:
                 log.info("AT-SPI snapshot failed: %s", type(exc).__name__)
+                if _no_answer(exc):
+                    return self._known(window, type(exc).__name__, deadline_ms)
                 return TreeUnavailable(type(exc).__name__)
             spent = time.perf_counter() - start
             if snapshot is None or snapshot.element_count > 1:
                 break
             if spent + COLD_START_DELAY_S >= COLD_START_BUDGET_S:
                 break
+            if loop.time() + COLD_START_DELAY_S >= deadline:
+                break
             await asyncio.sleep(COLD_START_DELAY_S)
         if snapshot is None:
             return None
-        return TreeResult(snapshot, frame, (time.perf_counter() - start) * 1000)
+        if snapshot.partial is None:
+            self.last_trees.remember(window.xid, window.pid, snapshot, frame)
+        elapsed = (time.perf_counter() - start) * 1000
+        return TreeResult(snapshot, frame, elapsed, deadline_ms=deadline_ms)
+
+    def _known(
+        self, window: XWindow, reason: str, deadline_ms: float
+    ) -> TreeResult | TreeUnavailable:
+        """The window's last complete tree, marked stale; else ``TreeUnavailable(reason)``."""
+        known = self.last_trees.last(window.xid, window.pid)
+        if known is None:
+            return TreeUnavailable(reason)
+        age = round(known.age_ms(), 1)
+        return TreeResult(
+            known.snapshot, known.frame, 0.0, stale_age_ms=age, deadline_ms=deadline_ms
+        )
 
     async def _snapshot(
-        self, frame: FrameInfo, max_elements: int, text_budget: int
+        self, frame: FrameInfo, max_elements: int, text_budget: int, deadline: float | None = None
     ) -> TreeSnapshot | None:
         return await asyncio.wait_for(
-            self.client.snapshot(frame.ref, max_elements=max_elements, text_budget=text_budget),
+            self.client.snapshot(
+                frame.ref, max_elements=max_elements, text_budget=text_budget, deadline=deadline
+            ),
             SNAPSHOT_TIMEOUT_S,
         )
 
@@ -274,6 +340,13 @@ async def _drop(future: asyncio.Future[TreeSnapshot | None] | None) -> None:
     if future is not None:
         with contextlib.suppress(Exception):
             await future
+
+
+def _no_answer(exc: Exception) -> bool:
+    """The read failed because the app did not answer in time (not because it is gone)."""
+    if isinstance(exc, TimeoutError):
+        return True
+    return isinstance(exc, DeskpilotError) and exc.code is ErrorCode.ENVIRONMENT_UNAVAILABLE
 
 
 def _retrieved(future: asyncio.Future[TreeSnapshot | None]) -> None:

@@ -97,9 +97,31 @@ def live_window(desktop: X11Desktop, binding: Binding) -> XWindow:
 async def resolve_element(
     accessibility: Accessibility | None, binding: Binding, element_id: int | None
 ) -> ElementRef | None:
-    """The element of the observed tree, if it still exists in the same process."""
+    """The element of the observed tree, if it still exists in the same process, and if
+    that tree may be acted on at all: a partial tree (cut at its deadline) or a stale one
+    (the app did not answer; the last tree read of it) is refused with TREE_PARTIAL — its
+    elements may no longer be there, or not be all there is — while points of its
+    screenshot stay usable."""
     if element_id is None:
         return None
+    read = binding.tree_read
+    if not read.reusable:
+        why = (
+            f"is partial ({read.partial}: {read.unread_subtrees} subtrees unread)"
+            if read.partial is not None
+            else f"is stale (the app did not answer; the last tree read of it, "
+            f"{round(read.stale_age_ms or 0)} ms old)"
+        )
+        raise DeskpilotError(
+            ErrorCode.TREE_PARTIAL,
+            f"the observed tree {why}: its element ids cannot be acted on; observe again, "
+            "or act on a point of the screenshot",
+            details={
+                "elementId": element_id,
+                "partial": read.partial,
+                "stale": read.partial is None,
+            },
+        )
     tree = binding.tree
     element = tree.snapshot.elements.get(element_id) if tree is not None else None
     if element is None:

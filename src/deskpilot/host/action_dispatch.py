@@ -154,6 +154,7 @@ class ActionDispatcher:
             settled=settling.settled,
             duration_ms=round((time.perf_counter() - started) * 1000, 2),
             toolkit_delay_ms=settling.toolkit_delay_ms,
+            wait_bound=settling.wait_bound,
             observation=body,
             windows=windows,
             item_click=outcome.item_click,

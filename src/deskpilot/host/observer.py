@@ -5,19 +5,30 @@ AT-SPI frame that belongs to that X window), its pixels, and a new ``frameId``. 
 the latest observation per session (the *binding*); ``execute_action`` must quote that
 binding's frameId and treeVersion, and the binding is dropped as soon as an action passes the
 check, so every action is taken against a fresh look at the screen.
+
+Each observation says how its tree was read (``ObservationBody.tree_read``): a tree cut at the
+read's deadline is ``partial``, one answered from the last complete read of a window whose app
+did not answer is ``stale``; the binding keeps that, and element actions on it are refused
+(host/action_checks.py) while points of its screenshot stay usable.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import secrets
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from deskpilot.host.accessibility import Accessibility, TreeResult, TreeUnavailable
+from deskpilot.host.accessibility import (
+    TREE_DEADLINE_S,
+    Accessibility,
+    TreeResult,
+    TreeUnavailable,
+)
 from deskpilot.host.atspi.model import FrameInfo
 from deskpilot.host.x11.capture import JPEG_QUALITY, Frame, encode_jpeg, encode_png, paint_out
 from deskpilot.host.x11.desktop import X11Desktop
@@ -25,12 +36,14 @@ from deskpilot.host.x11.windows import XWindow
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.privacy import assert_capture_allowed, is_capture_allowed
 from deskpilot.protocol.wire import (
+    MAX_TREE_DEADLINE_MS,
     CaptureWindow,
     ImageDescriptor,
     ImageFormat,
     ObservationBody,
     Observe,
     Rect,
+    TreeRead,
     Truncation,
 )
 
@@ -44,6 +57,8 @@ EARLY_RETRY = 8
 MAX_EARLY_WINDOWS = 64
 DEFAULT_MAX_ELEMENTS = 2000
 DEFAULT_TEXT_BUDGET = 48_000
+#: a tree deadline for every observe of this host that does not give its own (ms)
+TREE_DEADLINE_ENV = "DESKPILOT_TREE_DEADLINE_MS"
 
 
 @dataclass(slots=True)
@@ -58,6 +73,8 @@ class Binding:
     process_start: int | None
     tree: TreeResult | None
     observed_at: float = field(default_factory=time.monotonic)
+    #: how the tree was read; element actions need ``tree_read.reusable``
+    tree_read: TreeRead = field(default_factory=TreeRead)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,8 +152,9 @@ class Observer:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         window, windows = self.desktop.resolve(request.target)
+        deadline_s = tree_deadline_s(request)
         if window.pid is None and self.accessibility is not None:
-            await self.accessibility.fill_missing_pids([window])
+            await self.accessibility.fill_missing_pids([window], timeout=deadline_s)
         foreground = next((w for w in windows if w.focused), None)
         timings["windows"] = _ms(t0)
         # credential apps: neither their tree nor their pixels are read
@@ -151,6 +169,7 @@ class Observer:
                     max_elements=request.max_elements or DEFAULT_MAX_ELEMENTS,
                     text_budget=request.text_budget or DEFAULT_TEXT_BUDGET,
                     hint=self._frames.get(window.xid),
+                    deadline_s=deadline_s,
                 )
             )
             await asyncio.sleep(0)  # let the tree's first D-Bus calls go out before capturing
@@ -179,7 +198,7 @@ class Observer:
             unavailable = isinstance(read, TreeUnavailable)
             tree = read if isinstance(read, TreeResult) else None
             self._frames.pop(window.xid, None)
-            if tree is not None:
+            if tree is not None:  # also a stale one: a stopped app keeps its frames
                 self._frames[window.xid] = tree.frame
                 while len(self._frames) > MAX_BINDINGS:
                     self._frames.popitem(last=False)
@@ -217,6 +236,7 @@ class Observer:
                 tree.snapshot.truncation if tree else Truncation(tree_unavailable=unavailable)
             ),
             sensitive_regions=sensitive,
+            tree_read=tree_read(tree, deadline_s if tree_task is not None else None),
             url=tree.snapshot.url if tree else None,
             image=image,
             timings_ms={k: round(v, 2) for k, v in {**timings, "total": _ms(t0)}.items()},
@@ -231,6 +251,7 @@ class Observer:
                 capture_rect=capture_rect,
                 process_start=self.desktop.process_identity(window.pid),
                 tree=tree,
+                tree_read=body.tree_read,
             )
         )
         return body, png
@@ -340,6 +361,46 @@ class Observer:
         if withheld:
             log.info("capture: %d window(s) of never-captured apps painted out", len(withheld))
         return Captured(window, frame.rect, data, fmt, frame.capture_ms, shown, withheld, pointer)
+
+
+def tree_deadline_s(request: Observe) -> float:
+    """The observe's tree deadline in seconds: the request's, else this host's
+    (``DESKPILOT_TREE_DEADLINE_MS``), else ``TREE_DEADLINE_S``; never above
+    ``MAX_TREE_DEADLINE_MS``."""
+    ms: float = TREE_DEADLINE_S * 1000
+    if request.tree_deadline_ms is not None:
+        ms = request.tree_deadline_ms
+    else:
+        raw = os.environ.get(TREE_DEADLINE_ENV, "").strip()
+        if raw:
+            try:
+                ms = float(raw)
+            except ValueError:
+                log.warning(
+                    "%s=%r is not a number of ms; using the default", TREE_DEADLINE_ENV, raw
+                )
+            else:
+                ms = ms if ms > 0 else TREE_DEADLINE_S * 1000
+    return min(ms, MAX_TREE_DEADLINE_MS) / 1000
+
+
+def tree_read(tree: TreeResult | None, deadline_s: float | None) -> TreeRead:
+    """What the observation says of how its tree was read. ``cache`` and ``cache_note``
+    come from the snapshot (host/atspi/tree_cache.py); a stale tree says how it was read
+    back then, its age says the rest."""
+    deadline_ms = round(deadline_s * 1000, 1) if deadline_s is not None else None
+    if tree is None:
+        return TreeRead(source="none", deadline_ms=deadline_ms)
+    snap = tree.snapshot
+    return TreeRead(
+        source="accessibility",
+        cache=snap.cache_state,
+        cache_note=snap.cache_note,
+        partial=snap.partial,
+        unread_subtrees=snap.unread_subtrees,
+        stale_age_ms=tree.stale_age_ms,
+        deadline_ms=deadline_ms,
+    )
 
 
 def empty_tree_version() -> str:

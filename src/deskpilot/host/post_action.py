@@ -25,7 +25,7 @@ from deskpilot.host.action_checks import Target, check_canceled
 from deskpilot.host.observer import Observer
 from deskpilot.host.outcome import Outcome
 from deskpilot.host.session_registry import SessionRegistry
-from deskpilot.host.settle import Settler
+from deskpilot.host.settle import FirstEventWindow, Settled, Settler
 from deskpilot.host.window_list import window_infos
 from deskpilot.host.x11.desktop import X11Desktop
 from deskpilot.host.x11.windows import XWindow
@@ -36,6 +36,7 @@ from deskpilot.protocol.wire import (
     Observe,
     Rect,
     TargetSpec,
+    WaitBound,
     WindowInfo,
 )
 
@@ -62,6 +63,8 @@ class Settling:
     #: the observation read while waiting (observeAfter), None when it still has to be taken
     post: Post | None = None
     toolkit_delay_ms: float | None = None
+    #: which bound ended the wait (ActionResult.wait_bound)
+    wait_bound: WaitBound | None = None
 
 
 def settle_budget_ms(request: ExecuteAction) -> float:
@@ -98,22 +101,24 @@ class PostAction:
         """Wait by the rule that fits what was dispatched (see the module doc)."""
         element, window, bus = target.element, target.window, target.bus
         if outcome.events_since is not None and element is not None:
-            # a semantic op: the app's events decide, counted from the op itself
-            settled, post = await self._settle(
-                request, window, element.bus_name, outcome.events_since, None
+            # a semantic op: the app's events decide, counted from the op itself, the first
+            # one waited for as long as the app's toolkit is known to need
+            first = await self.settler.first_event_window(element, outcome.answered_at)
+            settled, post, bound = await self._settle(
+                request, window, element.bus_name, outcome.events_since, None, first
             )
             delay = None
             if outcome.answered_at is not None:
                 delay = self.settler.toolkit_delay_ms(
                     element.bus_name, outcome.events_since, outcome.answered_at
                 )
-            return Settling(settled, since, post, delay)
+            return Settling(settled, since, post, delay, bound)
         if bus is not None and self.settler.accessibility is not None:
-            settled, post = await self._settle(request, window, bus, since, target.rect)
-            return Settling(settled, since, post)
+            settled, post, bound = await self._settle(request, window, bus, since, target.rect)
+            return Settling(settled, since, post, wait_bound=bound)
         budget = settle_budget_ms(request)
         settled = await self.settler.pixels_only(target.rect, baseline, since, budget)
-        return Settling(settled, since)
+        return Settling(settled, since, wait_bound="pixels" if settled else "budget")
 
     async def _settle(
         self,
@@ -122,30 +127,35 @@ class PostAction:
         bus: str,
         since: float,
         pixels: Rect | None,
-    ) -> tuple[bool, Post | None]:
+        first: FirstEventWindow | None = None,
+    ) -> tuple[bool, Post | None, WaitBound | None]:
         """Wait for the UI to settle; with observeAfter, the tree (and, where that tends to
         hold, the screenshot) is read during the wait, and the pixels are checked or taken
-        once it ended (see :mod:`deskpilot.host.settle`)."""
+        once it ended (see :mod:`deskpilot.host.settle`). Returns (settled, the observation
+        read, which bound ended the wait)."""
         budget = settle_budget_ms(request)
         if not request.observe_after:
-            settled, _ = await self.settler.settle(bus, since, budget, pixels=pixels)
-            return settled, None
+            done: Settled[Post | None] = await self.settler.settle(
+                bus, since, budget, pixels=pixels, window=first
+            )
+            return done.settled, None, done.bound
 
         early = self.observer.early_screenshot(window)
 
         async def read() -> Post | None:
             return await self.observe_after(request, window, screenshot=early, keep_pixels=early)
 
-        settled, tree_only = await self.settler.settle(bus, since, budget, pixels=pixels, read=read)
-        if tree_only is None:
-            return settled, None
-        body, png = tree_only
+        done = await self.settler.settle(bus, since, budget, pixels=pixels, read=read, window=first)
+        if done.value is None:
+            return done.settled, None, done.bound
+        body, png = done.value
         try:
             # the read's screenshot, if the window still looks exactly like it (else a new one)
-            return settled, await self.observer.confirm_screenshot(request.session_id, body, png)
+            post = await self.observer.confirm_screenshot(request.session_id, body, png)
         except DeskpilotError as exc:
             log.info("post-action screenshot failed: %s", exc.code.value)
-            return settled, None
+            post = None
+        return done.settled, post, done.bound
 
     async def complete(
         self, request: ExecuteAction, target: Target, settling: Settling

@@ -48,7 +48,8 @@ HOST_FILES = ("deskpilot/__init__.py",)
 HOST_TREES = ("deskpilot/host/", "deskpilot/protocol/")
 REQUIRED = ("deskpilot/host/__main__.py", "deskpilot/protocol/__init__.py")
 
-TrustMode = Literal["verified", "development"]
+#: remote: checked by the remote machine itself (hostclient/remote_host.py)
+TrustMode = Literal["verified", "development", "remote"]
 
 
 @dataclass(frozen=True, slots=True)

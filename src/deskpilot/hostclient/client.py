@@ -38,7 +38,20 @@ from deskpilot.hostclient.failures import (
     host_exit_error,
 )
 from deskpilot.hostclient.lane import OperationLane
-from deskpilot.hostclient.process import HostProcess, host_environment, spawn, stop
+from deskpilot.hostclient.process import (
+    HostProcess,
+    host_environment,
+    host_log_path,
+    spawn,
+    stop,
+)
+from deskpilot.hostclient.remote import (
+    SSH_FAILURE_EXIT,
+    log_offset,
+    read_log_since,
+    remote_location,
+    ssh_failure,
+)
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.frames import FrameError, encode_json
 from deskpilot.protocol.wire import (
@@ -128,15 +141,22 @@ class HostClient:
         if self.state != "new":
             raise RuntimeError("a HostClient starts once; make a new one to reconnect")
         self.state = "starting"
+        remote = self.config.remote_command is not None
         try:
-            self.artifact = verify_host_artifact(
-                self.config.env if self.config.env is not None else None
+            # a remote host verifies its own install (hostclient/remote_host.py)
+            self.artifact = (
+                None
+                if remote
+                else verify_host_artifact(self.config.env if self.config.env is not None else None)
             )
         except DeskpilotError as exc:
             self.state = "closed"
             self.failure = exc
             raise
-        env = host_environment(self.config, local_trust=self.artifact.local_trust)
+        env = host_environment(
+            self.config, local_trust=self.artifact is not None and self.artifact.local_trust
+        )
+        log_at = log_offset(host_log_path(self.config))
         try:
             self._host = await spawn(self.config, env, self._deliver, self._on_closed)
         except DeskpilotError as exc:
@@ -160,7 +180,9 @@ class HostClient:
             if exc.code in (ErrorCode.NATIVE_HOST_UNAVAILABLE, ErrorCode.PROTOCOL_ERROR):
                 # the host may have exited by itself (exit 77 = it refused its parent)
                 rc = await self._wait_exit(1.0)
-                if rc is not None:
+                if remote and rc == SSH_FAILURE_EXIT:
+                    cause = ssh_failure(read_log_since(host_log_path(self.config), log_at))
+                elif rc is not None:
                     cause = host_exit_error(rc, "during the handshake")
             await self._shutdown(cause)
             raise cause from None
@@ -169,6 +191,13 @@ class HostClient:
                 DeskpilotError(ErrorCode.HOST_HANDSHAKE_FAILED, "the handshake was interrupted")
             )
             raise
+        if remote and self.config.remote_command is not None:
+            self.artifact = ArtifactReport(
+                mode="remote",
+                version=caps.host_version,
+                location=remote_location(self.config.remote_command),
+                notes=("the remote verified its own install; its SSH host key is pinned",),
+            )
         self.capabilities_at_start = caps
         self._caps = (time.monotonic(), caps)
         self.state = "ready"

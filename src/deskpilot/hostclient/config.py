@@ -56,8 +56,17 @@ class HostConfig:
     env: Mapping[str, str] | None = None  # None = os.environ at spawn time
     log_path: Path | None = None  # None = logs_dir()/host.log
     verify_artifact: bool = True
+    #: ``--host-command``: ssh's argv to a remote ``deskpilot-host`` (hostclient/remote.py);
+    #: set, it replaces ``argv`` and the local artifact check (the remote checks itself)
+    remote_command: tuple[str, ...] | None = None
+    #: trust the remote's SSH host key on first use (``--pin-host-key``)
+    pin_host_key: bool = False
 
     def host_argv(self) -> list[str]:
+        if self.remote_command is not None:
+            from deskpilot.hostclient.remote import ssh_argv
+
+            return list(ssh_argv(self.remote_command, pin=self.pin_host_key))
         return list(self.argv) if self.argv is not None else default_host_argv()
 
     def clamp(self, seconds: float) -> float:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from deskpilot.hostclient.api import DesktopBackend
+from deskpilot.kernel import visual_tree
 from deskpilot.kernel.broker import Broker
 from deskpilot.kernel.broker.dispatch import host_sample
 from deskpilot.kernel.broker.records import observed
@@ -277,6 +278,7 @@ class Kernel:
                 ) from None
             raise
         host_sample(self.rollout, None)
+        state = await visual_tree.outlined(state)  # no tree: an OCR outline
         self.broker.frames.put(session_id, state)
         self.broker.handbacks.seen(session_id, state)
         self.sessions.record(

@@ -96,7 +96,8 @@ class AccessibilitySpec(WireModel):
 
 
 class VisualSpec(WireModel):
-    """Text on screen: the tree's names and values and the window title (OCR: not yet)."""
+    """Text on screen: the tree's names and values and the window title; a window with no
+    accessibility tree is read by OCR (its visual tree, runtime/verification/visual.py)."""
 
     kind: Literal["visual"] = "visual"
     assertion: Literal["text_present", "text_absent"]

@@ -9,7 +9,7 @@ rejected (``extra="forbid"``), so a typo never silently becomes a default.
 from __future__ import annotations
 
 import enum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from pydantic.alias_generators import to_camel
@@ -110,6 +110,12 @@ class Truncation(WireModel):
     #: the app is on the accessibility bus but its tree could not be read (it did not answer
     #: in time, say, busy in a modal loop): the empty tree is missing, not "no elements"
     tree_unavailable: bool = False
+
+
+#: the longest deadline an observe's tree read may be given (ms): the host client waits 20 s
+#: for any answer (hostclient/config.py ``request_timeout_s``; an action's answer, with up to
+#: two post-action reads, gets its 14 s grace + 6 s), and the reads must end well before that
+MAX_TREE_DEADLINE_MS: Final = 5_000
 
 
 class TreeRead(WireModel):
@@ -341,6 +347,10 @@ class Observe(_Request):
     include_screenshot: bool = True
     max_elements: int | None = Field(default=None, ge=1, le=100_000)
     text_budget: int | None = Field(default=None, ge=256, le=48_000)
+    #: the tree read's deadline in ms (default 1,500, or ``DESKPILOT_TREE_DEADLINE_MS``): what
+    #: is read by then is the tree, marked partial (``TreeRead``); at most
+    #: ``MAX_TREE_DEADLINE_MS``, well inside the host client's request timeout
+    tree_deadline_ms: int | None = Field(default=None, ge=1, le=MAX_TREE_DEADLINE_MS)
 
 
 class ExecuteAction(_Request):
@@ -464,6 +474,10 @@ class Observation(_Response, ObservationBody):
     type: Literal["observation"] = "observation"
 
 
+#: what ended an action's wait for the UI to settle (``ActionResult.wait_bound``)
+WaitBound = Literal["event", "toolkit_gtk", "toolkit_none", "first_event", "pixels", "budget"]
+
+
 class ActionResult(_Response):
     type: Literal["action_result"] = "action_result"
     dispatched: bool
@@ -476,6 +490,14 @@ class ActionResult(_Response):
     #: first accessibility event (GTK buttons: ≈ 250, their activate animation); None when
     #: the action was not semantic or the app reported no reaction (host/settle.py)
     toolkit_delay_ms: float | None = None
+    #: what ended the wait for the UI to settle (host/settle.py): "event" (the app's events
+    #: came, then none for 50 ms), "toolkit_gtk" (no event by the end of GTK 4's 250 ms
+    #: activation and a 100 ms follow-up, and the app answered a later call), "toolkit_none"
+    #: (a toolkit that reacts at once — GTK 3, Chromium — showed no reaction within its short
+    #: window), "first_event" (another toolkit: no event within 600 ms of the call), "pixels"
+    #: (no tree: the pixels held still), "budget" (``settleMs`` ran out first); None when
+    #: there was no wait (no accessibility, ``settleMs`` 0)
+    wait_bound: WaitBound | None = None
     observation: ObservationBody | None = None  # complete post-action state, when carried
     #: the desktop's top-level windows at that moment (only with ``observation``), so the
     #: caller sees a dialog or window the action opened without listing them again

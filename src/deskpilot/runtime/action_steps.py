@@ -1,8 +1,9 @@
 """Running one step of a plan through the kernel, healing it once when the frame went stale.
 
 ``stale_frame``, ``stale_tree`` and ``focus_mismatch`` heal themselves once: re-observe
-(without a screenshot), rebuild the action against the new frame (an element is found again by
-its signature), retry. A different app in the window is ``state_changed``; a point of an
+(without a screenshot, unless the state was a visual tree: its elements are read from one),
+rebuild the action against the new frame (an element is found again by its signature),
+retry. A different app in the window is ``state_changed``; a point of an
 image is never re-aimed at a resized window. A form the host refuses as unsupported before
 dispatch gets its fallback once, on a fresh look (the refused form spent the frame). An
 outcome that may have run (``unknown``) is never retried.
@@ -20,6 +21,7 @@ from deskpilot.runtime.diagnostics import ActionOutcome, StepRecord
 from deskpilot.runtime.refusals import SELF_HEALING_CODES, refusal, refused_before_dispatch
 from deskpilot.runtime.state_ids import StateRecord
 from deskpilot.runtime.targets import observe
+from deskpilot.vision.outline import is_visual_version
 
 
 def outcome_of(exc: BaseException) -> ActionOutcome:
@@ -70,7 +72,8 @@ async def run_step(
             if exc.code in SELF_HEALING_CODES and not healed:
                 healed = True
                 call.diag.healed += 1
-                observed = await observe(ctx, call, target, screenshot=False)
+                # a visual (OCR) tree is read from the screenshot: without one, no element
+                observed = await observe(ctx, call, target, screenshot=_visual(record))
                 obs = observed.observation
                 if obs.app.pid != record.app.pid:
                     call.diag.steps.append(
@@ -98,13 +101,18 @@ async def run_step(
                 # goes out): the fallback is built on a fresh look, which is not a heal
                 used_fallback = True
                 build = step.fallback
-                observed = await observe(ctx, call, target, screenshot=False)
+                observed = await observe(ctx, call, target, screenshot=_visual(record))
                 frame = Frame.of(observed.observation)
                 continue
             call.diag.steps.append(
                 StepRecord(kind, outcome_of(exc), code=exc.code.value, healed=healed)
             )
             raise
+
+
+def _visual(record: StateRecord) -> bool:
+    """The state acted on had a visual tree: its elements exist only in a screenshot's OCR."""
+    return is_visual_version(record.tree_version)
 
 
 def _positional(step: Step) -> bool:

@@ -20,6 +20,7 @@ PRE_DISPATCH_CODES = frozenset(
     {
         ErrorCode.STALE_FRAME,
         ErrorCode.STALE_TREE,
+        ErrorCode.TREE_PARTIAL,
         ErrorCode.FOCUS_MISMATCH,
         ErrorCode.STATE_ID_INVALID,
         ErrorCode.INVALID_REQUEST,
@@ -98,6 +99,9 @@ SAFE_MESSAGES: dict[ErrorCode, str] = {
     "again and use the new ids; do not repeat the same call.",
     ErrorCode.STALE_TREE: "The window changed since it was observed. Call get_app_state again "
     "and use the new element ids; do not repeat the same call.",
+    ErrorCode.TREE_PARTIAL: "The state's tree is partial or stale (the app was slow or did not "
+    "answer; see its header), so its element ids cannot be acted on; nothing was sent. Call "
+    "get_app_state again, or act on a point of the state's screenshot.",
     ErrorCode.FOCUS_MISMATCH: "The window that would receive this input is not the session's "
     "target window. Call get_app_state again; if the session is bound to a window that is "
     "gone (see status), pause, bind_target the window you mean, and resume.",

@@ -68,6 +68,10 @@ def reuse_refusals(
         reasons.append("partial_elided")
     if t.tree_unavailable:
         reasons.append("tree_unavailable")
+    if obs.tree_read.partial is not None:
+        reasons.append("tree_partial")  # cut at its deadline: element ids cannot be acted on
+    if obs.tree_read.stale_age_ms is not None:
+        reasons.append("tree_stale")  # the app did not answer: the last tree read of it
     fw = obs.foreground_window
     if fw is not None and fw.window_id != w.window_id and fw.app.pid == obs.app.pid:
         reasons.append("popup_or_menu_open")

@@ -70,16 +70,19 @@ def shifted(lines: list[RawLine], dy: int) -> list[RawLine]:
     ]
 
 
-def split_row(gray: Image.Image, *, min_pixels: int = MIN_SPLIT_PIXELS) -> int | None:
+def split_row(
+    gray: Image.Image, *, min_pixels: int = MIN_SPLIT_PIXELS, min_band: int = MIN_BAND
+) -> int | None:
     """The row to cut ``gray`` (mode ``L``) at into a top band ``[0, row)`` and a bottom band
-    ``[row, height)``, or ``None`` when the frame is too small to gain or has no safe cut."""
+    ``[row, height)``, or ``None`` when the frame is too small to gain or has no safe cut.
+    ``min_band``: the background rows a cut needs (a terminal's rows are 2 apart)."""
     width, height = gray.size
     if width * height < min_pixels or width < 2:
         return None
     middle = height // 2
     lo = max(1, middle - int(height * WINDOW))
     hi = min(height - 1, middle + int(height * WINDOW))
-    if hi - lo < MIN_BAND:
+    if hi - lo < min_band:
         return None
     region = gray.crop((0, lo - 1, width, hi + 1))  # rows lo-1 .. hi
     rows = region.height
@@ -100,7 +103,7 @@ def split_row(gray: Image.Image, *, min_pixels: int = MIN_SPLIT_PIXELS) -> int |
         changes = width - below_bytes.count(0, width * i, width * (i + 1))
         above = width - below_bytes.count(0, width * (i - 1), width * i)
         background.append(row_steps <= MAX_STEPS and changes == 0 and above == 0)
-    candidates = sorted(_runs(background, lo), key=lambda row: abs(row - middle))
+    candidates = sorted(_runs(background, lo, min_band), key=lambda row: abs(row - middle))
     for row in candidates:
         offset = (row - lo + 1) * (width - 1)
         if _structures_straight(gray, step_bytes[offset : offset + width - 1], row):
@@ -108,15 +111,15 @@ def split_row(gray: Image.Image, *, min_pixels: int = MIN_SPLIT_PIXELS) -> int |
     return None
 
 
-def _runs(background: list[bool], first_row: int) -> list[int]:
-    """The middle row of each run of at least ``MIN_BAND`` background rows."""
+def _runs(background: list[bool], first_row: int, min_band: int = MIN_BAND) -> list[int]:
+    """The middle row of each run of at least ``min_band`` background rows."""
     middles = []
     start = None
     for i, blank in enumerate([*background, False]):
         if blank and start is None:
             start = i
         elif not blank and start is not None:
-            if i - start >= MIN_BAND:
+            if i - start >= min_band:
                 middles.append(first_row + (start + i) // 2)
             start = None
     return middles

@@ -9,9 +9,24 @@ the caller's job (the ``vision_read`` tool), so nothing here rewrites them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 OK_MARKER = "VISION_READ_OK"
+
+
+@dataclass(frozen=True)
+class OcrWord:
+    """One word of a line, with tesseract's word box (pixels of the image given)."""
+
+    text: str
+    x: int
+    y: int
+    width: int
+    height: int
+
+    @property
+    def center(self) -> tuple[int, int]:
+        return self.x + self.width // 2, self.y + self.height // 2
 
 
 @dataclass(frozen=True)
@@ -24,6 +39,9 @@ class OcrLine:
     y: int
     width: int
     height: int
+    #: the words kept, left to right (a visual tree makes each an element, vision/outline.py);
+    #: not compared: two readings of the same line are the same line whatever the word boxes
+    words: tuple[OcrWord, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def center(self) -> tuple[int, int]:

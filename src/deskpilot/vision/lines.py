@@ -23,6 +23,11 @@ def reading_order(lines: list[OcrLine]) -> list[OcrLine]:
     return [line for row in _rows(lines) for line in row]
 
 
+def rows(lines: list[OcrLine]) -> list[list[OcrLine]]:
+    """``lines`` in rows (as :func:`reading_order` groups them), each left to right."""
+    return _rows(lines)
+
+
 def join_fragments(lines: list[OcrLine]) -> list[OcrLine]:
     """``lines`` in reading order, each row's neighbours closer than ``JOIN_GAP`` x their
     height made one line: the union of the boxes, the texts joined by a space, the
@@ -61,4 +66,5 @@ def _join(a: OcrLine, b: OcrLine) -> OcrLine:
     chars_a, chars_b = len(a.text.replace(" ", "")), len(b.text.replace(" ", ""))
     confidence = (a.confidence * chars_a + b.confidence * chars_b) / max(chars_a + chars_b, 1)
     text = f"{a.text} {b.text}"
-    return OcrLine(text, round(confidence, 1), left, top, right - left, bottom - top)
+    words = a.words + b.words
+    return OcrLine(text, round(confidence, 1), left, top, right - left, bottom - top, words)

@@ -40,8 +40,9 @@ from PIL import Image, ImageFilter, ImageOps
 
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.vision import pool
-from deskpilot.vision.bands import MIN_SPLIT_PIXELS, RawLine, Word, split_row
-from deskpilot.vision.evidence import OcrLine, OcrResult
+from deskpilot.vision.bands import MIN_BAND, MIN_SPLIT_PIXELS, RawLine, Word, split_row
+from deskpilot.vision.cursor import erase_block_cursor
+from deskpilot.vision.evidence import OcrLine, OcrResult, OcrWord
 from deskpilot.vision.frames import decode_image
 from deskpilot.vision.lines import join_fragments
 from deskpilot.vision.lines import reading_order as reading_order  # re-exported
@@ -51,6 +52,11 @@ if TYPE_CHECKING:
 
 #: Lines whose (length-weighted) word confidence is under this are dropped as garbage.
 MIN_CONFIDENCE = 50.0
+#: Tesseract's page segmentation modes used here: "sparse text" for screenshots (scattered
+#: labels), "a single uniform block of text" for a terminal's grid of text (read whole lines,
+#: in half the time; docs/vision.md, "Visual trees")
+PSM_SPARSE_TEXT = 11
+PSM_SINGLE_BLOCK = 6
 DEFAULT_LANG = "eng"
 #: Where Debian's tesseract-ocr-eng puts its model (TESSDATA_PREFIX overrides it).
 DEBIAN_TESSDATA = "/usr/share/tesseract-ocr/5/tessdata"
@@ -68,7 +74,7 @@ class OcrEngine:
     language data is a typed ``vision_unavailable`` error naming the packages to install.
 
     ``split_min_pixels``: frames of at least this many pixels may be read in two bands at
-    once (``None``: always read whole)."""
+    once (``None``: always read whole). ``psm``: tesseract's page segmentation mode."""
 
     def __init__(
         self,
@@ -76,13 +82,21 @@ class OcrEngine:
         lang: str = DEFAULT_LANG,
         tessdata: str | Path | None = None,
         min_confidence: float = MIN_CONFIDENCE,
+        psm: int = PSM_SPARSE_TEXT,
     ) -> None:
         self.lang = lang
+        self.psm = psm
         self.tessdata = str(tessdata) if tessdata is not None else _default_tessdata()
         self.min_confidence = min_confidence
         self._lock = threading.Lock()
         self._api: PyTessBaseAPI | None = None
         self.split_min_pixels: int | None = MIN_SPLIT_PIXELS
+        #: paint a terminal's block cursor out before reading (vision/cursor.py)
+        self.erase_cursor = False
+        #: background rows a band cut needs, and rows of background added at each band's
+        #: cut edge (a cut 1 px from a line of text makes tesseract misread its first glyph)
+        self.split_min_band = MIN_BAND
+        self.band_pad = 0
 
     def read(self, image: bytes) -> OcrResult:
         """OCR of encoded image bytes (PNG, JPEG, WebP, BMP). Blocking: use off the loop."""
@@ -101,9 +115,11 @@ class OcrEngine:
     def recognize(self, img: Image.Image) -> list[OcrLine]:
         """The lines of a decoded image, in reading order."""
         gray = dark_text_on_light(img if img.mode == "L" else img.convert("L"))
+        if self.erase_cursor:
+            gray = erase_block_cursor(gray)
         row = None
         if self.split_min_pixels is not None:
-            row = split_row(gray, min_pixels=self.split_min_pixels)
+            row = split_row(gray, min_pixels=self.split_min_pixels, min_band=self.split_min_band)
         raw = pool.recognize_split(self, gray, row) if row is not None else None
         if raw is None:  # not split, or the partner failed: the whole frame, here
             raw = self.recognize_gray(gray)
@@ -171,7 +187,7 @@ class OcrEngine:
                 path=self.tessdata.rstrip("/") + "/",
                 lang=self.lang,
                 oem=tesserocr.OEM.LSTM_ONLY,
-                psm=tesserocr.PSM.SPARSE_TEXT,
+                psm=self.psm,
             )
         except RuntimeError:
             raise _unavailable(
@@ -200,7 +216,11 @@ class OcrEngine:
         if not keep[-1]:
             right = min(right, kept[-1].box[2])
         text = " ".join(w.text for w in kept)
-        return OcrLine(text, round(confidence, 1), left, top, right - left, bottom - top)
+        words = tuple(
+            OcrWord(w.text, w.box[0], w.box[1], w.box[2] - w.box[0], w.box[3] - w.box[1])
+            for w in kept
+        )
+        return OcrLine(text, round(confidence, 1), left, top, right - left, bottom - top, words)
 
 
 def dark_text_on_light(gray: Image.Image) -> Image.Image:
@@ -262,6 +282,23 @@ def default_engine() -> OcrEngine:
         if _ENGINE is None:
             _ENGINE = OcrEngine()
         return _ENGINE
+
+
+_BLOCK_ENGINE: OcrEngine | None = None
+
+
+def block_engine() -> OcrEngine:
+    """The process's engine for a terminal's grid of text: read as one uniform block, its
+    block cursor painted out first; loaded on first use."""
+    global _BLOCK_ENGINE
+    with _ENGINE_LOCK:
+        if _BLOCK_ENGINE is None:
+            _BLOCK_ENGINE = OcrEngine(psm=PSM_SINGLE_BLOCK)
+            _BLOCK_ENGINE.erase_cursor = True
+            # a terminal's rows are ~4 px apart, 2 of them with no ink above or below
+            _BLOCK_ENGINE.split_min_band = 2
+            _BLOCK_ENGINE.band_pad = 8
+        return _BLOCK_ENGINE
 
 
 def ocr_ready(engine: OcrEngine | None = None) -> bool:

@@ -54,7 +54,10 @@ def _partner(engine: OcrEngine) -> _Partner:
         partner = _PARTNERS.get(id(engine))
         if partner is None:
             second = OcrEngine(
-                lang=engine.lang, tessdata=engine.tessdata, min_confidence=engine.min_confidence
+                lang=engine.lang,
+                tessdata=engine.tessdata,
+                min_confidence=engine.min_confidence,
+                psm=engine.psm,
             )
             thread = ThreadPoolExecutor(1, thread_name_prefix="deskpilot-ocr-band")
             partner = _PARTNERS[id(engine)] = _Partner(second, thread, thread.submit(second.load))
@@ -69,14 +72,25 @@ def recognize_split(engine: OcrEngine, gray: Image.Image, row: int) -> list[RawL
     partner = _partner(engine)
     if not partner.usable():
         return None
-    bottom = gray.crop((0, row, gray.width, gray.height))
+    pad = engine.band_pad
+    bottom = _padded(gray.crop((0, row, gray.width, gray.height)), pad, top=True)
     future = partner.thread.submit(partner.engine.recognize_gray, bottom)
-    top_lines = engine.recognize_gray(gray.crop((0, 0, gray.width, row)))
+    top_lines = engine.recognize_gray(_padded(gray.crop((0, 0, gray.width, row)), pad))
     try:
         bottom_lines = future.result()
     except DeskpilotError:
         return None
-    return top_lines + shifted(bottom_lines, row)
+    return top_lines + shifted(bottom_lines, row - pad)
+
+
+def _padded(band: Image.Image, pad: int, *, top: bool = False) -> Image.Image:
+    """``band`` with ``pad`` rows of background (white: after the polarity pass text is dark
+    on light) added at its cut edge: the bottom, or with ``top`` the top."""
+    if pad <= 0:
+        return band
+    out = Image.new("L", (band.width, band.height + pad), 255)
+    out.paste(band, (0, pad if top else 0))
+    return out
 
 
 def start(engine: OcrEngine) -> bool:

@@ -3,7 +3,8 @@
 Registration is started at connect and not awaited to the end (it is bounded there): an
 action waits for it before it counts events, since atk-bridge apps emit only the events someone
 registered for, and registering is also what makes them answer ``Cache.GetItems``
-(docs/host-tree.md, "How the tree is read"). The settle rule itself is :mod:`.events`'.
+(docs/host-tree.md, "How the tree is read"). The settle rule itself is :mod:`.events`'; the
+tree cache (:mod:`.tree_cache`) reads what changed from the same events.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 
 from dbus_fast.aio import MessageBus
 
-from deskpilot.host.atspi.events import EventWatcher
+from deskpilot.host.atspi.events import Change, EventWatcher
 
 
 class AppEvents:
@@ -71,3 +72,22 @@ class AppEvents:
 
     async def next_event(self, bus_name: str, timeout: float) -> bool:
         return await self._watcher.next_event(bus_name, timeout)
+
+    # ------------------------------------------------------------------ for the tree cache
+
+    @property
+    def registered(self) -> bool:
+        """Registering with the registry is over (events of every class can come)."""
+        return self._watcher.registered
+
+    def heard_since_registration(self, bus_name: str) -> bool:
+        return self._watcher.heard_since_registration(bus_name)
+
+    def seq(self, bus_name: str) -> int:
+        return self._watcher.seq(bus_name)
+
+    def changes_since(self, bus_name: str, seq: int) -> list[Change] | None:
+        return self._watcher.changes_since(bus_name, seq)
+
+    async def barrier(self, bus_name: str) -> bool:
+        return await self._watcher.barrier(bus_name)

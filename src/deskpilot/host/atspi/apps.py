@@ -33,10 +33,15 @@ class Applications:
         self._apps: dict[str, AppInfo] = {}
         self._pids: dict[str, int] = {}
 
-    async def applications(self) -> list[AppInfo]:
-        """Every app the registry lists that answers and has a pid."""
+    async def applications(self, pid: int | None = None) -> list[AppInfo]:
+        """Every app the registry lists that answers and has a pid (only ``pid``'s, when
+        given: their pids are asked of the bus daemon first, so an app that does not answer
+        — stopped, hung — and was never asked before delays no other process's lookup)."""
         body = await self._bus.call(REGISTRY, ROOT_PATH, I_ACCESSIBLE, "GetChildren")
         refs = [(str(b), str(p)) for b, p in body[0]]
+        if pid is not None:
+            pids = await asyncio.gather(*(self.pid(b) for b, _ in refs))
+            refs = [r for r, p in zip(refs, pids, strict=True) if p == pid]
         infos = await asyncio.gather(*(self.info(b, p) for b, p in refs))
         return [i for i in infos if i is not None]
 

@@ -6,6 +6,7 @@ docs/host-tree.md); it only composes the parts, each of which holds one thing:
 * ``connections`` — the buses and each app's direct socket;
 * ``apps`` — what is known of each app (name, toolkit, pid); ``frames`` — its top-level frames;
 * ``tree_read`` — how each app's tree is read; ``snapshot`` — the steps of a snapshot;
+  ``tree_cache`` — the trees kept between snapshots, and what the apps' events say of them;
 * ``element_reads`` — what one element has now; ``operations`` — acting on it, over the
   action connections; ``app_events`` — the apps' events and settling.
 
@@ -13,6 +14,8 @@ The parts never import this module.
 """
 
 from __future__ import annotations
+
+import os
 
 from dbus_fast.aio import MessageBus
 
@@ -34,9 +37,12 @@ from deskpilot.host.atspi.model import (
 )
 from deskpilot.host.atspi.operations import Operations
 from deskpilot.host.atspi.snapshot import Snapshots, tree_version
+from deskpilot.host.atspi.tree_cache import TreeCache
 from deskpilot.host.atspi.tree_read import TreeReader
 from deskpilot.host.atspi.vocab import Iface
 from deskpilot.protocol.wire import Rect
+
+TREE_CACHE_ENV = "DESKPILOT_TREE_CACHE"
 
 
 class AtspiClient:
@@ -50,9 +56,15 @@ class AtspiClient:
         self._a11y: Conn = self._connections.bus
         self._apps = Applications(self._a11y)
         self._frames = FrameLookup(self._a11y, self._apps)
-        self._snapshots = Snapshots(self._connections, self._apps, TreeReader(self._apps))
-        self._reads = ElementReads(self._connections)
         self._events = AppEvents(a11y)
+        #: the kept trees and what events say of them (atspi/tree_cache.py); off with
+        #: DESKPILOT_TREE_CACHE=0 (a switch for diagnosis)
+        self.tree_cache = TreeCache(self._events)
+        self.tree_cache.enabled = os.environ.get(TREE_CACHE_ENV, "1") not in ("0", "off")
+        self._snapshots = Snapshots(
+            self._connections, self._apps, TreeReader(self._apps), self.tree_cache
+        )
+        self._reads = ElementReads(self._connections)
         self._ops = Operations(self._connections, self._events)
 
     # ------------------------------------------------------------------ lifecycle
@@ -101,12 +113,17 @@ class AtspiClient:
         text_budget: int = 48_000,
         origin: tuple[int, int] | None = None,
         max_children: int = 500,
+        deadline: float | None = None,
     ) -> TreeSnapshot:
         """Read and render the subtree under ``root`` (usually a frame from :meth:`frames`).
 
         ``origin``: when given (the captured window's top-left in screen coordinates),
         ``sensitive_regions`` are relative to it, matching the screenshot; element extents
         stay in screen coordinates.
+
+        ``deadline`` (``loop.time()``): what is read by then is the snapshot, marked
+        ``partial`` when it is not all (see :mod:`.snapshot`); TimeoutError-backed
+        ENVIRONMENT_UNAVAILABLE when not even the root answered.
         """
         return await self._snapshots.snapshot(
             root,
@@ -114,6 +131,7 @@ class AtspiClient:
             text_budget=text_budget,
             origin=origin,
             max_children=max_children,
+            deadline=deadline,
         )
 
     # ------------------------------------------------------------------ one element, read now

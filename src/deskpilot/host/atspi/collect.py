@@ -18,7 +18,9 @@ walker does), costs ~8 round trips per node. What we do instead:
                ``Collection.GetTree`` would be one call, but it crashed Chromium 156 here:
                never used.
 ``walk``       breadth-first, one level at a time, everything per node concurrently. The
-               fallback for apps with neither.
+               fallback for apps with neither, and the one that can stop mid-way: given a
+               deadline, what was read by then is returned, each parent whose children
+               were not read yet counting them in ``RawNode.unread``.
 
 All strategies return the same :class:`RawNode` list in preorder (root first) with parent
 links; :mod:`.render` decides what to show.
@@ -26,9 +28,10 @@ links; :mod:`.render` decides what to show.
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Iterable
-from typing import Any, Final
+from collections.abc import Awaitable, Iterable
+from typing import Any, Final, TypeVar
 
 from deskpilot.host.atspi.bus import (
     CACHE_PATH,
@@ -59,6 +62,8 @@ from deskpilot.host.atspi.vocab import (
     iface_mask,
     state_mask,
 )
+
+_T = TypeVar("_T")
 
 VALUE_MAX_CHARS: Final = 200  # a value longer than this is cut (with an ellipsis)
 MAX_ACTIONS: Final = 20
@@ -96,6 +101,7 @@ class RawNode:
         "path",
         "role",
         "states",
+        "unread",
         "value",
     )
 
@@ -129,6 +135,8 @@ class RawNode:
         self.actions: tuple[str, ...] | None = None  # None = not read
         self.value: str | None = None
         self.extents: tuple[int, int, int, int] | None = None
+        #: children not read because the read's deadline passed (render marks them)
+        self.unread = 0
 
     def __repr__(self) -> str:  # debugging aid only
         return f"RawNode({self.role}, {self.name!r}, depth={self.depth})"
@@ -296,9 +304,18 @@ async def read_collection(conn: Conn, bus: str, root_path: str, limit: int) -> l
 
 
 async def read_walk(
-    conn: Conn, bus: str, root_path: str, limit: int, max_children: int
+    conn: Conn,
+    bus: str,
+    root_path: str,
+    limit: int,
+    max_children: int,
+    deadline: float | None = None,
 ) -> list[RawNode]:
-    """Breadth-first, a level at a time; each level's calls are issued together."""
+    """Breadth-first, a level at a time; each level's calls are issued together.
+
+    ``deadline`` (``loop.time()``): a level not answered by then is left unread — its
+    parents count the children in ``RawNode.unread`` — and the levels read so far are the
+    result; TimeoutError when not even the root was read (the app does not answer)."""
     flat: list[RawNode] = []
     level: list[tuple[str, str, int, int, int]] = [(bus, root_path, -1, 0, -1)]
     while level and len(flat) < limit:
@@ -309,7 +326,14 @@ async def read_walk(
             calls.append((b, p, I_ACCESSIBLE, "GetRole", "", ()))
             calls.append((b, p, I_ACCESSIBLE, "GetState", "", ()))
             calls.append((b, p, I_ACCESSIBLE, "GetChildren", "", ()))
-        res = await conn.batch(calls)
+        try:
+            res = await until(conn.batch(calls), deadline)
+        except TimeoutError:
+            if not flat:
+                raise
+            for _b, _p, parent, _d, _i in level:
+                flat[parent].unread += 1
+            break
         nxt: list[tuple[str, str, int, int, int]] = []
         for i, (b, p, parent, depth, idx) in enumerate(level):
             props, role, st, ch = res[4 * i : 4 * i + 4]
@@ -338,6 +362,40 @@ async def read_walk(
                 nxt.append((cb or b, cp, me, depth + 1, j))
         level = nxt
     return _preorder(flat)
+
+
+async def read_root(conn: Conn, bus: str, root_path: str) -> RawNode:
+    """The root alone, its children all counted unread: what a read that missed its
+    deadline shows of an app that still answers (raises when the root is gone)."""
+    calls: list[Call] = [
+        (bus, root_path, I_PROPERTIES, "GetAll", "s", (I_ACCESSIBLE,)),
+        (bus, root_path, I_ACCESSIBLE, "GetRole", "", ()),
+        (bus, root_path, I_ACCESSIBLE, "GetState", "", ()),
+    ]
+    props, role, st = await conn.batch(calls)
+    if isinstance(props, AtspiCallError):
+        raise props
+    d = props[0]
+    node = RawNode(
+        bus,
+        root_path,
+        role=int(role[0]) if not isinstance(role, AtspiCallError) else 0,
+        name=str(d["Name"].value) if "Name" in d else "",
+        desc=str(d["Description"].value) if "Description" in d else "",
+        states=state_mask(st[0]) if not isinstance(st, AtspiCallError) else 0,
+        child_count=int(d["ChildCount"].value) if "ChildCount" in d else 0,
+    )
+    node.unread = node.child_count if node.child_count >= 0 else 1  # -1: manages its own
+    return node
+
+
+async def until(awaitable: Awaitable[_T], deadline: float | None) -> _T:
+    """``awaitable``'s result, or TimeoutError at ``deadline`` (``loop.time()``; None: no
+    deadline). A deadline already past still lets a result that is ready count."""
+    if deadline is None:
+        return await awaitable
+    async with asyncio.timeout_at(deadline):
+        return await awaitable
 
 
 def _preorder(flat: list[RawNode]) -> list[RawNode]:

@@ -12,6 +12,10 @@ the app's events go quiet:
 
 atk-bridge apps only emit events someone registered for, so the watcher registers the event
 classes it counts with the registry once, at start.
+
+The same events tell the tree cache (:mod:`.tree_cache`) what changed: per sender, every event
+gets a sequence number, and the last ``CHANGE_LOG`` of them are kept as (number, object path,
+kind) so a cached tree knows which of its nodes to read again, or that it cannot know.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import bisect
 import contextlib
 import time
 from collections import deque
-from typing import Final
+from typing import Final, NamedTuple
 
 from dbus_fast import Message, MessageType
 from dbus_fast.aio import MessageBus
@@ -40,6 +44,16 @@ _REGISTERED_EVENTS: Final = (
     "object:property-change",
     "object:visible-data-changed",
     "object:active-descendant-changed",
+    # for the tree cache: a table's cells change state with these and no event of their own
+    # (a GTK 3 tree view's selection), and rows come and go without children-changed
+    "object:selection-changed",
+    "object:row-inserted",
+    "object:row-deleted",
+    "object:row-reordered",
+    "object:column-inserted",
+    "object:column-deleted",
+    "object:column-reordered",
+    "object:model-changed",
     "window:",
     "document:load-complete",
 )
@@ -50,6 +64,19 @@ EVENT_QUIET_S: Final = 0.05
 #: arrival times kept per sender, to find the first event after a moment (one action's
 #: reaction is a few to a few hundred events; older ones only matter while it settles)
 _RECENT_EVENTS: Final = 1024
+#: changes kept per sender for the tree cache; more since a cached read = an overflow (the
+#: cache reads that tree in full)
+CHANGE_LOG: Final = 512
+
+
+class Change(NamedTuple):
+    """One event as the tree cache needs it: which object, and what kind of change."""
+
+    seq: int
+    path: str
+    #: ``Member:detail``, e.g. ``PropertyChange:accessible-name``, ``StateChanged:focused``,
+    #: ``ChildrenChanged:add``, ``Activate:`` (window events), ``LoadComplete:`` (document)
+    kind: str
 
 
 class EventWatcher:
@@ -61,7 +88,12 @@ class EventWatcher:
         self._recent: dict[str, deque[float]] = {}
         #: set by every event of that sender; a settle loop waits on it instead of polling
         self._arrived: dict[str, asyncio.Event] = {}
+        self._seq: dict[str, int] = {}
+        self._changes: dict[str, deque[Change]] = {}
         self._started = False
+        #: registration with the registry finished (whether each event class was accepted)
+        self.registered = False
+        self._registered_seq: dict[str, int] = {}
 
     async def start(self) -> None:
         if self._started:
@@ -81,6 +113,8 @@ class EventWatcher:
             )
         for event in _REGISTERED_EVENTS:
             await self._register(event)
+        self._registered_seq = dict(self._seq)
+        self.registered = True
 
     async def _register(self, event: str) -> None:
         for sig, body in (("s", [event]), ("sas", [event, []]), ("sass", [event, [], ""])):
@@ -107,6 +141,11 @@ class EventWatcher:
             if recent is None:
                 recent = self._recent[sender] = deque(maxlen=_RECENT_EVENTS)
             recent.append(now)
+            seq = self._seq[sender] = self._seq.get(sender, 0) + 1
+            changes = self._changes.get(sender)
+            if changes is None:
+                changes = self._changes[sender] = deque(maxlen=CHANGE_LOG)
+            changes.append(Change(seq, msg.path or "", _kind(msg)))
             arrived = self._arrived.get(sender)
             if arrived is not None:
                 arrived.set()
@@ -114,6 +153,45 @@ class EventWatcher:
 
     def last_event(self, sender: str) -> float:
         return self._last.get(sender, 0.0)
+
+    def seq(self, sender: str) -> int:
+        """How many events ``sender`` has sent since the watcher started (0: none yet)."""
+        return self._seq.get(sender, 0)
+
+    def heard_since_registration(self, sender: str) -> bool:
+        """Whether ``sender`` sent an event after our registration finished: the sign that
+        it emits events to us at all (atk-bridge emits only once it has learnt of a
+        listener; an app may emit none)."""
+        return self.registered and self._seq.get(sender, 0) > self._registered_seq.get(sender, 0)
+
+    async def barrier(self, sender: str) -> bool:
+        """A round trip to ``sender`` over the bus its events come on: once it returns, every
+        event the app sent before answering has been handled (D-Bus keeps one sender's
+        messages in order). False when the app is no longer on the bus."""
+        reply = await self._bus.call(
+            Message(
+                destination=sender,
+                path="/",
+                interface="org.freedesktop.DBus.Peer",
+                member="Ping",
+            )
+        )
+        if reply is None:
+            return False
+        # an error from the app itself (say, no Peer interface) still orders its messages;
+        # one from the bus daemon means the name has no owner any more
+        return reply.message_type != MessageType.ERROR or reply.sender == sender
+
+    def changes_since(self, sender: str, seq: int) -> list[Change] | None:
+        """``sender``'s events numbered after ``seq``, oldest first; None when some of them
+        are no longer kept (more than ``CHANGE_LOG`` since)."""
+        last = self._seq.get(sender, 0)
+        if last <= seq:
+            return []
+        changes = self._changes.get(sender)
+        if not changes or changes[0].seq > seq + 1:
+            return None
+        return [c for c in changes if c.seq > seq]
 
     def first_event_after(self, sender: str, since: float) -> float | None:
         """When the first event of ``sender`` after ``since`` (monotonic) arrived; None if none
@@ -175,3 +253,12 @@ class EventWatcher:
             if now >= deadline:
                 return False
             await asyncio.sleep(_POLL_S)
+
+
+def _kind(msg: Message) -> str:
+    """``Member:detail`` of an event signal (the detail is the body's first string)."""
+    detail = ""
+    body = msg.body
+    if body and isinstance(body[0], str):
+        detail = body[0]
+    return f"{msg.member}:{detail}"

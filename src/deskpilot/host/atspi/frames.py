@@ -38,7 +38,7 @@ class FrameLookup:
 
     async def frames(self, pid: int | None = None) -> list[FrameInfo]:
         """Top-level frames/windows/dialogs of every app (or of one process)."""
-        apps = await self._apps.applications()
+        apps = await self._apps.applications(pid)
         if pid is not None:
             apps = [a for a in apps if a.pid == pid]
         per_app = await asyncio.gather(*(self._frames_of(a) for a in apps))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Literal
 
 from deskpilot.protocol.wire import Rect, Truncation
 
@@ -95,6 +96,16 @@ class TreeSnapshot:
     strategy: str = ""  # how the tree was read: cache, collection, walk (diagnostics)
     node_count: int = 0  # accessible nodes read (before filtering)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    #: why the tree is incomplete (``deadline``: the read's deadline passed before all of it
+    #: was read); None: complete. A partial tree is never acted on by element id.
+    partial: str | None = None
+    #: unread subtrees, each a ``[unread: …]`` marker line in ``text``
+    unread_subtrees: int = 0
+    #: the host's tree cache (atspi/tree_cache.py): ``hit`` (served as kept), ``patched``
+    #: (nodes events marked dirty read again), ``full`` (read in full), ``off`` (not used)
+    cache_state: Literal["hit", "patched", "full", "off"] = "full"
+    #: why the cache could not be trusted for this read, in words; None: nothing to say
+    cache_note: str | None = None
 
 
 class OpKind(enum.StrEnum):

@@ -12,6 +12,9 @@ Rules (docs/host-tree.md is the long form):
   flattened: their children take their place;
 * a container with more than ``max_children`` children shows the first ones and a line
   ``- … N more items``;
+* children a deadline-bounded read did not get to (``RawNode.unread``) are one line
+  ``- … [unread: N children — deadline]`` where they would have been (after the children
+  that were read), so an incomplete tree never looks complete;
 * the element cap and the text budget (UTF-16 units, like the decision layer counts) end the
   outline with ``[truncated: N elements omitted]``, never silently.
 """
@@ -44,6 +47,7 @@ _TYPE_NAME: Final = re.compile(r"^(?:[A-Z][a-z0-9]+){2,}$")
 _WS: Final = re.compile(r"\s+")
 
 KEEP, FLATTEN, NOISE, HIDDEN = 0, 1, 2, 3
+_ELISION, _UNREAD = -1, -2  # stack items of render() that are lines, not nodes
 
 _B_FOCUSED = bit(State.FOCUSED)
 _B_SELECTED = bit(State.SELECTED)
@@ -91,6 +95,7 @@ class Rendered:
     noise: int = 0
     cap_hit: bool = False
     budget_hit: bool = False
+    unread: int = 0  # ``[unread: …]`` marker lines shown
 
 
 def is_hidden(node: RawNode, parent: RawNode) -> bool:
@@ -226,7 +231,7 @@ def classify(nodes: list[RawNode], opts: RenderOptions) -> tuple[list[int], list
         if kind[i] == HIDDEN:
             continue
         node = nodes[i]
-        below = shown_below[i]
+        below = shown_below[i] or node.unread > 0  # its marker is shown below it
         if i == 0:
             kind[i] = KEEP
             continue
@@ -261,10 +266,25 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
     used = 0
     stopped = False
     max_children = max(1, opts.max_children)
-    # stack items: (node index, rendered depth, parent id) or (-n, depth, count) for elisions
+    # stack items: (node index, rendered depth, parent id), or (_ELISION | _UNREAD, depth,
+    # count) for the lines that stand for children not shown
     stack: list[tuple[int, int, int | None]] = [(0, 0, None)]
     while stack:
         i, depth, parent_id = stack.pop()
+        if i == _UNREAD:
+            if stopped:
+                continue
+            count = parent_id or 0
+            kids = "child" if count == 1 else "children"
+            line = f"{'  ' * depth}- … [unread: {count:,} {kids} — deadline]"
+            cost = utf16_len(line) + 1
+            if used + cost > budget:
+                stopped = out.budget_hit = True
+                continue
+            used += cost
+            lines.append(line)
+            out.unread += 1
+            continue
         if i < 0:  # an elision line: parent_id carries the count
             count = parent_id or 0
             out.elided += count
@@ -309,9 +329,11 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
                     if node.role == R_PASSWORD_TEXT:
                         out.secure_ids.append(my_id)
             child_depth = depth + 1
+        if node.unread:
+            stack.append((_UNREAD, child_depth, node.unread))
         children = node.children
         if len(children) > max_children:
-            stack.append((-1, child_depth, len(children) - max_children))
+            stack.append((_ELISION, child_depth, len(children) - max_children))
             children = children[:max_children]
         for c in reversed(children):
             stack.append((c, child_depth, my_id))

@@ -6,11 +6,19 @@ shape of the whole tree, *details* are read only for nodes that can be shown, *r
 what is shown, and *finish* reads the little that only shown elements need (interfaces the
 strategy did not give, extents of secure fields, the document's URL). Each step's time is in
 ``TreeSnapshot.timings_ms``.
+
+A snapshot may have a *deadline* (``loop.time()``): the read gets ``READ_SHARE`` of the time
+left, details and finish the rest. A walk stops at it with what it read; a one-call read
+(cache, Collection) that misses it leaves the root alone — read first, next to it — with its
+children marked unread; details or finish cut short leave a tree without some values. Any of
+these makes the snapshot ``partial="deadline"``. Not even the root by then: TimeoutError (the
+app does not answer; the host answers from what it knew, host/last_trees.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import time
 from typing import Final
@@ -22,6 +30,8 @@ from deskpilot.host.atspi.collect import RawNode
 from deskpilot.host.atspi.connections import Connections
 from deskpilot.host.atspi.model import AppInfo, ElementRef, NodeRef, TreeSnapshot
 from deskpilot.host.atspi.render import Rendered, RenderOptions, clean_name, is_hidden, render
+from deskpilot.host.atspi.tree_cache import CacheState, Entry, FreshRead, Plan, TreeCache
+from deskpilot.host.atspi.tree_patch import focus_moved, patch_nodes, same_shape
 from deskpilot.host.atspi.tree_read import TreeReader
 from deskpilot.host.atspi.vocab import (
     ALWAYS_SHOWN_ROLES,
@@ -39,6 +49,11 @@ from deskpilot.protocol.wire import Rect, Truncation
 
 COLD_START_RETRIES: Final = (0.1, 0.2, 0.3)  # seconds; bounded (≤ 0.6 s in all)
 SNAPSHOT_TIMEOUT_S: Final = 10.0
+#: of the time to a snapshot's deadline, the share its read may take (details, render and
+#: finish get the rest)
+READ_SHARE: Final = 0.8
+#: how long a read under a deadline waits for its root alone before reading the tree (s)
+ROOT_FIRST_S: Final = 0.005
 ENRICH_FACTOR: Final = 3  # read details for at most max_elements × this many candidates
 
 _B_FOCUSED: Final = bit(State.FOCUSED)
@@ -47,10 +62,17 @@ _B_FOCUSED: Final = bit(State.FOCUSED)
 class Snapshots:
     """Takes snapshots over the app's connection, with what is known of the app."""
 
-    def __init__(self, connections: Connections, apps: Applications, reader: TreeReader) -> None:
+    def __init__(
+        self,
+        connections: Connections,
+        apps: Applications,
+        reader: TreeReader,
+        cache: TreeCache | None = None,
+    ) -> None:
         self._connections = connections
         self._apps = apps
         self._reader = reader
+        self._cache = cache
 
     async def snapshot(
         self,
@@ -60,11 +82,16 @@ class Snapshots:
         text_budget: int,
         origin: tuple[int, int] | None,
         max_children: int,
+        deadline: float | None = None,
     ) -> TreeSnapshot:
-        """The subtree under ``root``, bounded in time; AT-SPI errors become DeskpilotError."""
+        """The subtree under ``root``, bounded in time; AT-SPI errors become DeskpilotError.
+
+        ``deadline`` (``loop.time()``): see the module docstring; None: read it all."""
         try:
             async with asyncio.timeout(SNAPSHOT_TIMEOUT_S):
-                return await self._snapshot(root, max_elements, text_budget, origin, max_children)
+                return await self._snapshot(
+                    root, max_elements, text_budget, origin, max_children, deadline
+                )
         except TimeoutError as exc:
             raise DeskpilotError(
                 ErrorCode.ENVIRONMENT_UNAVAILABLE,
@@ -78,6 +105,8 @@ class Snapshots:
                 ) from exc
             raise DeskpilotError(ErrorCode.INTERNAL_ERROR, f"AT-SPI: {exc.name}") from exc
 
+    # ------------------------------------------------------------------ the tree cache
+
     async def _snapshot(
         self,
         root: NodeRef,
@@ -85,16 +114,199 @@ class Snapshots:
         text_budget: int,
         origin: tuple[int, int] | None,
         max_children: int,
+        deadline: float | None = None,
     ) -> TreeSnapshot:
+        """Through the tree cache (atspi/tree_cache.py) when there is one: the kept read
+        served, patched, or a full read kept for the next time."""
+        cache = self._cache
+        if cache is None:
+            return await self._fresh(
+                root, max_elements, text_budget, origin, max_children, deadline
+            )
+        entry = cache.entry((root.bus_name, root.path, max_elements, text_budget, max_children))
+        async with entry.lock:
+            t0 = time.perf_counter()
+            conn = await collect.until(self._connections.conn_for(root.bus_name), deadline)
+            plan = await collect.until(cache.plan(entry, root.bus_name, conn), deadline)
+            if plan.kind in ("hit", "patched") and entry.snapshot is not None:
+                moved = await collect.until(
+                    focus_moved(
+                        conn, entry.nodes, entry.index, entry.snapshot.strategy == "collection"
+                    ),
+                    deadline,
+                )
+                if moved is None:
+                    plan = dataclasses.replace(plan, kind="full", dirt=None)
+                elif moved:
+                    plan = cache.also(plan, moved)
+            plan_ms = _ms_since(t0)
+            served: TreeSnapshot | None = None
+            try:
+                if plan.kind == "hit":
+                    served = await collect.until(
+                        self._hit(entry, conn, origin, max(max_elements * 8, 4000)), deadline
+                    )
+                elif plan.kind == "patched":
+                    served = await collect.until(
+                        self._patch(
+                            entry, plan, conn, origin, max_elements, text_budget, max_children
+                        ),
+                        deadline,
+                    )
+            except BaseException:
+                entry.drop()  # a patch may have changed some nodes and not others
+                raise
+            if served is not None:
+                cache.served(entry, plan, served)
+                timings = {"plan": plan_ms, **served.timings_ms, "total": _ms_since(t0)}
+                return dataclasses.replace(served, cache_state=plan.kind, timings_ms=timings)
+            keep = FreshRead()
+            snap = await self._fresh(
+                root, max_elements, text_budget, origin, max_children, deadline, keep
+            )
+            note = await cache.store(entry, plan, root.bus_name, conn, snap, keep)
+            kind: CacheState = "off" if plan.kind == "off" or note else "full"
+            return dataclasses.replace(snap, cache_state=kind, cache_note=note or plan.note)
+
+    async def _hit(
+        self, entry: Entry, conn: Conn, origin: tuple[int, int] | None, limit: int
+    ) -> TreeSnapshot | None:
+        """The kept snapshot, its extents read again (secure fields' bounds, labels placed by
+        position: a window moves without tree events). None when a name placed by position
+        may have changed with them, or a Chromium tree's shape did (a full read then)."""
+        snap = entry.snapshot
+        if snap is None or snap.root is None:
+            return None
+        t0 = time.perf_counter()
+        nodes = entry.nodes
+        if await self._chromium(snap.root) and not await same_shape(conn, nodes, limit):
+            return None
+        have = [i for i, n in enumerate(nodes) if n.extents is not None]
+        elements = snap.elements
+        if have:
+            before = [nodes[i].extents for i in have]
+            await collect.read_extents(conn, nodes, have)
+            if any(nodes[i].extents != b for i, b in zip(have, before, strict=True)):
+                if entry.derived:
+                    return None
+                elements = _moved(elements, nodes, entry.index)
+        regions = _sensitive_regions(nodes, entry.secure, origin)
+        return dataclasses.replace(
+            snap, elements=elements, sensitive_regions=regions, timings_ms={"hit": _ms_since(t0)}
+        )
+
+    async def _chromium(self, root: NodeRef) -> bool:
+        """Chromium's tree can change shape without an event: its hits and patches check
+        the shape first (``tree_patch.same_shape``)."""
+        info = await self._apps.info(root.bus_name, ROOT_PATH)
+        return bool(info and info.toolkit and info.toolkit.lower().startswith("chrom"))
+
+    async def _patch(
+        self,
+        entry: Entry,
+        plan: Plan,
+        conn: Conn,
+        origin: tuple[int, int] | None,
+        max_elements: int,
+        text_budget: int,
+        max_children: int,
+    ) -> TreeSnapshot | None:
+        """The kept tree with the nodes events marked dirty read again (atspi/tree_patch.py),
+        then rendered and finished as a full read is; None when a patch would not be exact."""
+        snap = entry.snapshot
+        if snap is None or snap.root is None:
+            return None
+        t0 = time.perf_counter()
+        if plan.dirt is None:
+            return None
+        info = await self._apps.info(snap.root.bus_name, ROOT_PATH)
+        chromium = await self._chromium(snap.root)
+        limit = max(max_elements * 8, 4000)
+        patched = await patch_nodes(
+            conn,
+            entry.nodes,
+            plan.dirt,
+            candidates=entry.candidates,
+            derived=entry.derived,
+            strategy=snap.strategy,
+            limit=limit,
+            max_children=max_children,
+            cap=max_elements * ENRICH_FACTOR,
+            detail_candidates=_detail_candidates,
+            shapes=not chromium,
+        )
+        if patched is None:
+            entry.drop()  # the kept nodes may be half changed
+            return None
+        nodes, todo, entry.candidates = patched
+        if nodes is not entry.nodes:
+            entry.nodes, entry.index = nodes, {n.path: i for i, n in enumerate(nodes)}
+        if chromium and not await same_shape(conn, nodes, limit):
+            entry.drop()
+            return None
+        keep = FreshRead()
+        await _enrich(conn, nodes, todo, info, keep)
+        entry.derived = entry.derived or keep.derived
+        timings = {"patch_read": _ms_since(t0)}
+        t1 = time.perf_counter()
+        gtk4 = bool(info and info.toolkit == "GTK" and (info.toolkit_version or "").startswith("4"))
+        out = render(
+            nodes,
+            RenderOptions(
+                max_elements=max_elements,
+                text_budget=text_budget,
+                max_children=max_children,
+                gtk4_names=gtk4,
+            ),
+        )
+        timings["render"] = _ms_since(t1)
+        secure, url = await _finish(conn, nodes, out)
+        entry.secure = secure
+        return TreeSnapshot(
+            text=out.text,
+            tree_version=tree_version(out.text, out.element_count),
+            element_count=out.element_count,
+            elements=_elements(nodes, out, snap.pid or 0, gtk4),
+            truncation=_truncation(out),
+            sensitive_regions=_sensitive_regions(nodes, secure, origin),
+            url=url,
+            focused_id=out.focused_id,
+            root=snap.root,
+            pid=snap.pid,
+            strategy=snap.strategy,
+            node_count=len(nodes),
+            timings_ms=timings,
+            unread_subtrees=out.unread,
+        )
+
+    async def _fresh(
+        self,
+        root: NodeRef,
+        max_elements: int,
+        text_budget: int,
+        origin: tuple[int, int] | None,
+        max_children: int,
+        deadline: float | None = None,
+        keep: FreshRead | None = None,
+    ) -> TreeSnapshot:
+        """A full read (``keep``: where the tree cache gets what it keeps of it)."""
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
-        conn = await self._connections.conn_for(root.bus_name)
-        info = await self._apps.info(root.bus_name, ROOT_PATH)
-        pid = info.pid if info else await self._apps.pid(root.bus_name)
-        nodes, strategy = await self._read(conn, root, max(max_elements * 8, 4000), max_children)
+        conn = await collect.until(self._connections.conn_for(root.bus_name), deadline)
+        info = await collect.until(self._apps.info(root.bus_name, ROOT_PATH), deadline)
+        pid = info.pid if info else await collect.until(self._apps.pid(root.bus_name), deadline)
+        limit = max(max_elements * 8, 4000)
+        if deadline is None:
+            nodes, strategy = await self._read(conn, root, limit, max_children)
+        else:
+            nodes, strategy = await self._read_by(conn, root, limit, max_children, deadline)
+        cut = any(n.unread for n in nodes)
         timings["read"] = _ms_since(t0)
         t1 = time.perf_counter()
-        await _read_details(conn, nodes, info, max_elements)
+        try:
+            await collect.until(_read_details(conn, nodes, info, max_elements, keep), deadline)
+        except TimeoutError:
+            cut = True  # some actions and values are missing
         timings["detail"] = _ms_since(t1)
         t2 = time.perf_counter()
         gtk4 = bool(info and info.toolkit == "GTK" and (info.toolkit_version or "").startswith("4"))
@@ -107,12 +319,18 @@ class Snapshots:
         out = render(nodes, opts)
         timings["render"] = _ms_since(t2)
         t3 = time.perf_counter()
-        secure, url = await _finish(conn, nodes, out)
+        try:
+            secure, url = await collect.until(_finish(conn, nodes, out), deadline)
+        except TimeoutError:
+            cut = True  # interfaces of some shown elements, maybe a secure field's bounds
+            secure, url = [out.elements[i][0] for i in out.secure_ids], None
         timings["finish"] = _ms_since(t3)
         elements = _elements(nodes, out, pid or 0, gtk4)
         regions = _sensitive_regions(nodes, secure, origin)
         truncation = _truncation(out)
         timings["total"] = _ms_since(t0)
+        if keep is not None:
+            keep.nodes, keep.secure = nodes, secure
         return TreeSnapshot(
             text=out.text,
             tree_version=tree_version(out.text, out.element_count),
@@ -127,21 +345,59 @@ class Snapshots:
             strategy=strategy,
             node_count=len(nodes),
             timings_ms=timings,
+            partial="deadline" if cut else None,
+            unread_subtrees=out.unread,
         )
 
+    async def _read_by(
+        self, conn: Conn, root: NodeRef, limit: int, max_children: int, deadline: float
+    ) -> tuple[list[RawNode], str]:
+        """The read under a deadline: the root alone is asked for first (the app answers in
+        order, so it comes back before a long read's reply), then the tree. A walk stops at
+        ``READ_SHARE`` of the time left (leaving time for details); a one-call read may take
+        until the deadline, and when it does not make it, the root stands for the tree, its
+        children unread. TimeoutError when not even the root came back."""
+        loop = asyncio.get_running_loop()
+        read_by = loop.time() + max(0.0, deadline - loop.time()) * READ_SHARE
+        alone = asyncio.ensure_future(collect.read_root(conn, root.bus_name, root.path))
+        alone.add_done_callback(_retrieved)
+        # its calls must be on the socket before the tree's: a moment for them to go out
+        # (and usually to come back: the root costs an app well under a ms)
+        await asyncio.wait({alone}, timeout=min(ROOT_FIRST_S, max(0.0, deadline - loop.time())))
+        try:
+            return await collect.until(
+                self._read(conn, root, limit, max_children, read_by), deadline
+            )
+        except TimeoutError:
+            if alone.done() and not alone.cancelled() and alone.exception() is None:
+                return [alone.result()], "root"
+            raise
+        finally:
+            if not alone.done():
+                alone.cancel()
+
     async def _read(
-        self, conn: Conn, root: NodeRef, limit: int, max_children: int
+        self,
+        conn: Conn,
+        root: NodeRef,
+        limit: int,
+        max_children: int,
+        deadline: float | None = None,
     ) -> tuple[list[RawNode], str]:
         """The tree's nodes, read again (``COLD_START_RETRIES``) while an app that has just
-        started shows only its root; raises UnknownObject when there is not even that."""
-        nodes, strategy = await self._reader.read(conn, root, limit, max_children)
+        started shows only its root; raises UnknownObject when there is not even that. No
+        retry that would end after ``deadline``."""
+        loop = asyncio.get_running_loop()
+        nodes, strategy = await self._reader.read(conn, root, limit, max_children, deadline)
         for delay in COLD_START_RETRIES:
             if len(nodes) > 1 or (
                 nodes and nodes[0].child_count == 0 and nodes[0].role not in FRAME_ROLES
             ):
                 break
+            if deadline is not None and loop.time() + delay >= deadline:
+                break
             await asyncio.sleep(delay)
-            nodes, strategy = await self._reader.read(conn, root, limit, max_children)
+            nodes, strategy = await self._reader.read(conn, root, limit, max_children, deadline)
         if not nodes:
             raise AtspiCallError("org.freedesktop.DBus.Error.UnknownObject", root.path)
         return nodes, strategy
@@ -151,14 +407,30 @@ class Snapshots:
 
 
 async def _read_details(
-    conn: Conn, nodes: list[RawNode], info: AppInfo | None, max_elements: int
+    conn: Conn,
+    nodes: list[RawNode],
+    info: AppInfo | None,
+    max_elements: int,
+    keep: FreshRead | None = None,
 ) -> None:
     """Actions, values, labels… of the nodes that can be shown, at most
     ``max_elements × ENRICH_FACTOR`` of them (see ``collect.enrich``; Chromium answers
-    ``GetActions`` with blank action names)."""
+    ``GetActions`` with blank action names). ``keep`` learns which nodes those were and
+    whether a name was derived from other nodes (the tree cache's patches need both)."""
     todo = _detail_candidates(nodes, max_elements * ENRICH_FACTOR)
+    if keep is not None:
+        keep.candidates = frozenset(todo)
+    await _enrich(conn, nodes, todo, info, keep)
+
+
+async def _enrich(
+    conn: Conn, nodes: list[RawNode], todo: list[int], info: AppInfo | None, keep: FreshRead | None
+) -> None:
     blank_names = bool(info and info.toolkit and info.toolkit.lower().startswith("chrom"))
+    names = [nodes[i].name for i in todo] if keep is not None else []
     await collect.enrich(conn, nodes, todo, blank_names)
+    if keep is not None:
+        keep.derived = any(nodes[i].name != name for i, name in zip(todo, names, strict=True))
 
 
 async def _finish(conn: Conn, nodes: list[RawNode], out: Rendered) -> tuple[list[int], str | None]:
@@ -205,6 +477,18 @@ def _elements(nodes: list[RawNode], out: Rendered, pid: int, gtk4: bool) -> dict
             index_in_parent=n.index if n.index >= 0 else None,
         )
     return elements
+
+
+def _moved(
+    elements: dict[int, ElementRef], nodes: list[RawNode], index: dict[str, int]
+) -> dict[int, ElementRef]:
+    """The elements with the extents their nodes have now."""
+    out: dict[int, ElementRef] = {}
+    for eid, e in elements.items():
+        ni = index.get(e.path)
+        rect = _rect(nodes[ni].extents) if ni is not None else e.extents
+        out[eid] = e if rect == e.extents else dataclasses.replace(e, extents=rect)
+    return out
 
 
 def _sensitive_regions(
@@ -301,3 +585,9 @@ def _ms_since(t: float) -> float:
 
 async def _noop() -> None:
     return None
+
+
+def _retrieved(future: asyncio.Future[RawNode]) -> None:
+    """Mark a root read nobody awaited any more as seen (no 'never retrieved' warning)."""
+    if not future.cancelled():
+        future.exception()

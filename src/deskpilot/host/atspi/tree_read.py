@@ -27,7 +27,12 @@ class TreeReader:
         self._strategy: dict[str, str] = {}
 
     async def read(
-        self, conn: Conn, root: NodeRef, limit: int, max_children: int
+        self,
+        conn: Conn,
+        root: NodeRef,
+        limit: int,
+        max_children: int,
+        deadline: float | None = None,
     ) -> tuple[list[RawNode], str]:
         """Cache when it covers the subtree; else Collection (atk-bridge); else a walk.
 
@@ -36,6 +41,9 @@ class TreeReader:
         atk-bridge leaves MANAGES_DESCENDANTS children out of it and, in Chromium, most of
         the web content: an app whose cache missed a subtree and that has Collection is read
         with Collection from then on.
+
+        ``deadline`` (``loop.time()``) bounds the walks (they return what they read by then,
+        see ``collect.read_walk``); the one-call reads are bounded by the caller.
         """
         bus = root.bus_name
         strategy = self._strategy.get(bus)
@@ -43,7 +51,9 @@ class TreeReader:
         if strategy is None and info and (info.toolkit or "").lower().startswith("chrom"):
             strategy = "collection"  # its cache never holds the web content
         if strategy is None or strategy == "cache":
-            done, strategy = await self._from_cache(conn, root, limit, max_children, strategy)
+            done, strategy = await self._from_cache(
+                conn, root, limit, max_children, strategy, deadline
+            )
             if done is not None:
                 return done, "cache"
         if strategy == "collection" or await collect.has_collection(conn, bus, root.path):
@@ -53,10 +63,16 @@ class TreeReader:
             except AtspiCallError as exc:
                 if exc.gone:
                     raise
-        return await collect.read_walk(conn, bus, root.path, limit, max_children), "walk"
+        return await collect.read_walk(conn, bus, root.path, limit, max_children, deadline), "walk"
 
     async def _from_cache(
-        self, conn: Conn, root: NodeRef, limit: int, max_children: int, strategy: str | None
+        self,
+        conn: Conn,
+        root: NodeRef,
+        limit: int,
+        max_children: int,
+        strategy: str | None,
+        deadline: float | None = None,
     ) -> tuple[list[RawNode] | None, str | None]:
         """The tree from the app's cache, its misses walked and grafted in; or None and the
         strategy to go on with (what was learnt about the cache is remembered)."""
@@ -76,7 +92,7 @@ class TreeReader:
             self._strategy[bus] = "cache"
             subs = await asyncio.gather(
                 *(
-                    collect.read_walk(conn, bus, nodes[i].path, limit, max_children)
+                    collect.read_walk(conn, bus, nodes[i].path, limit, max_children, deadline)
                     for i in incomplete
                 )
             )

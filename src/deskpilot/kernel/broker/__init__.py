@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from deskpilot.hostclient.api import DesktopBackend
+from deskpilot.kernel import visual_tree
 from deskpilot.kernel.broker import admission, idempotency, rating
 from deskpilot.kernel.broker.confirm import ConfirmationWait, summary
 from deskpilot.kernel.broker.controls import ControlHooks, Controls, ResumeHook, StopHook
@@ -234,6 +235,8 @@ class Broker:
                 return replay
         # 3. freshness: against the session's current observation, not the foreground
         obs = self.frames.check(session_id, request.frame_id, request.tree_version)
+        # a visual (OCR) frame: the host's version, element actions as points of the image
+        host_request = visual_tree.for_host(self.frames.get(session_id), request)
         # 4. policy, then the ledger row (and the person, when the policy asks for them)
         row, decision = await rating.rate(
             self.sessions, self._controls, row, obs, action, settings, expected_app
@@ -253,7 +256,7 @@ class Broker:
         if decision.decision == Decision.ALLOW:
             # the row and its action_requested event are written together with the move to
             # acting, under the desktop lane, still before anything reaches the desktop
-            done = await self._dispatcher.dispatch(row, ledger, requested, request, decision)
+            done = await self._dispatcher.dispatch(row, ledger, requested, host_request, decision)
             self.handbacks.seen(session_id, done.post)
             return done
         self.record_request(session_id, ledger, requested, decision)  # a denial raises here
@@ -272,7 +275,7 @@ class Broker:
             row = self.sessions.require_executable(session_id)
         # 5. the desktop lane, then the backend
         done = await self._dispatcher.dispatch(
-            row, ledger, None, request, decision, approval_id, approval_ms
+            row, ledger, None, host_request, decision, approval_id, approval_ms
         )
         self.handbacks.seen(session_id, done.post)  # what a takeover's hand back compares with
         return done

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deskpilot.hostclient.api import ActionReply, DesktopBackend
+from deskpilot.kernel import visual_tree
 from deskpilot.kernel.broker.controls import end_inflight
 from deskpilot.kernel.broker.ledger import Ledger
 from deskpilot.kernel.coordinator import DesktopCoordinator
@@ -98,6 +99,7 @@ class Dispatcher:
                 self.inflight.remove(item)
         result, post = reply.result, reply.post
         if post is not None:
+            post = await visual_tree.outlined(post)  # no tree: an OCR outline
             self.frames.put(session_id, post)  # the host bound it: the next action may use it
         self.ledger.record_executed(session_id, aid, action.kind, result, decision, post)
         return ExecutedAction(

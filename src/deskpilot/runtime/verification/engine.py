@@ -6,7 +6,7 @@ answers one :class:`Verdict` per spec, in order; ``overall`` is true only when t
 least one verdict and every one passed (an undecidable verdict is not a pass).
 
 ``model_visual_assertion``: when the decision model says it is ready and the window has no
-tree at all (so nothing but pixels shows the state, and OCR is not there yet), a ``visual``
+tree at all (so nothing but pixels shows the state, and OCR could not read them), a ``visual``
 spec the engine cannot decide is taken on the model's word: passed, with the reason
 ``model_visual_assertion`` and evidence saying it is the model's own claim. Never when there is
 a tree, never for another kind, and never against evidence (a title that shows a text that
@@ -99,7 +99,7 @@ async def _decide(
     if isinstance(spec, AccessibilitySpec):
         return check_accessibility(spec, obs)
     if isinstance(spec, VisualSpec):
-        return check_visual(spec, obs)
+        return await check_visual(spec, ev.state)
     if isinstance(spec, ApplicationStateSpec):
         return await check_application_state(spec, ev)
     if isinstance(spec, FileSpec):
@@ -135,7 +135,7 @@ async def verify(
                     {
                         **outcome.evidence,
                         "claim": "the decision model's own claim (ready_for_verification); "
-                        "the window has no tree and there is no OCR yet to check it",
+                        "the window has no tree and OCR could not check it",
                     },
                 )
             )

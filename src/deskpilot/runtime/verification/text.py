@@ -3,8 +3,9 @@
 Contains-checks fold case and collapse whitespace (UI text wraps and capitalises freely);
 equality checks are exact. The host cuts names and values at 200 characters and marks the cut
 with "…" (docs/host-tree.md), so a check that needs the text beyond the cut is undecidable
-rather than failed. A tree the host truncated (element cap, text budget, elided children) or
-could not read is *incomplete*: an absence seen in it proves nothing.
+rather than failed. A tree the host truncated (element cap, text budget, elided children),
+could not read, cut at its read deadline (partial) or answered from the last read of an app
+that did not answer (stale) is *incomplete*: an absence seen in it proves nothing.
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ def tree_view(obs: ObservationBody) -> TreeView:
         or t.tree_unavailable
         or elided_lines
         or marker
+        or not obs.tree_read.reusable  # cut at its deadline, or the last tree of a stopped app
     )
     return TreeView(
         elements=elements,

@@ -1,0 +1,132 @@
+"""Observe of a stopped app: how long the answer takes and what it holds, before and after.
+
+A stopped app (SIGSTOP: a debugger, a hung main loop) answers no accessibility call. Before the
+read deadline (issue #17) the host's frame lookup waited 3 s for it and the observation then
+had no tree (``treeVersion=t-none``); now the read ends at its deadline (1.5 s by default) and
+the answer is the window's last complete tree, marked stale with its age.
+
+Starts its own private desktop (Xvfb 1280x800 + D-Bus + AT-SPI), mousepad and
+gnome-calculator, then in the same run, for two host processes:
+
+* ``before`` — the committed tree (``git archive HEAD src``, i.e. without the uncommitted
+  deadline work) on ``PYTHONPATH``; pass ``--before-rev`` to pick another revision;
+* ``after``  — this work tree's host, with the default deadline and with a 300 ms one.
+
+Each host observes mousepad (complete), mousepad is stopped, and the host is asked ``--runs``
+times for mousepad (time to the answer, what the answer is) and for the calculator meanwhile
+(an app that answers: it must stay fast). mousepad runs again before the next host.
+
+Usage: ``.venv/bin/python benchmarks/deadline_bench.py [--runs N] [--before-rev REV]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "host"))
+
+from host_harness import HostProcess, launch_accessible, observe_until  # noqa: E402
+
+from deskpilot import desktop as vdesk  # noqa: E402
+
+
+def committed_src(rev: str) -> Path:
+    """The package as committed at ``rev``, unpacked in a temp dir (the repo is only read)."""
+    data = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev, "src"], check=True, capture_output=True
+    ).stdout
+    out = Path(tempfile.mkdtemp(prefix="deskpilot-before-"))
+    with tarfile.open(fileobj=BytesIO(data)) as tar:
+        tar.extractall(out, filter="data")
+    return out / "src"
+
+
+def timed_observe(host: HostProcess, pid: int, session: str) -> tuple[dict[str, Any], float]:
+    t0 = time.perf_counter()
+    obs = host.call({"type": "observe", "target": {"pid": pid}, "sessionId": session}, 30.0)
+    return obs, (time.perf_counter() - t0) * 1000
+
+
+def measure(label: str, extra_env: dict[str, str], mousepad: int, calc: int, runs: int) -> None:
+    with HostProcess(extra_env) as host:
+        fresh = observe_until(host, {"pid": mousepad}, r"- textField", "m")
+        observe_until(host, {"pid": calc}, r'button "7', "c")
+        frozen_ms: list[float] = []
+        calc_ms: list[float] = []
+        answers: set[str] = set()
+        os.kill(mousepad, signal.SIGSTOP)
+        try:
+            time.sleep(0.3)
+            for _ in range(runs):
+                obs, ms = timed_observe(host, mousepad, "m")
+                frozen_ms.append(ms)
+                read = obs.get("treeRead") or {}
+                if obs.get("treeVersion") == "t-none":
+                    answers.add("t-none, no tree")
+                elif read.get("staleAgeMs") is not None:
+                    same = obs["treeVersion"] == fresh["treeVersion"]
+                    same = same and obs["tree"] == fresh["tree"]
+                    answers.add(f"stale, {'same' if same else 'other'} tree and version")
+                else:
+                    answers.add("a tree read now (?)")
+                _, ms = timed_observe(host, calc, "c")
+                calc_ms.append(ms)
+        finally:
+            os.kill(mousepad, signal.SIGCONT)
+        time.sleep(0.5)
+    print(
+        f"| {label} | {statistics.median(frozen_ms):.0f} ms "
+        f"({min(frozen_ms):.0f}–{max(frozen_ms):.0f}) | {'; '.join(sorted(answers))} | "
+        f"{statistics.median(calc_ms):.1f} ms ({min(calc_ms):.1f}–{max(calc_ms):.1f}) |"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--before-rev", default="HEAD")
+    args = ap.parse_args()
+    before = committed_src(args.before_rev)
+    state = vdesk.up(1280, 800)
+    os.environ.update(state.env)
+    mousepad = launch_accessible(["mousepad"])
+    calc = launch_accessible(["gnome-calculator"])
+    try:
+        print(f"observe of a stopped mousepad, {args.runs} runs per host; calculator meanwhile")
+        print("| host | stopped app: time to answer, median (min–max) | answer | calculator |")
+        print("|---|---|---|---|")
+        measure(
+            f"before ({args.before_rev})",
+            {"PYTHONPATH": str(before)},
+            mousepad.pid,
+            calc.pid,
+            args.runs,
+        )
+        measure("after (deadline 1.5 s)", {}, mousepad.pid, calc.pid, args.runs)
+        measure(
+            "after (DESKPILOT_TREE_DEADLINE_MS=300)",
+            {"DESKPILOT_TREE_DEADLINE_MS": "300"},
+            mousepad.pid,
+            calc.pid,
+            args.runs,
+        )
+    finally:
+        mousepad.stop()
+        calc.stop()
+        vdesk.down(state)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""The tree cache: re-observing a window unchanged, after one changed label, and cold.
+
+Starts its own private desktop (Xvfb 1280x800 + D-Bus + AT-SPI), connects the clients first
+(a host is connected before the apps an agent starts, so it hears their events from the
+start), then starts gnome-calculator and Chromium showing observe_bench.py's page of 300 list
+items (~1,750 accessible nodes) plus a button that edits one label's text in place. Measured
+in the same run, per app:
+
+* ``cold``      — a new client per run (no connections, nothing known, nothing kept);
+* ``full``      — ``AtspiClient.snapshot`` with the cache off, one client reused;
+* ``unchanged`` — the same with the cache on, the window not changed in between
+  (every ``VERIFY_EVERY``-th read is a full one, by design: the median shows the hit);
+* ``label``     — after one label changed (the calculator: a digit pressed, its display
+  changes; the page: the button's handler edits a text node), the first read;
+* ``baseline``  — benchmarks/baseline_walker.py (OSWorld's getter, call after call).
+
+Usage: ``.venv/bin/python benchmarks/tree_cache_bench.py [--runs N] [--baseline-runs N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from dbus_fast.aio import MessageBus
+
+from baseline_walker import walk as baseline_walk
+from deskpilot import desktop as vdesk
+from deskpilot.desktop import apps as dapps
+from deskpilot.host.atspi import AtspiClient, FrameInfo, SemanticOp
+from deskpilot.host.atspi.bus import a11y_address, connect_session
+from observe_bench import ITEMS, find_frame, serve
+
+
+def page_html() -> str:
+    items = "".join(f'<li><a href="#i{i}">Item {i}</a> detail {i}</li>' for i in range(ITEMS))
+    return (
+        "<!doctype html><html><head><title>Bench page</title></head><body><h1>Items</h1>"
+        '<p id="lab">Count 0</p>'
+        "<button onclick=\"const t = document.getElementById('lab').firstChild;"
+        " t.data = 'Count ' + (++window.k)\">Press me</button>"
+        f"<ul>{items}</ul><script>window.k = 0</script></body></html>"
+    )
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+async def measure(
+    label: str,
+    frame: FrameInfo,
+    cached: AtspiClient,
+    full: AtspiClient,
+    press: str,
+    runs: int,
+    baseline_runs: int,
+) -> None:
+    ref = frame.ref
+    cold: list[float] = []
+    for _ in range(max(3, runs // 4)):
+        t = time.perf_counter()
+        client = await AtspiClient.connect()
+        try:
+            snap = await client.snapshot(ref)
+        finally:
+            await client.close()
+        cold.append((time.perf_counter() - t) * 1000)
+    full_ms: list[float] = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fsnap = await full.snapshot(ref)
+        full_ms.append((time.perf_counter() - t) * 1000)
+    await cached.snapshot(ref)
+    unchanged: list[float] = []
+    kinds: collections.Counter[str] = collections.Counter()
+    for _ in range(runs):
+        t = time.perf_counter()
+        s = await cached.snapshot(ref)
+        unchanged.append((time.perf_counter() - t) * 1000)
+        kinds[s.cache_state] += 1
+        assert s.text == fsnap.text, "a cached read differs from the full one"
+    button = next(e for e in fsnap.elements.values() if e.role == "button" and e.name == press)
+    changed: list[float] = []
+    ckinds: collections.Counter[str] = collections.Counter()
+    differed: list[str] = []
+    steps: list[dict[str, float]] = []
+    for _ in range(max(5, runs // 2)):
+        await full.perform(button, SemanticOp.invoke(), settle=True)
+        t = time.perf_counter()
+        s = await cached.snapshot(ref)
+        changed.append((time.perf_counter() - t) * 1000)
+        ckinds[s.cache_state] += 1
+        steps.append(s.timings_ms)
+        f = await full.snapshot(ref)
+        if s.text != f.text:  # say so (and which line), do not hide it
+            ckinds["differed"] += 1
+            await cached.settle(ref.bus_name, first_ms=300, quiet_ms=200)
+            if (await cached.snapshot(ref)).text != (await full.snapshot(ref)).text:
+                ckinds["still differed after quiet"] += 1
+            a, b = s.text.splitlines(), f.text.splitlines()
+            first = next(
+                (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                min(len(a), len(b)),
+            )
+            differed.append(
+                f"{a[first] if first < len(a) else ''!r} vs {b[first] if first < len(b) else ''!r}"
+            )
+    session = await connect_session(None)
+    bus = await MessageBus(bus_address=await a11y_address(session)).connect()
+    base: list[float] = []
+    for _ in range(baseline_runs):
+        t = time.perf_counter()
+        await baseline_walk(bus, ref.bus_name, ref.path)
+        base.append((time.perf_counter() - t) * 1000)
+    bus.disconnect()
+    session.disconnect()
+    b = median(base)
+    print(
+        f"{label:<20} nodes={snap.node_count:<5} shown={snap.element_count:<4} | "
+        f"cold {median(cold):7.1f} ms ({b / median(cold):5.1f}x getter) | "
+        f"full {median(full_ms):7.1f} ms | unchanged {median(unchanged):6.2f} ms "
+        f"(p90 {sorted(unchanged)[int(len(unchanged) * 0.9)]:6.2f}, {dict(kinds)}) | "
+        f"one label {median(changed):6.2f} ms ({dict(ckinds)}) | getter {b:8.1f} ms",
+        flush=True,
+    )
+    keys = sorted({k for t in steps for k in t})
+    parts = ", ".join(f"{k} {median([t[k] for t in steps if k in t]):.2f}" for k in keys)
+    print(f"{'':<20} after one label, median ms per step: {parts}")
+    for line in sorted(set(differed)):
+        print(f"{'':<20} a cached read after a change differed from the full one: {line}")
+
+
+async def run(args: argparse.Namespace, url: str) -> None:
+    cached = await AtspiClient.connect()
+    full = await AtspiClient.connect()
+    full.tree_cache.enabled = False
+    calc = dapps.launch(["gnome-calculator"])
+    chrome = dapps.launch_chromium(url)
+    try:
+        calc_frame = await find_frame(calc.pid, "Calculator")
+        chrome_frame = await find_frame(chrome.pid, "Bench page")
+        deadline = time.monotonic() + 60
+        while f"Item {ITEMS - 1}" not in (await full.snapshot(chrome_frame.ref)).text:
+            if time.monotonic() > deadline:
+                raise SystemExit("the page never loaded")
+            await asyncio.sleep(0.3)
+        await asyncio.sleep(1.0)
+        print(f"# Xvfb 1280x800, {os.cpu_count()} CPUs, runs={args.runs}")
+        await measure(
+            "gnome-calculator", calc_frame, cached, full, "7 7", args.runs, args.baseline_runs
+        )
+        await measure(
+            "chromium 300 items",
+            chrome_frame,
+            cached,
+            full,
+            "Press me",
+            args.runs,
+            args.baseline_runs,
+        )
+    finally:
+        await cached.close()
+        await full.close()
+        calc.stop()
+        chrome.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=41)
+    ap.add_argument("--baseline-runs", type=int, default=3)
+    args = ap.parse_args()
+    state = vdesk.up(1280, 800)
+    os.environ.update(state.env)
+    site = Path(tempfile.mkdtemp(prefix="deskpilot-bench-site-"))
+    (site / "index.html").write_text(page_html())
+    server, url = serve(site)
+    try:
+        asyncio.run(run(args, url))
+    finally:
+        server.shutdown()
+        vdesk.down(state)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+"""The rules for a host on another machine, reached over SSH (``--host-command``).
+
+A local host is trusted because the client checks its install (``artifact``) and the host
+checks its parent (``host/trust.py``). Neither check can cross a network, so a remote host is
+trusted differently (docs/host.md, "A host on another machine"):
+
+- the command is an argv (split like a shell would, run without one) whose program is
+  ``ssh``: shell operators, ``sh -c`` and any other program are refused, because the pinning
+  below is the trust anchor and only ssh gives it;
+- the remote machine is identified by its SSH host key, pinned in a known_hosts file that
+  deskpilot keeps (``data_dir()/ssh/known_hosts``). Our options go first on ssh's command
+  line (ssh takes the first value of an option, and the command line before ~/.ssh/config):
+  ``StrictHostKeyChecking=yes`` against that file only, no agent or X forwarding, no escape
+  character (the channel carries binary frames), no shared master connection that would skip
+  the check. A host key that is not pinned yet is refused with a sentence saying how to pin
+  it (``--pin-host-key`` once: ``accept-new``, trust on first use; a changed key is still
+  refused then);
+- the remote runs ``deskpilot-host`` (``python -I -m deskpilot.hostclient.remote_host``),
+  which verifies its own install against RECORD before it starts the host, and answers the
+  handshake with a typed ``native_host_untrusted`` and its reason when it cannot. The host's
+  version comes back in the capabilities.
+
+ssh's own failures end it with status 255; what it wrote to stderr (the host log) says which:
+a changed or unknown host key, an authentication failure, an unreachable machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.store.paths import data_dir
+
+SSH_FAILURE_EXIT = 255
+#: how ``deskpilot eval --host-command`` reaches the ``deskpilot serve`` each task starts
+HOST_COMMAND_ENV = "DESKPILOT_HOST_COMMAND"
+#: tokens a shell would treat as operators: meaningless (and a sign of a mistake) in an argv
+SHELL_OPERATORS = frozenset({"|", "||", "&", "&&", ";", ";;", ">", ">>", "<", "<<", "(", ")"})
+_SHELL_CHARS = ("`", "$(", "\n")
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "fish", "env"})
+
+
+def known_hosts_path() -> Path:
+    """deskpilot's own known_hosts: the only file ssh consults for a remote host's key."""
+    d = data_dir() / "ssh"
+    d.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return d / "known_hosts"
+
+
+def bad_command(message: str) -> DeskpilotError:
+    return DeskpilotError(
+        ErrorCode.INVALID_REQUEST, message, retryable=False, details={"reason": "host_command"}
+    )
+
+
+def parse_host_command(text: str | Sequence[str]) -> tuple[str, ...]:
+    """Split and check a ``--host-command``; raises invalid_argument with the rule broken."""
+    if isinstance(text, str):
+        try:
+            argv = shlex.split(text)
+        except ValueError as exc:
+            raise bad_command(f"--host-command cannot be split into an argv: {exc}") from None
+    else:
+        argv = list(text)
+    if not argv:
+        raise bad_command('--host-command is empty; e.g. "ssh user@machine deskpilot-host"')
+    program = Path(argv[0]).name
+    if program in _SHELLS:
+        raise bad_command(
+            f"--host-command runs without a shell: {program!r} is refused; give ssh's argv, "
+            'e.g. "ssh user@machine deskpilot-host"'
+        )
+    if program != "ssh":
+        raise bad_command(
+            f"--host-command must run ssh (the remote's pinned host key is the trust check), "
+            f"not {program!r}"
+        )
+    for token in argv[1:]:
+        if token in SHELL_OPERATORS or any(c in token for c in _SHELL_CHARS):
+            raise bad_command(
+                f"--host-command is an argv, not a shell line: {token!r} is a shell operator"
+            )
+    if len(argv) < 3:
+        raise bad_command(
+            "--host-command needs a destination and the remote command, e.g. "
+            '"ssh user@machine deskpilot-host"'
+        )
+    return tuple(argv)
+
+
+def is_remote_command(argv: Sequence[str]) -> bool:
+    """An ssh argv (a ``--host-command``) rather than a local host program (tests' seam)."""
+    return bool(argv) and Path(argv[0]).name == "ssh"
+
+
+def ssh_argv(
+    command: Sequence[str], *, known_hosts: Path | None = None, pin: bool = False
+) -> tuple[str, ...]:
+    """The argv actually spawned: our options first, so neither later ``-o`` nor
+    ~/.ssh/config can relax them."""
+    path = known_hosts if known_hosts is not None else known_hosts_path()
+    options = {
+        "BatchMode": "yes",  # no password prompt on a channel that carries frames
+        "StrictHostKeyChecking": "accept-new" if pin else "yes",
+        "UserKnownHostsFile": str(path),
+        "GlobalKnownHostsFile": "/dev/null",
+        "UpdateHostKeys": "no",
+        "HashKnownHosts": "no",  # deskpilot's file stays readable: which machine, which key
+        "ControlMaster": "no",
+        "ControlPath": "none",
+        "ForwardAgent": "no",
+        "ForwardX11": "no",
+        "ClearAllForwardings": "yes",
+        "RequestTTY": "no",
+    }
+    argv = [command[0], "-T", "-e", "none"]
+    for key, value in options.items():
+        argv += ["-o", f"{key}={value}"]
+    return (*argv, *command[1:])
+
+
+def log_offset(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def read_log_since(path: Path, offset: int, limit: int = 16384) -> str:
+    with contextlib.suppress(OSError), path.open("rb") as f:
+        f.seek(offset)
+        return f.read(limit).decode("utf-8", "replace")
+    return ""
+
+
+def ssh_failure(stderr: str, known_hosts: Path | None = None) -> DeskpilotError:
+    """ssh ended with 255: name the reason from what it said (no secrets in its stderr)."""
+    pin_hint = (
+        "pin it once with --pin-host-key (trust on first use), or add the machine's key to "
+        f"{known_hosts or known_hosts_path()} (ssh-keyscan)"
+    )
+    text = stderr.lower()
+    said = " ".join(line.strip() for line in stderr.splitlines() if line.strip())[-400:]
+    if "remote host identification has changed" in text or (
+        "host key for" in text and "has changed" in text
+    ):
+        return DeskpilotError(
+            ErrorCode.NATIVE_HOST_UNTRUSTED,
+            "the remote machine's SSH host key does not match the pinned one: refusing to "
+            "connect (if the machine was reinstalled, remove its line from "
+            f"{known_hosts or known_hosts_path()} and pin again)",
+            retryable=False,
+            details={"reason": "host_key_mismatch", "ssh": said},
+        )
+    if "host key verification failed" in text or "host key is known" in text:
+        return DeskpilotError(
+            ErrorCode.NATIVE_HOST_UNTRUSTED,
+            f"the remote machine's SSH host key is not pinned: {pin_hint}",
+            retryable=False,
+            details={"reason": "host_key_unknown", "ssh": said},
+        )
+    if "permission denied" in text or "too many authentication failures" in text:
+        return DeskpilotError(
+            ErrorCode.NATIVE_HOST_UNAVAILABLE,
+            "ssh could not log in to the remote machine (authentication failed; deskpilot "
+            "runs ssh in batch mode, so use a key or an agent, not a password)",
+            retryable=False,
+            details={"reason": "ssh_auth_failed", "ssh": said},
+        )
+    return DeskpilotError(
+        ErrorCode.NATIVE_HOST_UNAVAILABLE,
+        f"ssh failed to reach the remote host (exit 255): {said or 'no message'}",
+        retryable=False,
+        details={"reason": "ssh_failed", "ssh": said},
+    )
+
+
+def remote_location(command: Sequence[str]) -> str:
+    """For reports: the command without its options' values would still say where; the
+    whole argv is not secret (keys are paths)."""
+    return "ssh:" + shlex.join(command[1:])

@@ -1,0 +1,194 @@
+"""Visual trees in the kernel: an OCR outline for a window that shows no accessibility tree,
+and actions on its elements sent to the host as clicks on points of the image.
+
+The host sits below the vision layer and reads no pixels' text; the kernel may. So an
+observation the host answered with no tree (or only its window root) and a screenshot is
+given an outline built by OCR of that screenshot (vision/outline.py) before it becomes the
+session's current frame: ``tree_read.source`` is ``visual``, the version ``visual-…``,
+``sensitiveRegions`` honestly empty (nothing says where a secret is), and the elements' boxes
+travel with the state by value (``ObservedState.visual``). Not when the tree is fine: OCR of a
+1280×800 frame costs hundreds of milliseconds, an AT-SPI tree's elements already have boxes.
+
+The host bound that frame with its own version (``t-none``) and knows no element of the
+outline. :func:`for_host` rewrites a request checked against a visual frame before it goes
+out: the host's version, and an action on an element as the pointer action at the centre of
+the element's box (a click, a scroll, a plain invoke or focus as a click; text goes to the
+focused window). What only an accessibility element can do (set a value, select a range, a
+secondary action) is refused before dispatch: a picture has no such element.
+
+Each window's last frame is kept (vision/incremental.py): the same pixels again cost no OCR,
+a few changed rows (a command typed at a terminal's prompt) only those rows'. A terminal is
+read as one uniform block of text (vision/outline.py ``engine_for``).
+
+No OCR engine (tesserocr or its language data missing) or an OCR failure: the observation
+stays as the host sent it, today's tree-less state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.observed import ObservedState, VisualTree
+from deskpilot.protocol.wire import (
+    Action,
+    ClickAction,
+    ExecuteAction,
+    InvokeElementAction,
+    PasteTextAction,
+    Point,
+    ScrollAction,
+    Truncation,
+    TypeTextAction,
+)
+from deskpilot.vision.incremental import window_reader
+from deskpilot.vision.ocr import OcrEngine, ocr_ready
+from deskpilot.vision.outline import build_outline, engine_for
+
+log = logging.getLogger(__name__)
+
+#: ``invoke_element`` names a click on a visual element stands in for (none: the default)
+_CLICK_LIKE = frozenset({"click", "press", "activate", "jump", "open", "toggle", "focus"})
+
+
+def wanted(state: ObservedState) -> bool:
+    """Should this observation get a visual tree? Only a complete, current read of a window
+    that exposes no tree (or only its root), with a screenshot to read."""
+    obs = state.observation
+    r = obs.tree_read
+    return (
+        state.png is not None
+        and state.visual is None
+        and r.source != "visual"
+        and obs.element_count <= 1
+        and not obs.truncation.tree_unavailable
+        and r.partial is None
+        and r.stale_age_ms is None
+    )
+
+
+async def outlined(state: ObservedState, engine: OcrEngine | None = None) -> ObservedState:
+    """``state`` with a visual tree when it has none and OCR can read its screenshot; else
+    ``state`` as it is. Never raises: after an action this is its post-action state, and a
+    failed OCR must not turn an action that ran into one that failed."""
+    if not wanted(state):
+        return state
+    chosen = engine if engine is not None else engine_for(state.observation.app)
+    if not ocr_ready(chosen):
+        return state
+    png = state.png
+    assert png is not None
+    obs = state.observation
+    key = f"{obs.app.pid}:{obs.window.window_id}"
+    started = time.perf_counter()
+    try:
+        reading = await asyncio.to_thread(window_reader().read, chosen, key, png)
+    except DeskpilotError as exc:
+        log.warning("visual tree: OCR failed (%s); the observation keeps no tree", exc.code)
+        return state
+    except Exception:  # an engine bug must not fail the observation (nor an action)
+        log.exception("visual tree: OCR failed; the observation keeps no tree")
+        return state
+    result = reading.result
+    outline = build_outline(result, obs.window.title)
+    timings = {
+        **obs.timings_ms,
+        "ocr": round(result.elapsed_ms, 2),
+        # the frame rows OCR read: the height (a full read), fewer (only the rows that
+        # changed since the window's last frame), 0 (the same pixels: the last reading)
+        "ocr_rows": float(reading.rows),
+        "visual": round((time.perf_counter() - started) * 1000.0, 2),
+    }
+    visual_obs = obs.model_copy(
+        update={
+            "tree": outline.text,
+            "tree_version": outline.tree_version,
+            "element_count": outline.element_count,
+            "truncation": Truncation(
+                omitted_elements=outline.omitted, element_cap_hit=outline.omitted > 0
+            ),
+            "tree_read": obs.tree_read.model_copy(update={"source": "visual"}),
+            "sensitive_regions": [],
+            "timings_ms": timings,
+        }
+    )
+    visual = VisualTree(
+        host_tree_version=obs.tree_version,
+        bounds=outline.bounds,
+        image_size=(result.width, result.height),
+    )
+    return ObservedState(visual_obs, state.png, state.windows, visual)
+
+
+def for_host(state: ObservedState | None, request: ExecuteAction) -> ExecuteAction:
+    """The request as the host must get it: unchanged unless it was checked against ``state``
+    and ``state`` is visual; then with the host's version and element actions as points."""
+    visual = state.visual if state is not None else None
+    if state is None or visual is None:
+        return request
+    obs = state.observation
+    if request.frame_id != obs.frame_id or request.tree_version != obs.tree_version:
+        return request
+    action = _pointed(request.action, visual)
+    return request.model_copy(update={"tree_version": visual.host_tree_version, "action": action})
+
+
+def _pointed(action: Action, visual: VisualTree) -> Action:
+    match action:
+        case ClickAction(element_id=int(element_id)):
+            return ClickAction(
+                point=centre(visual, element_id),
+                button=action.button,
+                count=action.count,
+                duration_ms=action.duration_ms,
+            )
+        case ScrollAction(element_id=int(element_id)):
+            return ScrollAction(
+                point=centre(visual, element_id),
+                direction=action.direction,
+                amount=action.amount,
+                duration_ms=action.duration_ms,
+            )
+        case InvokeElementAction() if action.action is None or action.action in _CLICK_LIKE:
+            return ClickAction(
+                point=centre(visual, action.element_id), duration_ms=action.duration_ms
+            )
+        case TypeTextAction(element_id=int()) | PasteTextAction(element_id=int()):
+            # the runtime focused the element first (a click on it): keys go to that window
+            return action.model_copy(update={"element_id": None})
+        case ClickAction() | ScrollAction() | TypeTextAction() | PasteTextAction():
+            return action
+        case _ if getattr(action, "element_id", None) is not None:
+            raise DeskpilotError(
+                ErrorCode.UNSUPPORTED_ACTION,
+                f"{action.kind} needs an accessibility element; this window shows none (its "
+                "tree is an OCR outline of the screenshot): click its elements, type, press "
+                "keys or act on points of the image",
+                details={"kind": action.kind, "treeSource": "visual"},
+            )
+        case _:
+            return action
+
+
+def centre(visual: VisualTree, element_id: int) -> Point:
+    """The centre of the element's box as a window point (the host maps ``x`` to pixel
+    ``round(x × (width − 1))``, host/action_checks.py ``to_screen``)."""
+    box = visual.bounds.get(element_id)
+    if box is None:
+        raise DeskpilotError(
+            ErrorCode.STALE_TREE,
+            "element id does not resolve in the current (visual) tree; observe again",
+            details={"elementId": element_id},
+        )
+    x, y, width, height = box
+    image_w, image_h = visual.image_size
+    cx, cy = x + width // 2, y + height // 2
+    return Point(x=_fraction(cx, image_w), y=_fraction(cy, image_h))
+
+
+def _fraction(pixel: int, size: int) -> float:
+    if size <= 1:
+        return 0.0
+    return min(max(pixel / (size - 1), 0.0), 1.0)

@@ -1,0 +1,148 @@
+"""OCR of a window again, reading only the rows that changed since its last frame.
+
+A visual tree is read on every observation of a window that shows no accessibility tree, and
+OCR costs about 0.5 ms of CPU per character: a terminal full of text (~3,000 characters)
+takes over a second. Between two observations such a window usually changes in a few rows
+(a command typed at the prompt, one line of output) or not at all. So the last frame of each
+window is kept (its grayscale pixels and its reading) and the next frame is compared with it:
+
+* ``hit``: the same pixels: the last reading, no OCR;
+* ``patched``: the rows that differ (widened to every old line they touch, and a margin) are
+  read again as one band; the old lines above and below it are kept as they were;
+* ``full``: the first frame of a window, another size, another engine, or a change over more
+  than ``MAX_PATCH`` of the height (output scrolled): the whole frame is read.
+
+A patched reading is the lines of the band as tesseract reads that band, which may differ
+from what it would read of the whole frame in the rows of the band (it is the band's text,
+read now); the rows outside it are pixel for pixel what the kept reading read.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Literal
+
+from PIL import Image, ImageChops
+
+from deskpilot.vision.evidence import OcrLine, OcrResult, OcrWord
+from deskpilot.vision.frames import decode_image
+from deskpilot.vision.lines import reading_order
+from deskpilot.vision.ocr import OcrEngine
+
+#: A change over more of the frame's height than this is read whole.
+MAX_PATCH = 0.5
+#: Rows of margin around a changed band (a glyph's antialiasing, a cursor's outline).
+MARGIN = 4
+#: Windows whose last frame is kept (the least recently read is dropped).
+MAX_WINDOWS = 8
+
+Cache = Literal["hit", "patched", "full"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Last:
+    psm: int
+    gray: Image.Image
+    result: OcrResult
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """A reading and how it was made (``rows``: the frame rows OCR read, 0 on a hit)."""
+
+    result: OcrResult
+    cache: Cache
+    rows: int
+
+
+class IncrementalReader:
+    """The last frame of each window (by a caller's key), and reads that reuse it."""
+
+    def __init__(self, max_windows: int = MAX_WINDOWS) -> None:
+        self._last: OrderedDict[str, _Last] = OrderedDict()
+        self._lock = threading.Lock()
+        self.max_windows = max_windows
+
+    def read(self, engine: OcrEngine, key: str, image: bytes) -> Reading:
+        """OCR of ``image`` (encoded), reusing the last frame read under ``key``. Blocking."""
+        started = time.perf_counter()
+        img = decode_image(image)
+        gray = img if img.mode == "L" else img.convert("L")
+        with self._lock:
+            last = self._last.get(key)
+        reading = self._read(engine, img, gray, last)
+        elapsed = (time.perf_counter() - started) * 1000.0
+        result = OcrResult(
+            reading.result.lines,
+            img.width,
+            img.height,
+            elapsed,
+            reading.result.min_confidence,
+        )
+        with self._lock:
+            self._last[key] = _Last(engine.psm, gray, result)
+            self._last.move_to_end(key)
+            while len(self._last) > self.max_windows:
+                self._last.popitem(last=False)
+        return Reading(result, reading.cache, reading.rows)
+
+    def forget(self, key: str | None = None) -> None:
+        with self._lock:
+            if key is None:
+                self._last.clear()
+            else:
+                self._last.pop(key, None)
+
+    def _read(
+        self, engine: OcrEngine, img: Image.Image, gray: Image.Image, last: _Last | None
+    ) -> Reading:
+        if last is None or last.psm != engine.psm or last.gray.size != gray.size:
+            return self._full(engine, img)
+        box = ImageChops.difference(last.gray, gray).getbbox()
+        if box is None:
+            return Reading(last.result, "hit", 0)
+        top, bottom = _band(last.result.lines, box[1], box[3], gray.height)
+        if bottom - top > MAX_PATCH * gray.height:
+            return self._full(engine, img)
+        band = engine.recognize(img.crop((0, top, img.width, bottom)))
+        kept = [ln for ln in last.result.lines if ln.y + ln.height <= top or ln.y >= bottom]
+        lines = reading_order([*kept, *(_shifted(ln, top) for ln in band)])
+        result = OcrResult(tuple(lines), img.width, img.height, 0.0, engine.min_confidence)
+        return Reading(result, "patched", bottom - top)
+
+    @staticmethod
+    def _full(engine: OcrEngine, img: Image.Image) -> Reading:
+        lines = engine.recognize(img)
+        result = OcrResult(tuple(lines), img.width, img.height, 0.0, engine.min_confidence)
+        return Reading(result, "full", img.height)
+
+
+def _band(lines: tuple[OcrLine, ...], top: int, bottom: int, height: int) -> tuple[int, int]:
+    """Rows ``[top, bottom)`` with a margin, widened until no old line crosses an edge."""
+    top, bottom = max(0, top - MARGIN), min(height, bottom + MARGIN)
+    changed = True
+    while changed:
+        changed = False
+        for ln in lines:
+            touches = ln.y < bottom and ln.y + ln.height > top
+            if touches and (ln.y < top or ln.y + ln.height > bottom):
+                top = max(0, min(top, ln.y - MARGIN))
+                bottom = min(height, max(bottom, ln.y + ln.height + MARGIN))
+                changed = True
+    return top, bottom
+
+
+def _shifted(line: OcrLine, dy: int) -> OcrLine:
+    words = tuple(OcrWord(w.text, w.x, w.y + dy, w.width, w.height) for w in line.words)
+    return OcrLine(line.text, line.confidence, line.x, line.y + dy, line.width, line.height, words)
+
+
+_READER = IncrementalReader()
+
+
+def window_reader() -> IncrementalReader:
+    """The process's reader: one last frame per window, shared by every caller."""
+    return _READER

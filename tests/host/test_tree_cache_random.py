@@ -1,0 +1,256 @@
+"""The tree cache against real UIs that mutate at random: cached reads equal full reads.
+
+Two clients read the same window after every step: one through its tree cache (hits,
+patches, full reads as the events say), one with the cache off (a full read every time). The
+texts must be identical. A difference may only be an event still on its way (the UI changed
+between the two reads): after the app went quiet both are read again, and then they must
+match — a stale cache never heals by waiting, since it learns of changes only by events.
+
+* Chromium: a page served on loopback whose script (seeded from the URL) adds, removes,
+  renames (text nodes replaced and edited in place, ``aria-label``), hides, shows and moves
+  nodes between containers, and toggles check boxes, on each press of its "Step" button;
+* GTK 3 (tests/host/mutating_gtk_app.py, with the system python3's gi): labels and buttons
+  relabelled, widgets hidden, shown, added, removed and moved, check buttons toggled, entry
+  texts set, on a line on its stdin.
+
+``DESKPILOT_CACHE_STEPS`` (default 150) sets the steps per app; each step makes up to three
+changes. ``DESKPILOT_CACHE_SEED`` picks the seed (default: random, printed on failure).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import difflib
+import http.server
+import os
+import random
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from deskpilot.desktop import DesktopState
+from deskpilot.desktop import apps as dapps
+from deskpilot.host.atspi import AtspiClient, FrameInfo, SemanticOp, TreeSnapshot
+
+pytestmark = pytest.mark.desktop
+
+STEPS = int(os.environ.get("DESKPILOT_CACHE_STEPS", "150"))
+SEED = int(os.environ.get("DESKPILOT_CACHE_SEED", str(random.randrange(1 << 30))))
+GTK_APP = Path(__file__).with_name("mutating_gtk_app.py")
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+PAGE = """<!doctype html><html><head><title>Mutating page</title></head><body>
+<h1>Mutations</h1>
+<button id="step" onclick="step()">Step</button>
+<div id="a" role="group" aria-label="Box A"></div>
+<div id="b" role="group" aria-label="Box B"></div>
+<script>
+const seed = Number(new URLSearchParams(location.search).get("seed") || 1);
+let s = seed >>> 0;
+function rnd() {  // mulberry32
+  s = (s + 0x6D2B79F5) >>> 0; let t = s;
+  t = Math.imul(t ^ (t >>> 15), t | 1); t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+}
+const pick = (xs) => xs[Math.floor(rnd() * xs.length)];
+const WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"];
+let counter = 0;
+const word = () => pick(WORDS) + " " + (++counter);
+const boxes = [document.getElementById("a"), document.getElementById("b")];
+const pool = [];
+function make() {
+  const k = Math.floor(rnd() * 5);
+  let e;
+  if (k === 0) { e = document.createElement("p"); e.textContent = word(); }
+  else if (k === 1) { e = document.createElement("button"); e.textContent = word(); }
+  else if (k === 2) {
+    e = document.createElement("label");
+    const c = document.createElement("input"); c.type = "checkbox"; c.checked = rnd() < 0.5;
+    e.append(c, document.createTextNode(word()));
+  } else if (k === 3) { e = document.createElement("a"); e.href = "#x"; e.textContent = word(); }
+  else {
+    e = document.createElement("ul");
+    for (let i = 0; i < 1 + Math.floor(rnd() * 3); i++) {
+      const li = document.createElement("li"); li.textContent = word(); e.append(li);
+    }
+  }
+  pick(boxes).append(e); pool.push(e);
+}
+function textNode(e) {
+  for (const n of e.childNodes) if (n.nodeType === 3) return n;
+  return null;
+}
+function mutate() {
+  const op = Math.floor(rnd() * 9);
+  if (op === 0 || pool.length < 4) { if (pool.length < 30) make(); return; }
+  const e = pick(pool);
+  if (op === 1) { pool.splice(pool.indexOf(e), 1); e.remove(); }
+  else if (op === 2) { e.hidden = !e.hidden; }
+  else if (op === 3) { (e.parentNode === boxes[0] ? boxes[1] : boxes[0]).append(e); }
+  else if (op === 4) { e.textContent = word(); }
+  else if (op === 5) { const t = textNode(e); if (t) t.data = word(); }
+  else if (op === 6) {
+    if (e.tagName === "BUTTON") e.setAttribute("aria-label", word());
+    else e.style.visibility = e.style.visibility === "hidden" ? "" : "hidden";
+  }
+  else if (op === 7) { const c = e.querySelector("input"); if (c) c.checked = !c.checked; }
+  else { const t = textNode(e); if (t) t.data = word(); }
+}
+function step() { const n = 1 + Math.floor(rnd() * 3); for (let i = 0; i < n; i++) mutate(); }
+for (let i = 0; i < 10; i++) make();
+</script>
+</body></html>
+"""
+
+
+@pytest.fixture(scope="module")
+def page_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root: Path = tmp_path_factory.mktemp("mutating-site")
+    (root / "index.html").write_text(PAGE)
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    class Quiet(http.server.ThreadingHTTPServer):
+        def handle_error(self, request: object, client_address: object) -> None:
+            pass
+
+    server = Quiet(("127.0.0.1", 0), partial(Handler, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/index.html?seed={SEED}"
+    server.shutdown()
+    server.server_close()
+
+
+async def frame_titled(client: AtspiClient, pid: int, title: str, timeout: float = 45) -> FrameInfo:
+    deadline = time.monotonic() + timeout
+    while True:
+        for f in await client.frames(pid=pid):
+            if f.title.startswith(title) and {"visible", "showing"} & f.states:
+                return f
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no window {title!r}")
+        await asyncio.sleep(0.2)
+
+
+def diff(a: str, b: str) -> str:
+    return "\n".join(
+        difflib.unified_diff(a.splitlines(), b.splitlines(), "cached", "full", lineterm="", n=2)
+    )
+
+
+class Compare:
+    """Reads a window through the cached client and the uncached one, and compares."""
+
+    def __init__(self, cached: AtspiClient, full: AtspiClient, frame: FrameInfo) -> None:
+        self.cached, self.full, self.frame = cached, full, frame
+        self.kinds: collections.Counter[str] = collections.Counter()
+        self.retries = 0
+
+    async def check(self, step: int) -> TreeSnapshot:
+        for attempt in range(2):
+            a = await self.cached.snapshot(self.frame.ref)
+            b = await self.full.snapshot(self.frame.ref)
+            again = await self.cached.snapshot(self.frame.ref)  # nothing new: mostly a hit
+            if a.text == b.text == again.text:
+                assert a.tree_version == b.tree_version == again.tree_version
+                self.kinds[a.cache_state] += 1
+                self.kinds[again.cache_state] += 1
+                return b
+            if attempt == 0:  # an event still on its way? wait for quiet, read again
+                self.retries += 1
+                await self.cached.settle(self.frame.ref.bus_name, first_ms=400, quiet_ms=150)
+                continue
+            bad = a if a.text != b.text else again
+            raise AssertionError(
+                f"seed {SEED}, step {step}: cached read ({bad.cache_state}) differs from a full "
+                f"read:\n{diff(bad.text, b.text)}"
+            )
+        raise AssertionError("unreachable")
+
+    def assert_used(self) -> None:
+        """The cache really served (not just full reads that trivially match)."""
+        served = self.kinds["hit"] + self.kinds["patched"]
+        assert served >= STEPS // 2, (SEED, self.kinds)
+        assert self.kinds["hit"] > 0, (SEED, self.kinds)
+
+
+@pytest.mark.chromium
+@pytest.mark.skipif(
+    not (shutil.which("chromium") or shutil.which("chromium-browser")),
+    reason="chromium is not installed",
+)
+async def test_chromium_page_mutations_cached_equals_full(
+    desktop: DesktopState, page_url: str
+) -> None:
+    async with await AtspiClient.connect() as cached, await AtspiClient.connect() as full:
+        full.tree_cache.enabled = False
+        app = dapps.launch_chromium(page_url)  # after connecting: its events are all seen
+        try:
+            frame = await frame_titled(full, app.pid, "Mutating page")
+            deadline = time.monotonic() + 30
+            while '- button "Step"' not in (snap := await full.snapshot(frame.ref)).text:
+                assert time.monotonic() < deadline, snap.text
+                await asyncio.sleep(0.2)
+            button = next(e for e in snap.elements.values() if e.name == "Step")
+            cmp = Compare(cached, full, frame)
+            await cmp.check(0)
+            for step in range(1, STEPS + 1):
+                since = time.monotonic()
+                await full.perform(button, SemanticOp.invoke(), settle=False)
+                # a step may change nothing the page reports: a short first-event wait
+                await full.settle(frame.ref.bus_name, since, first_ms=150, max_ms=800)
+                await cmp.check(step)
+            print(f"chromium seed={SEED} steps={STEPS} {dict(cmp.kinds)} retries={cmp.retries}")
+            cmp.assert_used()
+        finally:
+            app.stop()
+
+
+def _has_gtk3() -> bool:
+    if not os.path.exists(SYSTEM_PYTHON):
+        return False
+    probe = "import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk"
+    return subprocess.run([SYSTEM_PYTHON, "-c", probe], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _has_gtk3(), reason="the system python3 has no GTK 3 gi")
+async def test_gtk3_mutations_cached_equals_full(desktop: DesktopState) -> None:
+    async with await AtspiClient.connect() as cached, await AtspiClient.connect() as full:
+        full.tree_cache.enabled = False
+        env = dict(os.environ, NO_AT_BRIDGE="0", GTK_A11Y="atspi", ACCESSIBILITY_ENABLED="1")
+        proc = await asyncio.create_subprocess_exec(
+            SYSTEM_PYTHON,
+            str(GTK_APP),
+            str(SEED),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            frame = await frame_titled(full, proc.pid, "Mutating GTK")
+            cmp = Compare(cached, full, frame)
+            await cmp.check(0)
+            for step in range(1, STEPS + 1):
+                proc.stdin.write(f"step {1 + step % 3}\n".encode())
+                await proc.stdin.drain()
+                line = await asyncio.wait_for(proc.stdout.readline(), 10)
+                assert line.decode().split() == ["ok", str(step)], line
+                await cmp.check(step)
+            print(f"gtk3 seed={SEED} steps={STEPS} {dict(cmp.kinds)} retries={cmp.retries}")
+            cmp.assert_used()
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+            await proc.wait()

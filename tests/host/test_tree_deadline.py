@@ -1,0 +1,436 @@
+"""A deadline on every tree read: partial trees marked where they are cut, a stopped app answered
+from its last complete tree, element actions refused on either, other apps unaffected.
+
+The apps are real (mousepad, gnome-calculator, a zenity dialog, Chromium) and so is the host
+process; an app "freezes" by SIGSTOP, exactly what a debugger or a hung main loop does to its
+accessibility answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import os
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from host_harness import HostProcess, act, launch_accessible, observe, observe_until, wait_for
+
+from deskpilot.desktop import apps
+from deskpilot.host.atspi import AtspiClient, FrameInfo, collect
+from deskpilot.host.atspi.collect import RawNode
+from deskpilot.host.atspi.model import NodeRef, TreeSnapshot
+from deskpilot.host.atspi.render import render
+from deskpilot.host.atspi.vocab import ROLE_NUMBER, State, bit
+from deskpilot.host.last_trees import LastTrees
+from deskpilot.host.observer import TREE_DEADLINE_ENV, tree_deadline_s
+from deskpilot.hostclient.config import HostConfig
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.wire import (
+    MAX_TREE_DEADLINE_MS,
+    AppIdentity,
+    ObservationBody,
+    Observe,
+    Rect,
+    TreeRead,
+    Truncation,
+    WindowInfo,
+)
+from deskpilot.runtime.refusals import refused_before_dispatch, safe_error
+from deskpilot.runtime.state_reuse import reuse_refusals
+from deskpilot.runtime.verification.text import tree_view
+
+#: what a stopped app's observe may take beyond its deadline: the screenshot, the window list,
+#: the frame around the read (measured ≈ 60 ms here; a loaded CI machine gets room)
+SLACK_S = 0.8
+DEFAULT_DEADLINE_S = 1.5
+_VISIBLE = bit(State.VISIBLE) | bit(State.SHOWING)
+
+
+# ------------------------------------------------------------------------------ pure parts
+
+
+def _node(role: str, name: str, parent: int, depth: int, unread: int = 0) -> RawNode:
+    n = RawNode("b", f"/n{name}", parent=parent, depth=depth, role=ROLE_NUMBER[role], name=name)
+    n.states = _VISIBLE
+    n.unread = unread
+    return n
+
+
+def _tree(nodes: list[RawNode]) -> list[RawNode]:
+    for i, n in enumerate(nodes):
+        if n.parent >= 0:
+            nodes[n.parent].children.append(i)
+    return nodes
+
+
+def test_unread_children_are_one_marker_line_where_they_would_be() -> None:
+    nodes = _tree(
+        [
+            _node("frame", "Win", -1, 0),
+            _node("panel", "Left", 0, 1, unread=3),  # children not read: a marker below it
+            _node("push button", "OK", 0, 1),
+            _node("filler", "", 0, 1, unread=2),  # unnamed, nothing read below: kept for it
+        ]
+    )
+    out = render(nodes)
+    lines = out.text.splitlines()
+    assert lines[0].startswith('- window "Win"'), out.text
+    assert lines[1].startswith('  - group "Left"'), out.text
+    assert lines[2] == "    - … [unread: 3 children — deadline]", out.text
+    assert lines[3].startswith('  - button "OK"'), out.text
+    assert lines[4] == "  - … [unread: 2 children — deadline]", out.text  # the filler flattened
+    assert out.unread == 2
+    assert out.element_count == 3  # markers are lines, not elements
+    one = render(_tree([_node("frame", "Win", -1, 0, unread=1)]))
+    assert one.text.splitlines()[1] == "  - … [unread: 1 child — deadline]", one.text
+    full = render(_tree([_node("frame", "Win", -1, 0), _node("push button", "OK", 0, 1)]))
+    assert "[unread" not in full.text and full.unread == 0
+
+
+def test_the_deadline_comes_from_the_request_else_the_env_and_never_passes_the_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(TREE_DEADLINE_ENV, raising=False)
+    assert tree_deadline_s(Observe(id=1)) == DEFAULT_DEADLINE_S
+    monkeypatch.setenv(TREE_DEADLINE_ENV, "250")
+    assert tree_deadline_s(Observe(id=1)) == 0.25
+    assert tree_deadline_s(Observe(id=1, tree_deadline_ms=40)) == 0.04
+    monkeypatch.setenv(TREE_DEADLINE_ENV, "999999")
+    assert tree_deadline_s(Observe(id=1)) == MAX_TREE_DEADLINE_MS / 1000
+    monkeypatch.setenv(TREE_DEADLINE_ENV, "soon")
+    assert tree_deadline_s(Observe(id=1)) == DEFAULT_DEADLINE_S
+    with pytest.raises(ValueError):
+        Observe(id=1, tree_deadline_ms=MAX_TREE_DEADLINE_MS + 1)
+    with pytest.raises(ValueError):
+        Observe(id=1, tree_deadline_ms=0)
+    # the read's answer must come well before the host client gives up on the request
+    config = HostConfig()
+    assert config.request_timeout_s > MAX_TREE_DEADLINE_MS / 1000 + SLACK_S * 4
+    # an action with observeAfter may read twice (a dialog it opened is read again)
+    assert (
+        config.action_grace_s + config.post_action_observe_s > 2 * MAX_TREE_DEADLINE_MS / 1000 + 4
+    )
+
+
+def _snap(text: str, partial: str | None = None) -> TreeSnapshot:
+    return TreeSnapshot(
+        text=text,
+        tree_version=text,
+        element_count=1,
+        elements={},
+        truncation=Truncation(),
+        sensitive_regions=[],
+        url=None,
+        focused_id=None,
+        partial=partial,
+    )
+
+
+def test_last_trees_keep_complete_reads_of_the_same_process_for_a_bounded_number_of_windows() -> (
+    None
+):
+    frame = FrameInfo(NodeRef("b", "/f"), 7, "app", "t", "window", "frame", None, frozenset())
+    trees = LastTrees(max_windows=2)
+    trees.remember(1, 7, _snap("one"), frame)
+    trees.remember(1, 7, _snap("cut", partial="deadline"), frame)  # never stands for a read
+    known = trees.last(1, 7)
+    assert known is not None and known.snapshot.text == "one" and known.age_ms() >= 0
+    assert trees.last(1, 8) is None  # the X id reused by another process
+    trees.remember(2, 7, _snap("two"), frame)
+    trees.remember(3, 7, _snap("three"), frame)
+    assert len(trees) == 2 and trees.last(1, 7) is None  # the oldest went first
+
+
+def _observation(tree_read: TreeRead) -> ObservationBody:
+    return ObservationBody(
+        frame_id="f-1",
+        tree_version="v",
+        app=AppIdentity(pid=7),
+        window=WindowInfo(window_id="0x1", bounds=Rect(x=0, y=0, width=10, height=10)),
+        tree='- window "W" [1]\n  - button "OK" [2]',
+        element_count=2,
+        tree_read=tree_read,
+    )
+
+
+def test_a_partial_or_stale_tree_proves_no_absence_and_is_no_reusable_state() -> None:
+    complete = _observation(TreeRead())
+    assert tree_view(complete).complete
+    assert "tree_partial" not in reuse_refusals(complete.app, complete, b"png")
+    for read, reason in (
+        (TreeRead(partial="deadline", unread_subtrees=1), "tree_partial"),
+        (TreeRead(stale_age_ms=2500.0), "tree_stale"),
+    ):
+        obs = _observation(read)
+        assert not read.reusable
+        assert not tree_view(obs).complete  # "no such button" cannot be concluded from it
+        assert reason in reuse_refusals(obs.app, obs, b"png")  # the next stateId is not it
+
+
+def test_the_agent_is_told_why_an_element_of_a_partial_tree_was_refused() -> None:
+    exc = DeskpilotError(ErrorCode.TREE_PARTIAL, "host text, never echoed")
+    code, message, _, _ = safe_error(exc)
+    assert code is ErrorCode.TREE_PARTIAL
+    assert "partial or stale" in message and "point of the state's screenshot" in message
+    assert refused_before_dispatch(exc)  # nothing reached the desktop
+
+
+# ------------------------------------------------------------------------------ real apps
+
+
+@pytest.fixture(scope="module")
+def calculator(desktop: object) -> Iterator[apps.App]:
+    app = launch_accessible(["gnome-calculator"])
+    try:
+        yield app
+    finally:
+        app.stop()
+
+
+@pytest.fixture(scope="module")
+def mousepad(desktop: object) -> Iterator[apps.App]:
+    app = launch_accessible(["mousepad"])
+    try:
+        yield app
+    finally:
+        app.stop()
+
+
+class Stopped:
+    """SIGSTOP for the ``with`` block; SIGCONT on the way out, whatever happened."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def __enter__(self) -> Stopped:
+        os.kill(self.pid, signal.SIGSTOP)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.kill(self.pid, signal.SIGCONT)
+
+
+def _timed_observe(
+    host: HostProcess, target: dict[str, Any], session: str, **extra: Any
+) -> tuple[dict[str, Any], bytes | None, float]:
+    t0 = time.monotonic()
+    obs, png = observe(host, target, session=session, **extra)
+    return obs, png, time.monotonic() - t0
+
+
+def _visible_window(host: HostProcess, pid: int) -> dict[str, Any]:
+    def find() -> dict[str, Any] | None:
+        windows = host.call({"type": "list_windows"})["windows"]
+        return next((w for w in windows if w["app"].get("pid") == pid and w["visible"]), None)
+
+    found: dict[str, Any] = wait_for(find, timeout=20)
+    return found
+
+
+@pytest.mark.desktop
+def test_a_stopped_app_answers_in_time_with_its_last_tree_and_others_stay_fast(
+    host: HostProcess, mousepad: apps.App, calculator: apps.App
+) -> None:
+    target, calc = {"pid": mousepad.pid}, {"pid": calculator.pid}
+    fresh = observe_until(host, target, r"- textField", "frozen")
+    assert fresh["treeRead"].get("staleAgeMs") is None and fresh["treeRead"].get("partial") is None
+    assert fresh["treeRead"].get("deadlineMs") == DEFAULT_DEADLINE_S * 1000
+    observe_until(host, calc, r'button "7', "calc")
+    with Stopped(mousepad.pid):
+        time.sleep(0.3)
+        obs, png, took = _timed_observe(host, target, "frozen")
+        read = obs["treeRead"]
+        assert took < DEFAULT_DEADLINE_S + SLACK_S, took
+        assert read.get("staleAgeMs") is not None and read.get("staleAgeMs") >= 300, read
+        assert read["source"] == "accessibility" and read.get("partial") is None
+        assert obs["tree"] == fresh["tree"] and obs["treeVersion"] == fresh["treeVersion"]
+        assert obs["treeVersion"] != "t-none"
+        assert png is not None  # the screenshot is read now, not remembered
+        # meanwhile the calculator answers as fast as ever, read now
+        for _ in range(3):
+            other, _, calc_took = _timed_observe(host, calc, "calc")
+            assert calc_took < 1.0, calc_took
+            assert other["treeRead"].get("staleAgeMs") is None and 'button "7' in other["tree"]
+        # the stale tree's element ids are refused; a point of its screenshot is not
+        refused = act(host, obs, {"kind": "click", "elementId": 1}, session="frozen")
+        assert refused["type"] == "error" and refused["code"] == "tree_partial", refused
+        assert "observe again" in refused["message"]
+        obs, _, _ = _timed_observe(host, target, "frozen")
+        raised = act(host, obs, {"kind": "focus_window"}, session="frozen")  # over the calculator
+        assert raised["type"] == "action_result", (raised, host.stderr_text()[-3000:])
+        obs, _, _ = _timed_observe(host, target, "frozen")
+        assert obs["treeRead"].get("staleAgeMs") is not None
+        clicked = act(host, obs, {"kind": "click", "point": {"x": 0.5, "y": 0.7}}, session="frozen")
+        assert clicked["type"] == "action_result" and clicked["dispatched"] is True, clicked
+    # running again: read now, complete, the same window
+    back = wait_for(
+        lambda: (
+            (o := observe(host, target, session="frozen")[0])["treeRead"].get("staleAgeMs") is None
+            and o
+        ),
+        timeout=10,
+    )
+    assert back["treeRead"].get("partial") is None and back["treeVersion"] != "t-none"
+    assert back["tree"].splitlines()[0] == fresh["tree"].splitlines()[0]
+
+
+@pytest.mark.desktop
+def test_a_stopped_app_never_read_is_unavailable_within_the_deadline(
+    host: HostProcess, calculator: apps.App
+) -> None:
+    dialog = launch_accessible(["zenity", "--info", "--text", "Frozen before any look"])
+    try:
+        _visible_window(host, dialog.pid)
+        with Stopped(dialog.pid):
+            time.sleep(0.2)
+            obs, png, took = _timed_observe(host, {"pid": dialog.pid}, "never")
+            assert took < DEFAULT_DEADLINE_S + SLACK_S, took
+            assert obs["truncation"]["treeUnavailable"] is True, obs
+            assert obs["treeRead"]["source"] == "none" and obs["tree"] == ""
+            assert png is not None
+            other, _, calc_took = _timed_observe(host, {"pid": calculator.pid}, "calc2")
+            assert calc_took < 1.0 and 'button "7' in other["tree"]
+    finally:
+        dialog.stop()
+
+
+# ------------------------------------------------------------------------------ Chromium
+
+BIG_PAGE_ITEMS = 600  # ≈ 2,400 nodes, a 30k-character tree (inside the text budget)
+
+
+@pytest.fixture(scope="module")
+def big_page_url() -> Iterator[str]:
+    rows = "".join(f"<li><button>R{i}</button> t{i}</li>" for i in range(BIG_PAGE_ITEMS))
+    body = (
+        "<!doctype html><html><head><title>Deadline page</title></head><body>"
+        f"<h1>Deadline page</h1><ul>{rows}</ul><p>Last line</p></body></html>"
+    ).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def big_page(desktop: object, big_page_url: str) -> Iterator[apps.App]:
+    if not (shutil.which("chromium") or shutil.which("chromium-browser")):
+        pytest.skip("chromium is not installed")
+    app = apps.launch_chromium(big_page_url)
+    try:
+        yield app
+    finally:
+        app.stop()
+
+
+@pytest.mark.desktop
+@pytest.mark.chromium
+def test_a_low_deadline_gives_a_partial_tree_marked_and_refused_for_elements(
+    host: HostProcess, big_page: apps.App
+) -> None:
+    target = {"pid": big_page.pid}
+
+    # a generous deadline for the first full read: a loaded machine takes seconds for it
+    def loaded() -> dict[str, Any] | None:
+        request = {"type": "observe", "target": target, "sessionId": "page"}
+        response = host.call({**request, "includeScreenshot": False, "treeDeadlineMs": 5000})
+        ok = response["type"] == "observation" and "Last line" in response["tree"]
+        return response if ok else None  # (the window may not be there yet)
+
+    full: dict[str, Any] = wait_for(loaded, timeout=60, interval=0.3)
+    assert full["treeRead"].get("partial") is None, (full["treeRead"], full["timingsMs"])
+    assert "[unread" not in full["tree"]
+    partial: dict[str, Any] | None = None
+    # a fresh read of this page takes Chromium ≥ 100 ms: these deadlines cut it, unless the
+    # root itself misses one on a loaded machine (the last complete tree, stale, then)
+    for k, deadline_ms in enumerate((20, 40, 80, 20, 40, 80, 160, 10, 5)):
+        # (no screenshot: grabbing it holds the host's loop for longer than these deadlines)
+        obs, png, took = _timed_observe(
+            host,
+            target,
+            "page",
+            treeDeadlineMs=deadline_ms,
+            includeScreenshot=False,
+            textBudget=40_000 + k,  # a read the host's tree cache has not kept: read anew
+        )
+        read = obs["treeRead"]
+        assert read.get("deadlineMs") == deadline_ms
+        assert took < deadline_ms / 1000 + SLACK_S, took
+        assert png is None
+        if read.get("partial") is None:
+            assert "[unread" not in obs["tree"]  # complete in time (or stale): unmarked
+        if read.get("partial") is not None:
+            partial = obs
+            break
+    assert partial is not None, "no read of the big page was cut with the root read"
+    read = partial["treeRead"]
+    assert read.get("partial") == "deadline"
+    markers = [ln for ln in partial["tree"].splitlines() if "[unread: " in ln]
+    assert len(markers) == read["unreadSubtrees"] >= 1, partial["tree"][:2000]
+    assert partial["treeVersion"] != full["treeVersion"]
+    refused = act(host, partial, {"kind": "click", "elementId": 1}, session="page")
+    assert refused["type"] == "error" and refused["code"] == "tree_partial", refused
+    obs, _, _ = _timed_observe(host, target, "page", treeDeadlineMs=deadline_ms)
+    clicked = act(host, obs, {"kind": "click", "point": {"x": 0.5, "y": 0.9}}, session="page")
+    assert clicked["type"] == "action_result" and clicked["dispatched"] is True, clicked
+    # the default deadline reads it all again (from the tree cache's kept read, if unchanged)
+    again = wait_for(
+        lambda: (o := observe(host, target, "page")[0])["treeRead"].get("partial") is None and o,
+        timeout=20,
+        interval=0.3,
+    )
+    assert "Last line" in again["tree"] and "[unread" not in again["tree"]
+
+
+async def _page_frame(client: AtspiClient, pid: int) -> FrameInfo:
+    end = time.monotonic() + 45
+    while time.monotonic() < end:
+        for f in await client.frames(pid=pid):
+            if f.title.startswith("Deadline page"):
+                return f
+        await asyncio.sleep(0.2)
+    raise AssertionError("the Chromium window did not appear")
+
+
+@pytest.mark.desktop
+@pytest.mark.chromium
+async def test_a_walk_stops_at_its_deadline_level_by_level(big_page: apps.App) -> None:
+    async with await AtspiClient.connect() as client:
+        frame = await _page_frame(client, big_page.pid)
+        bus = frame.ref.bus_name
+        conn = await client._conn_for(bus)
+        whole = await collect.read_walk(conn, bus, frame.ref.path, 100_000, 500)
+        assert not any(n.unread for n in whole)
+        loop = asyncio.get_running_loop()
+        cut = await collect.read_walk(
+            conn, bus, frame.ref.path, 100_000, 500, deadline=loop.time() + 0.015
+        )
+        assert 1 <= len(cut) < len(whole)
+        unread = [n for n in cut if n.unread]
+        assert unread, "a 15 ms walk of the big page read it all"
+        # every parent left with unread children had none of them read
+        assert all(not n.children for n in unread)
+        text = render(cut).text
+        assert "— deadline]" in text
+        with pytest.raises(TimeoutError):  # not even the root by then: the app "does not answer"
+            await collect.read_walk(conn, bus, frame.ref.path, 100, 500, deadline=loop.time())

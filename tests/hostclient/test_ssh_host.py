@@ -1,0 +1,365 @@
+"""The host on another machine over SSH (``--host-command``), against a real Debian sshd.
+
+The "remote" is this machine: the test starts its own ``sshd`` on loopback (a free port, a
+throwaway host key and client key in a temp dir, its own config), and the remote command runs
+the host with the private desktop's DISPLAY and D-Bus address. What is checked: the framed
+protocol works over the SSH channel end to end (an MCP client of ``deskpilot serve
+--host-command`` reads a calculator); the remote's SSH host key must be pinned, a changed key
+is refused even with ``--pin-host-key``; the remote verifies its own install (a wheel's
+RECORD passes, an editable install without local trust is refused with its reason); ssh's own
+failures are typed; a host command that is not an ssh argv is refused before anything runs.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from mcp_types import TextContent
+
+from deskpilot import desktop as vdesk
+from deskpilot.desktop.apps import launch_accessible
+from deskpilot.eval.worker import check_host_config
+from deskpilot.hostclient.client import HostClient
+from deskpilot.hostclient.config import LOCAL_TRUST_ENV, HostConfig
+from deskpilot.hostclient.remote import known_hosts_path, parse_host_command, ssh_argv
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.frames import FrameReader, FrameWriter
+from mcp import Client, StdioServerParameters
+
+pytestmark = [
+    pytest.mark.desktop,
+    pytest.mark.skipif(not Path("/usr/sbin/sshd").exists(), reason="openssh-server missing"),
+]
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_PYTHON = REPO / ".venv" / "bin" / "python"
+DESKPILOT = REPO / ".venv" / "bin" / "deskpilot"
+ENTRY = ("-I", "-m", "deskpilot.hostclient.remote_host")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Sshd:
+    root: Path
+    port: int
+    client_key: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    def host_key(self, name: str) -> Path:
+        key = self.root / name
+        if not key.exists():
+            subprocess.run(
+                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True
+            )
+        return key
+
+    def start(self, host_key: Path) -> None:
+        self.stop()
+        config = self.root / "sshd_config"
+        config.write_text(
+            f"ListenAddress 127.0.0.1\nPort {self.port}\nHostKey {host_key}\n"
+            f"AuthorizedKeysFile {self.root / 'authorized_keys'}\n"
+            f"PidFile {self.root / 'sshd.pid'}\nUsePAM no\nStrictModes no\n"
+            "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+            "PermitRootLogin prohibit-password\nLogLevel ERROR\n"
+        )
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation dir
+        log = (self.root / "sshd.log").open("ab")
+        self.proc = subprocess.Popen(
+            ["/usr/sbin/sshd", "-D", "-e", "-f", str(config)], stdout=log, stderr=log
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, (self.root / "sshd.log").read_text()
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError("sshd did not listen")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(5)
+        self.proc = None
+
+    def pin(self, host_key: Path) -> None:
+        """What ``ssh-keyscan`` + appending to deskpilot's known_hosts does, from the key."""
+        kind, blob = host_key.with_suffix(".pub").read_text().split()[:2]
+        known_hosts_path().write_text(f"[127.0.0.1]:{self.port} {kind} {blob}\n")
+
+    def command(
+        self,
+        env: dict[str, str],
+        *,
+        python: Path = VENV_PYTHON,
+        key: Path | None = None,
+        trust: bool = True,
+    ) -> str:
+        """The ``--host-command`` text: ssh to the loopback sshd, the host on our desktop."""
+        remote_env = [f"{k}={v}" for k, v in env.items()]
+        if trust:
+            remote_env.append(f"{LOCAL_TRUST_ENV}=1")
+        argv = [
+            "ssh",
+            "-p",
+            str(self.port),
+            "-i",
+            str(key or self.client_key),
+            "-o",
+            "IdentitiesOnly=yes",
+            "-o",
+            "StrictHostKeyChecking=no",  # ignored: deskpilot's own options come first
+            "root@127.0.0.1" if os.getuid() == 0 else f"{os.environ['USER']}@127.0.0.1",
+            "env",
+            *remote_env,
+            str(python),
+            *ENTRY,
+        ]
+        return shlex.join(argv)
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    root = tmp_path_factory.mktemp("sshd")
+    os.chmod(root, 0o700)
+    client_key = root / "client_key"
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(client_key)], check=True
+    )
+    shutil.copy(client_key.with_suffix(".pub"), root / "authorized_keys")
+    server = Sshd(root, _free_port(), client_key)
+    server.start(server.host_key("host_a"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def remote_env(desktop: vdesk.DesktopState) -> dict[str, str]:
+    """What the remote host needs to find the desktop (ssh passes no environment)."""
+    return {k: desktop.env[k] for k in ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS")}
+
+
+def _config(sshd: Sshd, command: str, tmp_path: Path, *, pin: bool = False) -> HostConfig:
+    env = {k: v for k, v in os.environ.items() if k != LOCAL_TRUST_ENV}
+    return HostConfig(
+        remote_command=parse_host_command(command),
+        pin_host_key=pin,
+        env=env,
+        log_path=tmp_path / "host.log",
+        heartbeat_interval_s=3600.0,
+    )
+
+
+async def _start_fails(config: HostConfig) -> DeskpilotError:
+    client = HostClient(config)
+    with pytest.raises(DeskpilotError) as info:
+        await client.start()
+    assert client.pid is None or not client.alive
+    return info.value
+
+
+# ---------------------------------------------------------------------- the argv rule
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("sh -c 'ssh box deskpilot-host'", "without a shell"),
+        ("ssh box deskpilot-host | tee log", "shell operator"),
+        ("ssh box 'deskpilot-host; rm -rf ~'", None),  # one token: the quoting is the remote's
+        ("ssh box $(evil)", "shell operator"),
+        ("python -m deskpilot.host", "must run ssh"),
+        ("ssh box", "needs a destination and the remote command"),
+        ("ssh 'unclosed", "cannot be split"),
+    ],
+)
+def test_a_host_command_is_an_ssh_argv(text: str, said: str | None) -> None:
+    if said is None:
+        assert parse_host_command(text) == ("ssh", "box", "deskpilot-host; rm -rf ~")
+        return
+    with pytest.raises(DeskpilotError) as info:
+        parse_host_command(text)
+    assert info.value.code is ErrorCode.INVALID_REQUEST
+    assert said in info.value.message
+
+
+def test_deskpilot_options_come_first_and_pin_the_key(tmp_path: Path) -> None:
+    argv = ssh_argv(("ssh", "-o", "StrictHostKeyChecking=no", "box", "x"), known_hosts=tmp_path)
+    first = argv.index("StrictHostKeyChecking=yes")
+    assert first < argv.index("StrictHostKeyChecking=no")  # ssh keeps the first value
+    assert f"UserKnownHostsFile={tmp_path}" in argv and "GlobalKnownHostsFile=/dev/null" in argv
+    assert argv[1:4] == ("-T", "-e", "none")  # no tty, no escape character on binary frames
+    assert argv[-2:] == ("box", "x")
+    assert "StrictHostKeyChecking=accept-new" in ssh_argv(("ssh", "b", "x"), pin=True)
+
+
+def test_serve_refuses_a_shell_line_before_starting(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [str(DESKPILOT), "serve", "--host-command", "bash -c 'ssh box deskpilot-host'"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "without a shell" in proc.stderr
+
+
+def test_the_console_entry_refuses_and_answers_the_handshake(tmp_path: Path) -> None:
+    """``deskpilot-host`` re-runs itself as ``python -I -m`` and, refused, answers the first
+    frame with the typed error (its id, its reason) and exits 77: no host was started."""
+    buf = io.BytesIO()
+    FrameWriter(buf).write_json({"type": "get_capabilities", "id": 1, "protocolVersion": 1})
+    env = {k: v for k, v in os.environ.items() if k != LOCAL_TRUST_ENV}
+    proc = subprocess.run(
+        [str(VENV_PYTHON), "-c", "from deskpilot.hostclient.remote_host import main; main()"],
+        input=buf.getvalue(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 77, proc.stderr
+    reply = FrameReader(io.BytesIO(proc.stdout)).read().json()
+    assert reply["id"] == 1 and reply["code"] == "native_host_untrusted"
+    assert reply["details"] == {"reason": "development_install", "remote": True}
+    assert b"refused to start" in proc.stderr
+
+
+def test_eval_checks_use_the_remote_command(tmp_path: Path) -> None:
+    ssh = ("ssh", "user@box", "deskpilot-host")
+    config = check_host_config({}, ssh, tmp_path / "log")
+    assert config.remote_command == ssh and config.argv is None
+    local = check_host_config({}, ("/usr/bin/python3", "-m", "deskpilot.host"), tmp_path / "l")
+    assert local.remote_command is None and local.argv == (
+        "/usr/bin/python3",
+        "-m",
+        "deskpilot.host",
+    )
+
+
+# ---------------------------------------------------------------------- pinning
+
+
+async def test_an_unpinned_host_key_is_refused_with_how_to_pin(
+    sshd: Sshd, remote_env: dict[str, str], tmp_path: Path
+) -> None:
+    known_hosts_path().write_text("")
+    err = await _start_fails(_config(sshd, sshd.command(remote_env), tmp_path))
+    assert err.code is ErrorCode.NATIVE_HOST_UNTRUSTED, err
+    assert err.details["reason"] == "host_key_unknown"
+    assert "--pin-host-key" in err.message and str(known_hosts_path()) in err.message
+
+
+async def test_pin_once_then_a_changed_host_key_is_refused(
+    sshd: Sshd, remote_env: dict[str, str], tmp_path: Path
+) -> None:
+    known_hosts_path().write_text("")
+    command = sshd.command(remote_env)
+    client = HostClient(_config(sshd, command, tmp_path, pin=True))
+    caps = await client.start()
+    try:
+        assert caps.available is True
+        assert client.artifact is not None and client.artifact.mode == "remote"
+        assert client.artifact.version == caps.host_version
+        pinned = known_hosts_path().read_text().split()
+        assert pinned[0] == f"[127.0.0.1]:{sshd.port}"
+        assert pinned[2] == sshd.host_key("host_a").with_suffix(".pub").read_text().split()[1]
+    finally:
+        await client.close()
+    # the machine now presents another key: refused, and --pin-host-key does not re-pin
+    sshd.start(sshd.host_key("host_b"))
+    try:
+        for pin in (False, True):
+            err = await _start_fails(_config(sshd, command, tmp_path, pin=pin))
+            assert err.code is ErrorCode.NATIVE_HOST_UNTRUSTED, err
+            assert err.details["reason"] == "host_key_mismatch"
+    finally:
+        sshd.start(sshd.host_key("host_a"))
+
+
+async def test_ssh_authentication_failure_is_typed(
+    sshd: Sshd, remote_env: dict[str, str], tmp_path: Path
+) -> None:
+    sshd.pin(sshd.host_key("host_a"))
+    stranger = sshd.host_key("stranger_key")  # a key sshd was never told about
+    err = await _start_fails(_config(sshd, sshd.command(remote_env, key=stranger), tmp_path))
+    assert err.code is ErrorCode.NATIVE_HOST_UNAVAILABLE, err
+    assert err.details["reason"] == "ssh_auth_failed"
+
+
+# ---------------------------------------------------------------------- the remote's own check
+
+
+async def test_the_remote_refuses_an_editable_install_without_local_trust(
+    sshd: Sshd, remote_env: dict[str, str], tmp_path: Path
+) -> None:
+    sshd.pin(sshd.host_key("host_a"))
+    err = await _start_fails(_config(sshd, sshd.command(remote_env, trust=False), tmp_path))
+    assert err.code is ErrorCode.NATIVE_HOST_UNTRUSTED, err
+    assert err.details["reason"] == "development_install"
+    assert err.details["remote"] is True
+    assert "remote host refused to start" in err.message
+
+
+async def test_the_remote_verifies_a_wheel_install_by_its_record(
+    sshd: Sshd, remote_env: dict[str, str], wheel_venv: Path, tmp_path: Path
+) -> None:
+    sshd.pin(sshd.host_key("host_a"))
+    command = sshd.command(remote_env, python=wheel_venv, trust=False)
+    client = HostClient(_config(sshd, command, tmp_path))
+    caps = await client.start()
+    try:
+        assert caps.host_version == "0.1.0" and caps.available is True
+    finally:
+        await client.close()
+    log = (tmp_path / "host.log").read_text()
+    assert "deskpilot-host: verified install 0.1.0" in log
+
+
+# ---------------------------------------------------------------------- end to end
+
+
+async def test_serve_over_ssh_observes_a_calculator(
+    sshd: Sshd, remote_env: dict[str, str], dp_desktop: vdesk.DesktopState, tmp_path: Path
+) -> None:
+    sshd.pin(sshd.host_key("host_a"))
+    app = launch_accessible(["gnome-calculator"])
+    try:
+        # the server has no desktop of its own: only the remote command knows the display
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS", LOCAL_TRUST_ENV)
+        }
+        params = StdioServerParameters(
+            command=str(DESKPILOT),
+            args=["serve", "--host-command", sshd.command(remote_env)],
+            env=env,
+        )
+        async with Client(params) as client:
+            r = await client.call_tool("get_app_state", {"app": "gnome-calculator"})
+            text = "".join(c.text for c in r.content if isinstance(c, TextContent))
+            assert not r.is_error, text
+            assert text.splitlines()[0] == f'App=(name="gnome-calculator", pid={app.pid})'
+            assert '- window "Calculator" [1]' in text
+    finally:
+        app.stop()

@@ -1,0 +1,306 @@
+"""Visual trees over a real host: an xterm (no accessibility tree) observed, checked and
+clicked through the kernel, on the private desktop with Debian's tesseract.
+
+What is real: Xvfb, the host process, xterm with a known output, tesseract, the X PRIMARY
+selection a double-click in xterm sets. ``client.sent["execute_action"]`` counts what reached
+the host, so "refused before the host" is checked, not assumed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from deskpilot import desktop as vdesk
+from deskpilot.desktop.apps import App, launch
+from deskpilot.hostclient.backend import HostBackend
+from deskpilot.hostclient.client import HostClient
+from deskpilot.hostclient.config import LOCAL_TRUST_ENV, HostConfig
+from deskpilot.kernel import Kernel
+from deskpilot.kernel.flags import Flags
+from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.observed import ObservedState
+from deskpilot.protocol.session import TaskContract
+from deskpilot.protocol.tree import parse_tree
+from deskpilot.protocol.verification import VisualSpec
+from deskpilot.protocol.wire import ClickAction, SetValueAction, TargetSpec, TypeTextAction
+from deskpilot.runtime.state_view import tree_read_lines
+from deskpilot.runtime.verification import Evidence, verify
+from deskpilot.store.db import Database
+from deskpilot.vision import ocr_ready
+
+from .real_apps import zenity
+
+pytestmark = pytest.mark.desktop
+
+MARKER = "DESKPILOT-VISUAL-4711"
+WORDS = "alpha bravo charlie"
+
+
+@pytest.fixture
+async def backend(
+    desktop: vdesk.DesktopState, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[HostBackend]:
+    if not ocr_ready():
+        pytest.skip("no OCR engine (tesserocr, tesseract-ocr-eng)")
+    monkeypatch.setenv(LOCAL_TRUST_ENV, "1")
+    b = HostBackend(HostConfig(heartbeat_interval_s=3600.0), heartbeat=False)
+    try:
+        yield b
+    finally:
+        await b.close()
+
+
+@pytest.fixture
+async def kernel(backend: HostBackend, tmp_path: Path) -> AsyncIterator[Kernel]:
+    k = Kernel(backend, Database(tmp_path / "visual.sqlite3"), flags=Flags({}))
+    yield k
+    await k.close()
+
+
+@pytest.fixture
+def xterm(desktop: vdesk.DesktopState) -> Iterator[App]:
+    path = shutil.which("xterm")
+    if path is None:
+        pytest.skip("xterm is not installed")
+    script = f"echo {MARKER}; echo {WORDS}; exec sleep 600"
+    # 116x34 cells of DejaVu Sans Mono 14 fill a 1280x800 screen
+    argv = [path, "-geometry", "116x34+0+0", "-fa", "DejaVu Sans Mono", "-fs", "14"]
+    app = launch([*argv, "-e", "sh", "-c", script])
+    try:
+        yield app
+    finally:
+        app.stop()
+
+
+def _client(backend: HostBackend) -> HostClient:
+    client = backend.supervisor.client
+    assert client is not None and client.alive
+    return client
+
+
+async def _session(kernel: Kernel, pid: int, timeout: float = 15.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for w in await kernel.windows():
+            if w.app.pid == pid:
+                target = TargetSpec(window_id=w.window_id)
+                return await kernel.open_session("agent", TaskContract(), target=target)
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no window for pid {pid}")
+
+
+def _compact(text: str) -> str:
+    return "".join(text.split()).casefold()
+
+
+async def _observed_with(
+    kernel: Kernel, sid: str, text: str, timeout: float = 15.0
+) -> ObservedState:
+    """Observe until the OCR outline shows ``text`` (xterm draws its output after mapping)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        state = await kernel.observe(sid)
+        if _compact(text) in _compact(state.observation.tree):
+            return state
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{text!r} never showed:\n{state.observation.tree}")
+        await asyncio.sleep(0.3)
+
+
+def _element(state: ObservedState, role: str, text: str) -> int:
+    tree = parse_tree(state.observation.tree)
+    ids = [e.id for e in tree.elements.values() if e.role == role and e.name == text]
+    assert ids, f"no {role} {text!r} in:\n{state.observation.tree}"
+    return ids[0]
+
+
+def _primary_selection(display: str, timeout: float = 3.0) -> str | None:
+    """The X PRIMARY selection's text, asked of its owner (xterm) as UTF8_STRING."""
+    from Xlib import X, Xatom
+    from Xlib import display as xdisplay
+
+    d = xdisplay.Display(display)
+    try:
+        window = d.screen().root.create_window(0, 0, 1, 1, 0, X.CopyFromParent)
+        prop = d.intern_atom("DESKPILOT_TEST_SELECTION")
+        window.convert_selection(Xatom.PRIMARY, d.intern_atom("UTF8_STRING"), prop, X.CurrentTime)
+        d.flush()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not d.pending_events():
+                time.sleep(0.02)
+                continue
+            event = d.next_event()
+            if event.type != X.SelectionNotify:
+                continue
+            if event.property == X.NONE:
+                return None
+            data = window.get_full_property(prop, X.AnyPropertyType)
+            if data is None:
+                return None
+            value = data.value
+            return value.decode() if isinstance(value, bytes) else str(value)
+        return None
+    finally:
+        d.close()
+
+
+async def test_an_xterm_is_observed_as_a_visual_tree(kernel: Kernel, xterm: App) -> None:
+    sid = await _session(kernel, xterm.pid)
+    state = await _observed_with(kernel, sid, WORDS)
+    obs = state.observation
+    assert obs.tree_read.source == "visual"
+    assert obs.tree_version.startswith("visual-")
+    assert obs.sensitive_regions == []
+    assert "ocr" in obs.timings_ms and "visual" in obs.timings_ms
+    # the same outline format as an AT-SPI tree: a window root, blocks, lines, words
+    tree = parse_tree(obs.tree)
+    assert tree.elements[1].role == "window" and tree.elements[1].depth == 0
+    assert obs.element_count == len(tree.elements)
+    line = _element(state, "text", WORDS)
+    words = [e for e in tree.elements.values() if e.parent == line]
+    assert [(e.role, e.name) for e in words] == [("word", w) for w in WORDS.split()]
+    assert tree.elements[line].parent is not None
+    assert tree.elements[tree.elements[line].parent].role == "block"
+    marker = [e for e in tree.elements.values() if _compact(e.name) == _compact(MARKER)]
+    assert marker and marker[0].role == "text"
+    # each element's box is kept with the state, inside the image
+    assert state.visual is not None and obs.image is not None
+    assert set(state.visual.bounds) == set(tree.elements)
+    assert state.visual.image_size == (obs.image.width, obs.image.height)
+    for x, y, w, h in state.visual.bounds.values():
+        assert x >= 0 and y >= 0 and w > 0 and h > 0
+        assert x + w <= obs.image.width and y + h <= obs.image.height
+    # the host bound its own (tree-less) version; the agent reads the visual header line
+    assert state.visual.host_tree_version == "t-none"
+    assert any(ln.startswith("tree=visual") for ln in tree_read_lines(obs))
+    # the same screen, the same version
+    again = await kernel.observe(sid)
+    assert again.observation.tree_version == obs.tree_version
+    assert again.observation.frame_id != obs.frame_id
+
+
+async def test_an_unchanged_xterm_costs_no_ocr_and_typing_rereads_only_its_rows(
+    kernel: Kernel, xterm: App
+) -> None:
+    sid = await _session(kernel, xterm.pid)
+    await _observed_with(kernel, sid, WORDS)
+    same = await kernel.observe(sid)  # nothing changed since: the last reading
+    assert same.observation.timings_ms["ocr_rows"] == 0
+    assert same.observation.tree_read.source == "visual"
+    obs = same.observation
+    done = await kernel.execute(
+        sid, obs.frame_id, obs.tree_version, TypeTextAction(text="typed-9055"), observe_after=True
+    )
+    assert done.result.dispatched
+    state = await _observed_with(kernel, sid, "typed-9055")
+    rows = state.observation.timings_ms["ocr_rows"]
+    assert state.observation.image is not None
+    # the typed row was read again (after the action or now), not the whole window
+    post = done.post
+    assert post is not None
+    read = max(rows, post.observation.timings_ms.get("ocr_rows", 0.0))
+    assert 0 < read < state.observation.image.height / 2
+    # and the rows above it are still there
+    tree = state.observation.tree
+    assert _compact(MARKER) in _compact(tree) and WORDS in tree
+
+
+async def test_a_visual_check_reads_the_xterm_text(kernel: Kernel, xterm: App) -> None:
+    sid = await _session(kernel, xterm.pid)
+    state = await _observed_with(kernel, sid, WORDS)
+    specs = [
+        VisualSpec(assertion="text_present", text=MARKER),
+        VisualSpec(assertion="text_present", text="bravo charlie"),
+        VisualSpec(assertion="text_absent", text="NOT-ON-SCREEN-9"),
+        VisualSpec(assertion="text_present", text="NOT-ON-SCREEN-9"),
+    ]
+    verdicts = await verify(specs, Evidence(state, [], 0.0), allow_external_readback=False)
+    assert [v.passed for v in verdicts] == [True, True, True, False]
+    assert all(v.evidence["source"] == "ocr" for v in verdicts)
+    assert MARKER.split("-")[0].casefold() in str(verdicts[0].evidence["seenIn"]).casefold()
+    # a tree-less state without the kernel's outline (a capture) is read from its screenshot
+    captured = await kernel.capture(sid)
+    assert captured.visual is None and captured.observation.tree_read.source != "visual"
+    assert captured.observation.element_count <= 1
+    (v,) = await verify(specs[:1], Evidence(captured, [], 0.0), allow_external_readback=False)
+    assert v.passed is True and v.evidence["source"] == "ocr"
+
+
+async def test_a_double_click_on_an_ocr_word_selects_that_word(
+    kernel: Kernel, backend: HostBackend, xterm: App, desktop: vdesk.DesktopState
+) -> None:
+    sid = await _session(kernel, xterm.pid)
+    state = await _observed_with(kernel, sid, WORDS)
+    obs = state.observation
+    bravo = _element(state, "word", "bravo")
+    client = _client(backend)
+    done = await kernel.execute(
+        sid,
+        obs.frame_id,
+        obs.tree_version,
+        ClickAction(element_id=bravo, count=2),
+        observe_after=True,
+    )
+    assert done.result.dispatched
+    assert client.sent["execute_action"] == 1
+    # the host got a click on a point: the centre of the word's box, in screen pixels
+    assert state.visual is not None
+    x, y, w, h = state.visual.bounds[bravo]
+    aimed = done.result.target_bounds
+    assert aimed is not None and (aimed.width, aimed.height) == (1, 1)
+    origin = obs.window.bounds
+    assert abs(aimed.x - (origin.x + x + w // 2)) <= 1
+    assert abs(aimed.y - (origin.y + y + h // 2)) <= 1
+    # xterm's double-click selects the word under the pointer: PRIMARY holds it
+    display = os.environ.get("DISPLAY") or desktop.env["DISPLAY"]
+    assert await asyncio.to_thread(_primary_selection, display) == "bravo"
+    # the post-action state is visual too, and the current frame
+    post = done.post
+    assert post is not None and post.observation.tree_read.source == "visual"
+    assert post.visual is not None
+
+
+async def test_what_needs_an_accessibility_element_is_refused_before_the_host(
+    kernel: Kernel, backend: HostBackend, xterm: App
+) -> None:
+    sid = await _session(kernel, xterm.pid)
+    state = await _observed_with(kernel, sid, WORDS)
+    obs = state.observation
+    line = _element(state, "text", WORDS)
+    client = _client(backend)
+    with pytest.raises(DeskpilotError) as info:
+        await kernel.execute(
+            sid, obs.frame_id, obs.tree_version, SetValueAction(element_id=line, value="x")
+        )
+    assert info.value.code is ErrorCode.UNSUPPORTED_ACTION
+    assert info.value.details["treeSource"] == "visual"
+    assert client.sent["execute_action"] == 0
+
+
+@pytest.fixture
+def info_dialog(desktop: vdesk.DesktopState) -> Iterator[App]:
+    yield from zenity("--info", "--title", "visual test", "--text", "hello")
+
+
+async def test_a_window_with_an_accessibility_tree_is_not_read_by_ocr(
+    kernel: Kernel, info_dialog: App
+) -> None:
+    sid = await _session(kernel, info_dialog.pid)
+    deadline = time.monotonic() + 15.0
+    state = await kernel.observe(sid)
+    while state.observation.element_count <= 1 and time.monotonic() < deadline:
+        await asyncio.sleep(0.3)
+        state = await kernel.observe(sid)
+    obs = state.observation
+    assert obs.element_count > 1
+    assert obs.tree_read.source == "accessibility"
+    assert not obs.tree_version.startswith("visual-")
+    assert state.visual is None and "ocr" not in obs.timings_ms
