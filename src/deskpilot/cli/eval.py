@@ -66,13 +66,30 @@ def _table(records: list[TaskRecord]) -> Table:
         label = r.task_id if r.repeat == 0 else f"{r.task_id}#{r.repeat}"
         table.add_row(
             label,
-            Text(r.outcome, style=style.get(r.outcome, "")),
+            Text(
+                r.outcome + (" (retried)" if r.retried_after else ""),
+                style=style.get(r.outcome, ""),
+            ),
             f"{passed}/{len(r.verification)}" if r.verification else (r.error or "")[:60],
             "" if r.steps is None else str(r.steps),
             "" if r.model_calls is None else str(r.model_calls),
             f"{r.time_s:.1f} s",
         )
     return table
+
+
+def _host_command(text: str | None, console: Console) -> tuple[str, ...] | None:
+    """``--host-command`` checked like serve's (an ssh argv, no shell)."""
+    if text is None:
+        return None
+    from deskpilot.hostclient.remote import parse_host_command
+    from deskpilot.protocol.errors import DeskpilotError
+
+    try:
+        return parse_host_command(text)
+    except DeskpilotError as exc:
+        console.print(f"[red]error (usage):[/red] {exc.message}", markup=True, highlight=False)
+        raise typer.Exit(EXIT_USAGE) from None
 
 
 def eval_suite(
@@ -94,6 +111,20 @@ def eval_suite(
     ),
     resume: bool = typer.Option(False, "--resume", help="Skip the runs --out already finished."),
     as_json: bool = typer.Option(False, "--json", help="No live view; print results.json's path."),
+    host_command: str | None = typer.Option(
+        None,
+        "--host-command",
+        help='run the hosts over ssh: "ssh user@box deskpilot-host" (no shell; docs/host.md)',
+    ),
+    engine: str = typer.Option(
+        "threads",
+        "--engine",
+        help="threads (a thread per desktop, this machine) or ray (a Ray actor per desktop; "
+        "an embedded local Ray unless --ray).",
+    ),
+    ray_address: str | None = typer.Option(
+        None, "--ray", help="Join this Ray cluster (ADDRESS, e.g. 127.0.0.1:6379): --engine ray."
+    ),
 ) -> None:
     """Run a task suite on private desktops and score each task by its success criteria.
 
@@ -106,7 +137,12 @@ def eval_suite(
         suite = load_suite(suite_path)
         chosen = suite.select([t for t in (tasks or "").split(",") if t.strip()] or None)
         spec = AgentSpec.parse(agent)
-        Machine.here().check(desktops)
+        if ray_address is not None:
+            engine = "ray"
+        if engine not in ("threads", "ray"):
+            raise ValueError(f"--engine is threads or ray, not {engine!r}")
+        if ray_address is None:  # a cluster's desktops run on its nodes, not here
+            Machine.here().check(desktops)
     except (SuiteError, ValueError) as exc:  # CapacityError is a ValueError
         kind = "capacity" if isinstance(exc, CapacityError) else "usage"
         console.print(f"[red]error ({kind}):[/red] {exc}", markup=True, highlight=False)
@@ -124,14 +160,18 @@ def eval_suite(
         except ProviderError as err:
             console.print(f"[red]error:[/red] no decision model for the operator: {err.message}")
             raise typer.Exit(EXIT_NO_MODEL) from None
-    from deskpilot.eval.engine import EvalOptions, run_eval
+    from deskpilot.eval.engine import EvalOptions, EvalOutcome, run_eval
     from deskpilot.eval.worker import WorkerConfig
 
     if out is None:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         out = Path.cwd() / f"eval-{suite.name}-{stamp}"
     worker = WorkerConfig(
-        agent=spec, out_dir=out.resolve(), base_env=dict(os.environ), provider_env=provider_vars
+        agent=spec,
+        out_dir=out.resolve(),
+        base_env=dict(os.environ),
+        provider_env=provider_vars,
+        host_command=_host_command(host_command, console),
     )
     slots = desktops
     live: Live | None = None
@@ -143,7 +183,8 @@ def eval_suite(
             mark = {"passed": "green", "failed": "red"}.get(record.outcome, "yellow")
             console.print(
                 f"[{mark}]{record.outcome}[/{mark}] {record.task_id} ({record.time_s:.1f} s)"
-                + (f" — {record.error}" if record.error else ""),
+                + (f" — {record.error}" if record.error else "")
+                + (f" — retried after: {record.retried_after}" if record.retried_after else ""),
                 highlight=False,
             )
 
@@ -158,15 +199,23 @@ def eval_suite(
         provider=provider,
         on_progress=shown,
     )
+
+    def run() -> EvalOutcome:
+        if engine == "ray":
+            from deskpilot.eval.ray_engine import run_eval_ray
+
+            return run_eval_ray(options, ray_address)
+        return run_eval(options)
+
     try:
         if as_json:
-            outcome = run_eval(options)
+            outcome = run()
         else:
             with Live(Text("starting…"), console=console, refresh_per_second=4) as live_view:
                 live = live_view
-                outcome = run_eval(options)
+                outcome = run()
             live = None
-    except ValueError as exc:  # --resume with results of another suite
+    except ValueError as exc:  # --resume with results of another suite; Ray cannot start
         console.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(EXIT_USAGE) from None
     if as_json:

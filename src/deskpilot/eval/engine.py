@@ -4,7 +4,8 @@ Each slot is a thread driving one :class:`~deskpilot.eval.worker.DesktopWorker` 
 itself is in subprocesses: the desktop, the apps, the server, the agent); a slot takes the
 next pending run, so N desktops are up at most at any moment. After every run
 ``results.json`` is rewritten, so an interrupted run keeps what it finished and ``--resume``
-skips it. A future Ray engine hands the same runs to actors wrapping the same worker.
+skips it. The Ray engine (ray_engine.py) hands the same runs to actors wrapping the same
+worker; both start from :func:`plan_runs`.
 """
 
 from __future__ import annotations
@@ -88,7 +89,52 @@ def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def run_eval(options: EvalOptions) -> EvalOutcome:
+@dataclass
+class RunPlan:
+    """What a run starts from, whichever engine runs it: the runs left, the runs an earlier
+    run finished (``--resume``), the counts shown, and the header of ``results.json``."""
+
+    results_path: Path
+    runs: list[PendingRun]
+    kept: list[TaskRecord]
+    progress: Progress
+    header: dict[str, Any]
+    started: float = field(default_factory=time.monotonic)
+
+    def label(self, run: PendingRun, repeat: int) -> str:
+        return run.task.id if repeat == 1 else f"{run.task.id}#{run.repeat}"
+
+    def count(self, record: TaskRecord) -> None:
+        """A finished run on the counts (the caller holds its lock, if any)."""
+        p = self.progress
+        p.done += 1
+        p.task_seconds.append(record.time_s)
+        if record.outcome == "passed":
+            p.passed += 1
+        elif record.outcome == "failed":
+            p.failed += 1
+        else:
+            p.errors += 1
+
+    def write(self, records: Sequence[TaskRecord]) -> None:
+        wall = round(time.monotonic() - self.started, 3)
+        write_results(self.results_path, {**self.header, "wallS": wall}, records)
+
+    def finish(self, records: list[TaskRecord], interrupted: bool) -> EvalOutcome:
+        wall = time.monotonic() - self.started
+        header_done: dict[str, Any] = {
+            **self.header,
+            "wallS": round(wall, 3),
+            "endedAt": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        write_results(self.results_path, header_done, records)
+        ordered = sorted(records, key=lambda r: (r.task_id, r.repeat))
+        return EvalOutcome(ordered, self.results_path, wall, len(self.kept), interrupted)
+
+
+def plan_runs(options: EvalOptions, engine: dict[str, Any]) -> RunPlan:
+    """The runs to do (``--resume`` drops the finished ones) and the results header;
+    ``engine`` is what the header says ran them (``{"kind": "threads"}``, Ray's address…)."""
     out = options.worker.out_dir
     out.mkdir(parents=True, exist_ok=True, mode=0o700)
     results_path = out / RESULTS_FILE
@@ -113,15 +159,23 @@ def run_eval(options: EvalOptions) -> EvalOutcome:
         "desktops": options.desktops,
         "repeat": options.repeat,
         "hostCommand": list(options.worker.host_command or []) or None,
+        "engine": engine,
         "machine": Machine.here().to_json(),
         "startedAt": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
-    records: list[TaskRecord] = list(kept)
+    return RunPlan(results_path, runs, kept, progress, header)
+
+
+def run_eval(options: EvalOptions) -> EvalOutcome:
+    """The thread engine: a thread per desktop slot on this machine (ray_engine.py spreads
+    the same runs over Ray actors)."""
+    plan = plan_runs(options, {"kind": "threads"})
+    progress, runs = plan.progress, plan.runs
+    records: list[TaskRecord] = list(plan.kept)
     lock = threading.Lock()
     pending: queue.Queue[PendingRun] = queue.Queue()
     for run in runs:
         pending.put(run)
-    t0 = time.monotonic()
 
     def tell(record: TaskRecord | None) -> None:
         if options.on_progress is not None:
@@ -140,25 +194,16 @@ def run_eval(options: EvalOptions) -> EvalOutcome:
                 run = pending.get_nowait()
             except queue.Empty:
                 return
-            label = run.task.id if options.repeat == 1 else f"{run.task.id}#{run.repeat}"
+            label = plan.label(run, options.repeat)
             with lock:
                 progress.running.append(label)
                 tell(None)
             record = worker.run(run.task, run.repeat)
             with lock:
                 progress.running.remove(label)
-                progress.done += 1
-                progress.task_seconds.append(record.time_s)
-                if record.outcome == "passed":
-                    progress.passed += 1
-                elif record.outcome == "failed":
-                    progress.failed += 1
-                else:
-                    progress.errors += 1
+                plan.count(record)
                 records.append(record)
-                write_results(
-                    results_path, {**header, "wallS": round(time.monotonic() - t0, 3)}, records
-                )
+                plan.write(records)
                 tell(record)
 
     threads = [
@@ -182,12 +227,4 @@ def run_eval(options: EvalOptions) -> EvalOutcome:
             th.join()
     for worker in workers:  # the last desktops' teardown, and its times on the records
         worker.close(records)
-    wall = time.monotonic() - t0
-    header_done: dict[str, Any] = {
-        **header,
-        "wallS": round(wall, 3),
-        "endedAt": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
-    write_results(results_path, header_done, records)
-    ordered = sorted(records, key=lambda r: (r.task_id, r.repeat))
-    return EvalOutcome(ordered, results_path, wall, len(kept), interrupted)
+    return plan.finish(records, interrupted)

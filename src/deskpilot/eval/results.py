@@ -44,6 +44,9 @@ class TaskRecord:
     desktop: dict[str, Any] = field(default_factory=dict)
     trajectory: str | None = None
     error: str | None = None
+    #: why this is a second attempt: the first one's Ray actor was lost mid-run (its process
+    #: died), e.g. ``actor lost: …`` — ray_engine.py runs such a task once more elsewhere
+    retried_after: str | None = None
 
     @property
     def key(self) -> str:
@@ -63,6 +66,7 @@ class TaskRecord:
             "desktop": self.desktop,
             "trajectory": self.trajectory,
             "error": self.error,
+            "retriedAfter": self.retried_after,
         }
 
     @classmethod
@@ -80,6 +84,7 @@ class TaskRecord:
             desktop=dict(d.get("desktop") or {}),
             trajectory=d.get("trajectory"),
             error=d.get("error"),
+            retried_after=d.get("retriedAfter"),
         )
 
 

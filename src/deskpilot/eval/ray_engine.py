@@ -1,0 +1,393 @@
+"""The Ray engine: a suite's task runs spread over Ray actors, one per desktop slot.
+
+Each slot is a :class:`DesktopActor` — a Ray actor process owning one
+:class:`~deskpilot.eval.worker.DesktopWorker`, so the desktop, its host, the apps and the agent
+of a task all run on the actor's node. The driver (``deskpilot eval``) hands the next pending
+run to whichever actor is free and takes each record back the moment it is done: the counts,
+the live view and ``results.json`` are updated per task, as with the thread engine.
+
+Ray is embedded by default (``ray.init`` on this machine, sized to ``--desktops``, bound to
+loopback, no dashboard, usage stats off, its files under :data:`RAY_TEMP_DIR`); ``--ray
+ADDRESS`` joins a running cluster instead (``ray start --head`` …).
+
+A lost actor — its process died mid-task (killed, out of memory, its node gone) — loses only
+that task's attempt: the processes the actor started are ended (each carries the actor's
+token in its environment, :data:`ACTOR_TOKEN`, so a sweep on the actor's node finds them
+although their parent is gone), the attempt's directory is moved aside (``ID.lost``), a new
+actor takes the slot, and the task runs once more on another actor; its record says so in
+``retriedAfter``. A second loss of the same task is recorded as an ``error``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import secrets
+import shutil
+import signal
+import socket
+import tempfile
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deskpilot.eval.engine import EvalOptions, EvalOutcome, PendingRun, RunPlan, plan_runs
+from deskpilot.eval.results import ERROR, TaskRecord
+from deskpilot.eval.suite import SuiteTask
+from deskpilot.eval.worker import DesktopWorker, WorkerConfig, task_dir_name
+
+#: set in an actor's environment and in its tasks': how a sweep finds a lost actor's processes
+ACTOR_TOKEN = "DESKPILOT_EVAL_ACTOR"
+#: the embedded Ray's session files and logs (never the person's home)
+RAY_TEMP_DIR = Path(tempfile.gettempdir()) / f"deskpilot-ray-{os.getuid()}"
+#: the embedded Ray's session dirs (logs) kept in :data:`RAY_TEMP_DIR`
+KEEP_SESSIONS = 5
+#: how long a sweep waits for SIGTERM before SIGKILL
+SWEEP_GRACE_S = 3.0
+
+
+class RayStartError(ValueError):
+    """Ray is not installed, did not start, or the cluster at ``--ray`` cannot be joined (a
+    usage error: the run has not begun)."""
+
+
+def _ray() -> Any:
+    """Ray, imported when a Ray run starts (it takes ~0.7 s; the thread engine never pays)."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no report leaves the machine
+    try:
+        return importlib.import_module("ray")
+    except ImportError:
+        raise RayStartError(
+            "--engine ray needs Ray: pip install 'deskpilot[ray]' (ray>=2.40,<3)"
+        ) from None
+
+
+class DesktopActor:
+    """One desktop slot on a Ray node: a :class:`DesktopWorker` in the actor's process.
+
+    Made a Ray actor by :func:`run_eval_ray` (``max_concurrency=2``: :meth:`stop` must get in
+    while :meth:`run` is busy)."""
+
+    def __init__(self, config: WorkerConfig, token: str) -> None:
+        # the desktop's Xvfb and buses inherit the process environment, the task's processes
+        # the worker's base environment: both carry the token
+        os.environ[ACTOR_TOKEN] = token
+        self.cancel = threading.Event()
+        self.worker = DesktopWorker(
+            dataclasses.replace(
+                config,
+                base_env={**config.base_env, ACTOR_TOKEN: token},
+                cancel=self.cancel,
+                background_teardown=True,
+            )
+        )
+
+    def where(self) -> tuple[int, str]:
+        """The actor's pid and Ray node id."""
+        node = str(_ray().get_runtime_context().get_node_id())
+        return os.getpid(), node
+
+    def run(self, task: SuiteTask, repeat: int) -> TaskRecord:
+        record = self.worker.run(task, repeat)
+        record.desktop["rayActorPid"] = os.getpid()
+        return record
+
+    def stop(self) -> None:
+        """End the running agent (the run is interrupted); no new task starts."""
+        self.cancel.set()
+
+    def close(self, records: Sequence[TaskRecord]) -> list[TaskRecord]:
+        """Wait for the desktops still being torn down; ``records`` back with their times."""
+        self.worker.close(records)
+        return list(records)
+
+
+def sweep_actor(token: str, task_root: str | None) -> list[int]:
+    """End every process of this user whose environment carries ``token`` (a lost actor's
+    desktop, apps, server and agent), then move the lost attempt's directory aside so the
+    retry starts from nothing. Runs on the lost actor's node; returns the pids it ended."""
+    mark = f"{ACTOR_TOKEN}={token}".encode()
+    uid = os.getuid()
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if entry.stat().st_uid != uid:
+                continue
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if mark in environ:
+            found.append(int(entry.name))
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        alive = []
+        for pid in found:
+            try:
+                os.kill(pid, sig)
+                alive.append(pid)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + SWEEP_GRACE_S
+        while sig == signal.SIGTERM and alive and time.monotonic() < deadline:
+            time.sleep(0.1)
+            alive = [p for p in alive if Path(f"/proc/{p}").exists() and not _zombie(p)]
+        if not alive:
+            break
+    if task_root is not None:
+        root = Path(task_root)
+        if root.exists():
+            n = 1
+            while (aside := root.with_name(f"{root.name}.lost{'' if n == 1 else n}")).exists():
+                n += 1
+            root.rename(aside)
+    return found
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
+
+
+def start_ray(address: str | None, desktops: int) -> dict[str, Any]:
+    """Start the embedded Ray (``address`` None) or join a cluster; what the results header
+    says of the engine (kind, address, nodes, how long Ray took to start)."""
+    ray = _ray()
+    t0 = time.monotonic()
+    quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": "WARNING"}
+    try:
+        if address is None:
+            RAY_TEMP_DIR.mkdir(mode=0o700, exist_ok=True)
+            _own_token()
+            ray.init(
+                num_cpus=desktops,
+                include_dashboard=False,
+                _node_ip_address="127.0.0.1",
+                _temp_dir=str(RAY_TEMP_DIR),
+                **quiet,
+            )
+        else:
+            _reachable(address)
+            ray.init(address=address, **quiet)
+    except RayStartError:
+        raise
+    except Exception as exc:  # Ray's own: a connection refused, a token it lacks …
+        where = "start an embedded Ray" if address is None else f"join the Ray at {address}"
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise RayStartError(f"could not {where}: {first[:300]}") from None
+    return {
+        "kind": "ray",
+        "address": address or "embedded",
+        "nodes": sum(1 for n in ray.nodes() if n.get("Alive")),
+        "cpus": int(ray.cluster_resources().get("CPU", 0)),
+        "startS": round(time.monotonic() - t0, 3),
+    }
+
+
+def _reachable(address: str, timeout: float = 5.0) -> None:
+    """A HOST:PORT that nothing listens on is refused at once (Ray itself would retry for
+    minutes). Ray rewrites a loopback HOST to this machine's own address, which the kernel
+    routes locally all the same."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in host:
+        return  # ray://… and the like: Ray's own
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise RayStartError(f"nothing answers at {address}: {exc}") from None
+
+
+def _own_token() -> None:
+    """The embedded Ray's token authentication (on by default) reads its token from
+    :data:`RAY_TEMP_DIR` rather than writing one to ``~/.ray`` (a token of the person's own
+    is used as it is)."""
+    if os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH"):
+        return
+    path = RAY_TEMP_DIR / "auth_token"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_hex(32))
+    os.environ["RAY_AUTH_TOKEN_PATH"] = str(path)
+
+
+@dataclass
+class _Slot:
+    handle: Any
+    token: str
+    where: Any  # the ref of ``where()``: (pid, node id)
+    records: list[TaskRecord] = field(default_factory=list)
+
+
+@dataclass
+class _Attempt:
+    slot: _Slot
+    run: PendingRun
+    label: str
+    retried_after: str | None
+
+
+def run_eval_ray(options: EvalOptions, address: str | None = None) -> EvalOutcome:
+    """Run the suite on Ray actors (see the module doc); Ray is shut down (or left, for a
+    cluster: the actors end with the driver) whatever happened."""
+    engine = start_ray(address, max(1, options.desktops))
+    try:
+        return _drive(_ray(), options, plan_runs(options, engine))
+    finally:
+        _ray().shutdown()
+        if address is None:
+            _prune_sessions()
+
+
+def _prune_sessions(keep: int = KEEP_SESSIONS) -> None:
+    """The embedded Ray's newest session dirs are kept (its logs, ~300 KiB each), the older
+    ones removed: /tmp does not fill up run after run."""
+    sessions = sorted(p for p in RAY_TEMP_DIR.glob("session_2*") if p.is_dir())
+    for old in sessions[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _drive(ray: Any, options: EvalOptions, plan: RunPlan) -> EvalOutcome:
+    progress = plan.progress
+    records: list[TaskRecord] = list(plan.kept)
+    actor_cls = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0, max_concurrency=2)(
+        DesktopActor
+    )
+    sweep = ray.remote(num_cpus=0, max_retries=0)(sweep_actor)
+    config = dataclasses.replace(options.worker, cancel=None, background_teardown=True)
+
+    def new_slot() -> _Slot:
+        token = uuid.uuid4().hex
+        handle = actor_cls.remote(config, token)
+        return _Slot(handle, token, handle.where.remote())
+
+    def tell(record: TaskRecord | None) -> None:
+        if options.on_progress is not None:
+            options.on_progress(progress, record)
+
+    def done(attempt: _Attempt, record: TaskRecord) -> None:
+        plan.count(record)
+        records.append(record)
+        plan.write(records)
+        tell(record)
+
+    pending: deque[tuple[PendingRun, str | None]] = deque((r, None) for r in plan.runs)
+    # an actor holds its CPU while it lives: more actors than CPUs would wait forever
+    cpus = int(plan.header["engine"].get("cpus") or options.desktops)
+    slots = min(max(1, min(options.desktops, cpus)), len(plan.runs))
+    plan.header["engine"]["slots"] = slots
+    idle = deque(new_slot() for _ in range(slots))
+    live = list(idle)
+    inflight: dict[Any, _Attempt] = {}
+    interrupted = False
+    tell(None)
+    try:
+        while pending or inflight:
+            while idle and pending:
+                slot = idle.popleft()
+                run, retried = pending.popleft()
+                attempt = _Attempt(slot, run, plan.label(run, options.repeat), retried)
+                inflight[slot.handle.run.remote(run.task, run.repeat)] = attempt
+                progress.running.append(attempt.label)
+                tell(None)
+            ready, _ = ray.wait(list(inflight), num_returns=1, timeout=0.5)
+            for ref in ready:
+                attempt = inflight.pop(ref)
+                progress.running.remove(attempt.label)
+                try:
+                    record: TaskRecord = ray.get(ref)
+                except ray.exceptions.RayTaskError as exc:  # a fault of ours, in the actor
+                    record = TaskRecord(
+                        attempt.run.task.id,
+                        attempt.run.repeat,
+                        ERROR,
+                        0.0,
+                        error=f"internal: {str(exc).strip().splitlines()[-1][:300]}",
+                    )
+                    idle.append(attempt.slot)
+                except ray.exceptions.RayActorError as exc:
+                    reason = _lost(ray, sweep, attempt, options, exc)
+                    live.remove(attempt.slot)
+                    retry = attempt.retried_after is None
+                    if retry:
+                        pending.appendleft((attempt.run, reason))
+                    if pending:  # the slot again, in a new actor
+                        replacement = new_slot()
+                        live.append(replacement)
+                        idle.append(replacement)
+                    if retry:
+                        tell(None)
+                        continue
+                    record = TaskRecord(
+                        attempt.run.task.id,
+                        attempt.run.repeat,
+                        ERROR,
+                        0.0,
+                        error=f"{reason} (again, after a retry)",
+                    )
+                else:
+                    attempt.slot.records.append(record)
+                    idle.append(attempt.slot)
+                record.retried_after = attempt.retried_after
+                done(attempt, record)
+    except KeyboardInterrupt:
+        # the running agents are ended, their desktops torn down; the runs are recorded as
+        # errors (``--resume`` runs them again)
+        interrupted = True
+        for slot in live:
+            slot.handle.stop.remote()
+        for ref, attempt in list(inflight.items()):
+            try:
+                record = ray.get(ref)
+            except ray.exceptions.RayError as exc:
+                record = TaskRecord(
+                    attempt.run.task.id, attempt.run.repeat, ERROR, 0.0, error=f"ray: {exc}"
+                )
+            attempt.slot.records.append(record)
+            done(attempt, record)
+    _close(ray, live, records)
+    return plan.finish(records, interrupted)
+
+
+def _lost(ray: Any, sweep: Any, attempt: _Attempt, options: EvalOptions, exc: Exception) -> str:
+    """Sweep a lost actor's processes on its node; the sentence the retry records."""
+    why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    root = options.worker.out_dir / "tasks" / task_dir_name(attempt.run.task.id, attempt.run.repeat)
+    strategy: Any = None
+    try:
+        _, node = ray.get(attempt.slot.where, timeout=5)
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        strategy = NodeAffinitySchedulingStrategy(node, soft=True)
+    except Exception:  # the actor died before it told its node: sweep where Ray likes
+        strategy = None
+    try:
+        call = sweep.options(scheduling_strategy=strategy) if strategy is not None else sweep
+        ended = ray.get(call.remote(attempt.slot.token, str(root)), timeout=30)
+        swept = f"; {len(ended)} of its processes ended, the attempt's files in {root.name}.lost"
+    except Exception as err:
+        swept = f"; its processes could not be swept: {err}"
+    return f"actor lost: {why[:200]}{swept}"
+
+
+def _close(ray: Any, live: Sequence[_Slot], records: list[TaskRecord]) -> None:
+    """The last desktops' teardown on each live actor, and its times on the records."""
+    refs = {slot.handle.close.remote(slot.records): slot for slot in live if slot.records}
+    by_key = {r.key: i for i, r in enumerate(records)}
+    for ref in refs:
+        try:
+            closed: list[TaskRecord] = ray.get(ref, timeout=120)
+        except ray.exceptions.RayError:
+            continue
+        for r in closed:
+            if r.key in by_key:
+                records[by_key[r.key]].desktop = r.desktop
