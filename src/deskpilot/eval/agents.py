@@ -276,7 +276,14 @@ class McpServer:
         raise AgentError(f"deskpilot serve did not come up: {tail or 'no output'}")
 
     def close(self) -> None:
+        """End the server and take its bearer token out of the stderr file it leaves in the
+        task's trajectory: a token is a secret, and the file outlives it."""
         end_group(self.proc)
+        if self.err.exists():
+            text = self.err.read_text("utf-8", "replace")
+            redacted = _TOKEN.sub("bearer token (shown once): [redacted]", text)
+            if redacted != text:
+                self.err.write_text(redacted, "utf-8")
 
 
 def run_mcp(job: AgentJob, command: tuple[str, ...], data_dir: Path) -> AgentRun:
