@@ -142,6 +142,8 @@ def test_last_trees_keep_complete_reads_of_the_same_process_for_a_bounded_number
     known = trees.last(1, 7)
     assert known is not None and known.snapshot.text == "one" and known.age_ms() >= 0
     assert trees.last(1, 8) is None  # the X id reused by another process
+    trees.remember(4, None, _snap("no pid"), frame)
+    assert trees.last(4, None) is None  # a window of unknown process matches nothing
     trees.remember(2, 7, _snap("two"), frame)
     trees.remember(3, 7, _snap("three"), frame)
     assert len(trees) == 2 and trees.last(1, 7) is None  # the oldest went first

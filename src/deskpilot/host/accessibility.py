@@ -197,13 +197,13 @@ class Accessibility:
                 return self._known(window, "TimeoutError", deadline_ms)
         except Exception as exc:
             log.info("AT-SPI frame lookup failed: %s", type(exc).__name__)
-            await _drop(early)
+            _drop(early)
             return TreeUnavailable(type(exc).__name__)
         if frame is None:
-            await _drop(early)
+            _drop(early)
             return None
         if early is not None and (hint is None or hint.ref != frame.ref):
-            await _drop(early)
+            _drop(early)
             early = None
         snapshot: TreeSnapshot | None = None
         while True:
@@ -334,12 +334,12 @@ class Accessibility:
             await self.client.close()
 
 
-async def _drop(future: asyncio.Future[TreeSnapshot | None] | None) -> None:
-    """Let a snapshot that is no longer wanted finish (its D-Bus calls are not abandoned half
-    way), and forget its outcome."""
-    if future is not None:
-        with contextlib.suppress(Exception):
-            await future
+def _drop(future: asyncio.Future[TreeSnapshot | None] | None) -> None:
+    """Leave a snapshot that is no longer wanted to finish on its own (its D-Bus calls are
+    not abandoned half way; ``_retrieved`` forgets its outcome) without waiting for it: the
+    hint's frame was the wrong one (a dialog opened, say), and the read of the right frame
+    must not spend its deadline waiting for the wrong one's."""
+    del future  # it runs on; the done-callback retrieves its result or exception
 
 
 def _no_answer(exc: Exception) -> bool:

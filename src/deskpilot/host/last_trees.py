@@ -59,9 +59,10 @@ class LastTrees:
             self._trees.popitem(last=False)
 
     def last(self, xid: int, pid: int | None) -> LastTree | None:
-        """The window's last tree, if it was read of the same process."""
+        """The window's last tree, if it was read of the same process (a window whose pid
+        is unknown matches nothing: a reused X id could be another process's window)."""
         known = self._trees.get(xid)
-        if known is None or known.pid != pid:
+        if known is None or pid is None or known.pid != pid:
             return None
         return known
 

@@ -263,9 +263,16 @@ class TreeCache:
         fresh: FreshRead,
     ) -> str | None:
         """Keep a full read of the window (``plan``: the one it was read under). A partial
-        read is not kept: its unread parts would be served as if read. Returns the note of
-        a verification that found the app silent (the app is distrusted then)."""
-        if not self.enabled or snapshot.partial is not None or not fresh.nodes:
+        read is not kept: its unread parts would be served as if read; nor is one read while
+        the cache was ``off`` — the app was not (yet) known to announce its changes, so what
+        it changes before its first event would later pass for a hit. Returns the note of a
+        verification that found the app silent (the app is distrusted then)."""
+        if (
+            not self.enabled
+            or plan.kind == "off"
+            or snapshot.partial is not None
+            or not fresh.nodes
+        ):
             entry.drop()
             return None
         if plan.verify and entry.snapshot is not None and entry.snapshot.text != snapshot.text:
