@@ -70,6 +70,8 @@ class RecordedBackend:
     closed: bool = False
     aborted: list[str] = field(default_factory=list)
     fail_with: ErrorCode | None = None
+    #: the screenshot every observation carries (a real image for the kernel's OCR outline)
+    png: bytes = b"\x89PNG"
     _frames: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _latest: dict[str, Observation] = field(default_factory=dict)
     _bound: dict[str, TargetSpec] = field(default_factory=dict)
@@ -97,7 +99,7 @@ class RecordedBackend:
         if bind:
             self._latest[session_id] = obs
         self.observed.append(session_id)
-        return ObservedState(obs, b"\x89PNG" if include_screenshot else None)
+        return ObservedState(obs, self.png if include_screenshot else None)
 
     async def execute(self, request: ExecuteAction) -> ActionReply:
         session_id = request.session_id or ""

@@ -17,10 +17,12 @@ from deskpilot.protocol.tree import parse_tree
 from deskpilot.protocol.wire import (
     ClickAction,
     InvokeElementAction,
+    Observation,
     Point,
     PressKeyAction,
     Rect,
     ScrollAction,
+    TreeRead,
     TypeTextAction,
 )
 from deskpilot.store.settings import SettingsModel
@@ -133,6 +135,51 @@ def test_unknown_targets_are_at_least_l2() -> None:
     assert blind.context.target_kind == TargetKind.UNKNOWN and blind.risk == RiskLevel.L2
     known = evaluate(ClickAction(point=Point(x=0.2, y=0.2)), screen(trees.EDITOR), C, S)
     assert known.context.target_kind == TargetKind.COORDINATES and known.risk == RiskLevel.L1
+
+
+#: an OCR outline (kernel/visual_tree.py) of a chat window with no accessibility tree
+OUTLINE = (
+    '- window "Chat" [1]\n  - block [2]\n    - text "Send" [3]\n'
+    '    - text "Permanently delete" [4]\n'
+)
+
+
+def visual(tree: str = OUTLINE) -> Observation:
+    return screen(tree).model_copy(update={"tree_read": TreeRead(source="visual")})
+
+
+def test_an_element_or_a_point_of_a_visual_tree_is_an_unknown_target_at_least_l2() -> None:
+    """OCR'd "Send" is no control: acting on it rates as on the tree-less window it
+    outlines (coordinates_on_unknown_surface), never lower."""
+    for action in (
+        ClickAction(element_id=3),
+        ClickAction(point=Point(x=0.2, y=0.2)),
+        InvokeElementAction(element_id=3, action="activate"),
+        ScrollAction(direction="down", point=Point(x=0.5, y=0.5)),
+    ):
+        d = evaluate(action, visual(), C, S)
+        assert d.context.target_kind == TargetKind.UNKNOWN, action
+        assert d.risk >= RiskLevel.L2 and "visual_tree" in d.context.signals, action
+    # the same text as accessibility elements would be known targets, L1
+    assert evaluate(ClickAction(element_id=3), screen(OUTLINE), C, S).risk == RiskLevel.L1
+    # what the words say still counts: an irreversible one is L3
+    assert evaluate(ClickAction(element_id=4), visual(), C, S).risk == RiskLevel.L3
+    # keys and text go to the window, rated as on the tree-less window
+    keys = evaluate(PressKeyAction(keys=["Return"]), visual(), C, S)
+    assert keys.context.target_kind == TargetKind.WINDOW and keys.risk == RiskLevel.L1
+    assert "visual_tree" not in keys.context.signals
+
+
+def test_an_activating_invoke_on_a_visual_tree_rates_as_the_click_sent_for_it() -> None:
+    click = evaluate(ClickAction(element_id=3), visual(), C, S)
+    for name in (None, "activate", "press"):
+        d = evaluate(InvokeElementAction(element_id=3, action=name), visual(), C, S)
+        assert (d.risk, d.context.effect, d.context.target_kind, d.context.signals) == (
+            click.risk,
+            click.context.effect,
+            click.context.target_kind,
+            click.context.signals,
+        )
 
 
 def test_credential_app_is_restricted() -> None:

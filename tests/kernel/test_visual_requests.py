@@ -60,14 +60,24 @@ def test_an_element_click_becomes_a_click_at_its_centre_with_the_hosts_version()
     assert right.action.point == Point(x=400 / 800, y=210 / 600)
 
 
-def test_scroll_invoke_and_focus_aim_at_the_centre_too() -> None:
+def test_scroll_and_an_activating_invoke_aim_at_the_centre_too() -> None:
     scroll = for_host(
         visual_state(), request(ScrollAction(element_id=3, direction=ScrollDirection.DOWN))
     )
     assert scroll.action == ScrollAction(point=Point(x=0.5, y=0.5), direction=ScrollDirection.DOWN)
-    for name in (None, "focus", "activate"):
+    for name in (None, "activate", "Click"):
         out = for_host(visual_state(), request(InvokeElementAction(element_id=3, action=name)))
         assert out.action == ClickAction(point=Point(x=0.5, y=0.5))
+
+
+@pytest.mark.parametrize("name", ["focus", "Grab Focus", "select", "expand", "showMenu"])
+def test_an_invoke_that_does_not_activate_is_refused_not_sent_as_a_click(name: str) -> None:
+    """The policy rates these as not activating (NON_ACTIVATING_ACTIONS); the click that would
+    stand in for them activates, so they are refused rather than rated low and clicked."""
+    with pytest.raises(DeskpilotError) as info:
+        for_host(visual_state(), request(InvokeElementAction(element_id=3, action=name)))
+    assert info.value.code is ErrorCode.UNSUPPORTED_ACTION
+    assert info.value.details == {"kind": "invoke_element", "treeSource": "visual"}
 
 
 def test_text_goes_to_the_focused_window_and_keys_are_unchanged() -> None:

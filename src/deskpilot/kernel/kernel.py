@@ -258,7 +258,9 @@ class Kernel:
         self, session_id: str, target: TargetSpec | None = None, *, include_screenshot: bool = True
     ) -> ObservedState:
         """Observe for a session; it becomes the session's current observation (the frame an
-        action is checked against). Works while halted and while paused (not once ended)."""
+        action is checked against), unless a pause, stop or takeover dropped the session's
+        frame while OCR read it (kernel/frames.py). Works while halted and while paused (not
+        once ended)."""
         row = self._readable(session_id)
         try:
             state = await self.backend.observe(
@@ -278,8 +280,10 @@ class Kernel:
                 ) from None
             raise
         host_sample(self.rollout, None)
+        # a pause, stop or takeover while OCR reads (a drop) is not undone by the put
+        since = self.broker.frames.generation(session_id)
         state = await visual_tree.outlined(state)  # no tree: an OCR outline
-        self.broker.frames.put(session_id, state)
+        self.broker.frames.put(session_id, state, since=since)
         self.broker.handbacks.seen(session_id, state)
         self.sessions.record(
             session_id, EventType.OBSERVATION_CREATED, payload=observed(state.observation)

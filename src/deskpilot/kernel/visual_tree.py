@@ -12,9 +12,14 @@ travel with the state by value (``ObservedState.visual``). Not when the tree is 
 The host bound that frame with its own version (``t-none``) and knows no element of the
 outline. :func:`for_host` rewrites a request checked against a visual frame before it goes
 out: the host's version, and an action on an element as the pointer action at the centre of
-the element's box (a click, a scroll, a plain invoke or focus as a click; text goes to the
-focused window). What only an accessibility element can do (set a value, select a range, a
-secondary action) is refused before dispatch: a picture has no such element.
+the element's box (a click, a scroll, a plain or activating invoke as a click; text goes to
+the focused window). What only an accessibility element can do (set a value, select a range,
+a secondary action, an invoke that does not activate: focus, expand, select…) is refused
+before dispatch: a picture has no such element, and a click in its place would activate what
+the policy rated as not activated (``NON_ACTIVATING_ACTIONS``, kernel/policy/signals.py). So
+what passes is rated as what is sent: an invoke that passes is an activation, as the left
+click sent for it is. The policy rates every element or point of a visual tree as an unknown
+target (``visual_tree``, kernel/policy/action_rules.py): OCR'd text is no control.
 
 Each window's last frame is kept (vision/incremental.py): the same pixels again cost no OCR,
 a few changed rows (a command typed at a terminal's prompt) only those rows'. A terminal is
@@ -30,6 +35,7 @@ import asyncio
 import logging
 import time
 
+from deskpilot.kernel.policy.signals import NON_ACTIVATING_ACTIONS, role_key_like
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.observed import ObservedState, VisualTree
 from deskpilot.protocol.wire import (
@@ -49,8 +55,10 @@ from deskpilot.vision.outline import build_outline, engine_for
 
 log = logging.getLogger(__name__)
 
-#: ``invoke_element`` names a click on a visual element stands in for (none: the default)
-_CLICK_LIKE = frozenset({"click", "press", "activate", "jump", "open", "toggle", "focus"})
+#: ``invoke_element`` names a click on a visual element stands in for (none: the default);
+#: all activate, as the click does (never one of ``NON_ACTIVATING_ACTIONS``: a click in place
+#: of "focus" would press what the policy rated as only focused)
+_CLICK_LIKE = frozenset({"click", "press", "activate", "jump", "open", "toggle"})
 
 
 def wanted(state: ObservedState) -> bool:
@@ -151,7 +159,7 @@ def _pointed(action: Action, visual: VisualTree) -> Action:
                 amount=action.amount,
                 duration_ms=action.duration_ms,
             )
-        case InvokeElementAction() if action.action is None or action.action in _CLICK_LIKE:
+        case InvokeElementAction() if _clicks(action.action):
             return ClickAction(
                 point=centre(visual, action.element_id), duration_ms=action.duration_ms
             )
@@ -170,6 +178,15 @@ def _pointed(action: Action, visual: VisualTree) -> Action:
             )
         case _:
             return action
+
+
+def _clicks(name: str | None) -> bool:
+    """Does a left click stand in for this invoke? The default action or an activating one;
+    a non-activating one never, however it is spelled ("Focus", "grab focus")."""
+    if name is None:
+        return True
+    key = role_key_like(name)
+    return key not in NON_ACTIVATING_ACTIONS and key in _CLICK_LIKE
 
 
 def centre(visual: VisualTree, element_id: int) -> Point:

@@ -36,7 +36,7 @@ from deskpilot.kernel.broker.controls import ControlHooks, Controls, ResumeHook,
 from deskpilot.kernel.broker.dispatch import Dispatcher
 from deskpilot.kernel.broker.idempotency import ParamsHasher
 from deskpilot.kernel.broker.ledger import Ledger
-from deskpilot.kernel.broker.records import blocked_error, event_payload, ledger_row
+from deskpilot.kernel.broker.records import blocked_error, dispatched, event_payload, ledger_row
 from deskpilot.kernel.broker.settings import SettingsCache
 from deskpilot.kernel.confirmation import Confirmations
 from deskpilot.kernel.coordinator import DesktopCoordinator
@@ -236,6 +236,9 @@ class Broker:
         # 3. freshness: against the session's current observation, not the foreground
         obs = self.frames.check(session_id, request.frame_id, request.tree_version)
         # a visual (OCR) frame: the host's version, element actions as points of the image
+        # (what only an accessibility element can do is refused here, before the rating);
+        # the action rated below is the one requested: what passes activates as the left
+        # click sent for it does, and on a visual tree its target is unknown (policy)
         host_request = visual_tree.for_host(self.frames.get(session_id), request)
         # 4. policy, then the ledger row (and the person, when the policy asks for them)
         row, decision = await rating.rate(
@@ -253,6 +256,8 @@ class Broker:
             tree_version=request.tree_version,
         )
         requested = event_payload(decision)
+        if host_request.action != action:  # rewritten: the timeline says what was sent
+            requested["dispatched"] = dispatched(host_request.action)
         if decision.decision == Decision.ALLOW:
             # the row and its action_requested event are written together with the move to
             # acting, under the desktop lane, still before anything reaches the desktop

@@ -99,8 +99,11 @@ class Dispatcher:
                 self.inflight.remove(item)
         result, post = reply.result, reply.post
         if post is not None:
+            # the host bound it: the next action may use it, unless a pause, stop or takeover
+            # dropped the session's frame while OCR read it
+            since = self.frames.generation(session_id)
             post = await visual_tree.outlined(post)  # no tree: an OCR outline
-            self.frames.put(session_id, post)  # the host bound it: the next action may use it
+            self.frames.put(session_id, post, since=since)
         self.ledger.record_executed(session_id, aid, action.kind, result, decision, post)
         return ExecutedAction(
             result,

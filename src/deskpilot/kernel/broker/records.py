@@ -9,7 +9,7 @@ from typing import Any
 
 from deskpilot.kernel.policy import PolicyDecision, Reason
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
-from deskpilot.protocol.wire import ActionResult, ObservationBody
+from deskpilot.protocol.wire import Action, ActionResult, ObservationBody, Point
 from deskpilot.store.ledger import ActionRow
 
 
@@ -54,6 +54,17 @@ def event_payload(decision: PolicyDecision) -> dict[str, Any]:
         "dataClasses": sorted(c.value for c in ctx.data_classes),
         "signals": list(ctx.signals),
     }
+
+
+def dispatched(action: Action) -> dict[str, Any]:
+    """What goes to the host in place of the requested action (kernel/visual_tree.py: an
+    element of an OCR outline as a point of the image), for the action_requested payload, so
+    the timeline says where the pointer went: its kind and point, never text."""
+    out: dict[str, Any] = {"kind": action.kind}
+    point = getattr(action, "point", None)
+    if isinstance(point, Point):
+        out["point"] = {"x": point.x, "y": point.y}
+    return out
 
 
 def blocked_error(decision: PolicyDecision) -> DeskpilotError:

@@ -84,6 +84,19 @@ def rate_action(d: ActionDraft, action: Action) -> None:
             pass
 
 
+def settle_visual(d: ActionDraft) -> None:
+    """On a visual tree (an OCR outline of a window with no accessibility tree,
+    kernel/visual_tree.py) an element or a point is an ``unknown`` target (docs/policy.md:
+    ``visual_tree``): OCR'd words are no controls (a "Send" or "Pay" button reads as text),
+    so nothing known is there, exactly as on the tree-less window the outline stands in for
+    (``coordinates_on_unknown_surface``). Keys and text sent to the window keep its rating."""
+    if d.obs.tree_read.source != "visual":
+        return
+    if d.target in (TargetKind.ELEMENT, TargetKind.COORDINATES):
+        d.target = TargetKind.UNKNOWN
+        d.facts.append("visual_tree")
+
+
 def settle_credentials(d: ActionDraft) -> None:
     """A credential write is ``restricted`` (L4), and so is any non-read action in a credential
     app (docs/policy.md, "The context producer"); a secret is never also ``public``."""

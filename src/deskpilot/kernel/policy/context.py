@@ -15,7 +15,8 @@ leave those rules dead):
 * external_write (L2): activating a send/submit/post/publish/pay/purchase… control; Enter (or
   text ending in a newline) in a text field of a web page; Enter while such a control has focus.
 * unknown target: an element id the current tree does not have, coordinates on a window whose
-  tree has no elements at all (nothing known is there), keys or text with no window.
+  tree has no elements at all (nothing known is there), an element or a point of a visual
+  (OCR) tree, keys or text with no window.
 """
 
 from __future__ import annotations
@@ -24,7 +25,12 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from deskpilot.kernel.policy import signals as sig
-from deskpilot.kernel.policy.action_rules import ActionDraft, rate_action, settle_credentials
+from deskpilot.kernel.policy.action_rules import (
+    ActionDraft,
+    rate_action,
+    settle_credentials,
+    settle_visual,
+)
 from deskpilot.protocol.session import DataClass, EffectClass, TargetKind
 from deskpilot.protocol.tree import ElementTree, TreeElement, parse_tree
 from deskpilot.protocol.wire import Action, AppIdentity, Observation
@@ -99,11 +105,13 @@ def _label(e: TreeElement) -> str:
 
 def policy_context_for(action: Action, obs: Observation) -> PolicyContext:
     """Rate ``action`` on the screen ``obs`` shows (docs/policy.md, "The context producer"):
-    identify the app and page, run the action kind's rules, then the credential rules."""
+    identify the app and page, run the action kind's rules, then the visual-tree and the
+    credential rules."""
     tree = parse_tree(obs.tree)
     browser = _is_browser(obs, tree)
     d = ActionDraft(obs, tree, browser)
     rate_action(d, action)
+    settle_visual(d)
     settle_credentials(d)
     return PolicyContext(
         kind=action.kind,
