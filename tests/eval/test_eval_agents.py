@@ -104,3 +104,50 @@ def test_results_round_trip_and_resume_keeps_only_finished_runs(tmp_path: Path) 
     with pytest.raises(ValueError, match="another suite file"):
         load_finished(path, "y" * 64)
     assert load_finished(tmp_path / "none.json", "x") == {}
+
+
+def test_the_server_takes_its_token_from_the_eval_and_never_prints_it(tmp_path: Path) -> None:
+    """The eval chooses the server's bearer token and hands it over in the environment: the
+    server answers to it, and its stderr file (kept in the task's trajectory) never holds
+    it, not even while the server runs."""
+    import os
+    import urllib.error
+    import urllib.request
+
+    from deskpilot.eval.agents import SERVE_TOKEN_ENV, AgentJob, McpServer
+
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("DISPLAY", SERVE_TOKEN_ENV)},
+        "DESKPILOT_DATA_DIR": str(tmp_path / "data"),
+    }
+    job = AgentJob("t", "nothing", None, [], 1, 30.0, env, env, tmp_path, work)
+    server = McpServer(job)
+    try:
+        said = (tmp_path / "server.stderr.txt").read_text()
+        assert server.token not in said and f"the one in {SERVE_TOKEN_ENV}" in said, said
+        codes = []
+        for token in (server.token, "wrong"):
+            request = urllib.request.Request(
+                server.url,
+                data=b"{}",
+                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            )
+            deadline = time.monotonic() + 10.0
+            while True:
+                try:
+                    with urllib.request.urlopen(request, timeout=10) as reply:
+                        codes.append(reply.status)
+                except urllib.error.HTTPError as err:
+                    codes.append(err.code)
+                except urllib.error.URLError:  # printed its address a moment before listening
+                    if time.monotonic() < deadline:
+                        time.sleep(0.1)
+                        continue
+                    raise
+                break
+        assert codes[0] != 401 and codes[1] == 401, codes
+    finally:
+        server.close()
+    assert server.token not in (tmp_path / "server.stderr.txt").read_text()

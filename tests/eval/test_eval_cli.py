@@ -126,3 +126,45 @@ def test_repeat_runs_each_task_on_its_own_desktop_and_shows_a_table(tmp_path: Pa
     assert "zenity-entry-name#1" in proc.stdout and "failed" in proc.stdout  # the table
     assert "deskpilot eval" in proc.stdout
     assert f"results: {out / 'results.json'}" in proc.stderr.replace("\n", "")
+
+
+def test_a_host_command_is_refused_where_the_remote_desktop_cannot_be_the_tasks(
+    tmp_path: Path,
+) -> None:
+    """The setup runs on this machine's private desktop, the agent and the checks on the
+    remote's one desktop: several desktops, Ray, or a setup that starts apps are refused
+    (exit 2) before anything runs."""
+    ssh = ("--host-command", "ssh user@box deskpilot-host", "--agent", "mcp:true")
+    out = ("--out", str(tmp_path / "out"))
+    proc = eval_cli(str(STARTER), *ssh, "--desktops", "2", *out)
+    assert proc.returncode == 2, proc.stderr
+    assert "error (usage)" in proc.stderr and "--desktops 2" in proc.stderr
+    for ray in (("--engine", "ray"), ("--ray", "127.0.0.1:1")):
+        proc = eval_cli(str(STARTER), *ssh, *ray, *out)
+        assert proc.returncode == 2 and "cannot be used with Ray" in proc.stderr, proc.stderr
+    proc = eval_cli(str(STARTER), *ssh, *out)
+    assert proc.returncode == 2 and "starts apps on this machine" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()  # refused before anything ran
+
+
+def test_the_operators_key_goes_to_a_ray_cluster_only_when_asked(tmp_path: Path) -> None:
+    """--ray ADDRESS ships the worker config (and so the model's key) to other machines: the
+    operator agent there needs --send-provider-key; refused (exit 2) before Ray is joined."""
+    proc = eval_cli(
+        str(STARTER), "--ray", "127.0.0.1:1", "--agent", "operator", "--out", str(tmp_path)
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "error (usage)" in proc.stderr and "--send-provider-key" in proc.stderr
+    proc = eval_cli(
+        str(STARTER),
+        "--ray",
+        "127.0.0.1:1",
+        "--agent",
+        "operator",
+        "--send-provider-key",
+        "--out",
+        str(tmp_path),
+    )
+    assert "--send-provider-key" not in proc.stderr  # past the check: no model here (exit 4)
+    assert proc.returncode == 4, proc.stderr
+    assert not (tmp_path / "results.json").exists()

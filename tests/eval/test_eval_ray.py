@@ -27,7 +27,7 @@ import pytest
 
 pytest.importorskip("ray")
 
-from deskpilot.eval.ray_engine import ACTOR_TOKEN
+from deskpilot.eval.ray_engine import ACTOR_TOKEN, actor_base_env, actor_worker_config
 
 pytestmark = [pytest.mark.desktop]
 
@@ -336,3 +336,42 @@ def test_ray_address_joins_a_running_cluster(tmp_path: Path) -> None:
     finally:
         _end_cluster(temp_dir)
         shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def test_an_actor_gets_an_allow_listed_base_env(tmp_path: Path) -> None:
+    """The worker config is pickled to the actors (other machines with --ray ADDRESS): only
+    the allow-listed variables go, never a key, a token, an agent socket or the desktop."""
+    from deskpilot.eval.agents import AgentSpec
+    from deskpilot.eval.worker import WorkerConfig
+
+    driver = {
+        "PATH": "/usr/bin",
+        "HOME": "/home/p",
+        "LANG": "C.UTF-8",
+        "LC_TIME": "de_DE.UTF-8",
+        "DESKPILOT_HOST_LOCAL_TRUST": "1",
+        "DESKPILOT_TREE_CACHE": "0",
+        "DESKPILOT_API_KEY": "k1",
+        "DESKPILOT_PROVIDER_API_KEY": "k2",
+        "DESKPILOT_PROVIDER_BASE_URL": "http://model",
+        "DESKPILOT_VISION_API_KEY": "k3",
+        "DESKPILOT_EVAL_MCP_TOKEN": "t",
+        "AWS_SECRET_ACCESS_KEY": "aws",
+        "GITHUB_TOKEN": "gh",
+        "SSH_AUTH_SOCK": "/run/agent",
+        "DISPLAY": ":0",
+        "DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/bus",
+    }
+    assert actor_base_env(driver) == {
+        "PATH": "/usr/bin",
+        "HOME": "/home/p",
+        "LANG": "C.UTF-8",
+        "LC_TIME": "de_DE.UTF-8",
+        "DESKPILOT_HOST_LOCAL_TRUST": "1",
+        "DESKPILOT_TREE_CACHE": "0",
+    }
+    key = {"DESKPILOT_PROVIDER_API_KEY": "k2"}
+    worker = WorkerConfig(AgentSpec("operator"), tmp_path, base_env=driver, provider_env=key)
+    shipped = actor_worker_config(worker)
+    assert shipped.base_env == actor_base_env(driver) and shipped.provider_env == key
+    assert shipped.cancel is None and shipped.background_teardown

@@ -121,6 +121,49 @@ def test_setup_runs_on_the_private_display_only(
         vdesk.down(state)
 
 
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    pairs = (item.partition(b"=") for item in raw.split(b"\0") if item)
+    return {k.decode(): v.decode("utf-8", "replace") for k, _, v in pairs}
+
+
+@pytest.mark.desktop
+@needs_zenity
+def test_the_operators_model_key_reaches_its_agent_not_the_apps_under_test(
+    desktop: vdesk.DesktopState, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The setup's apps start before the agent: their /proc/PID/environ, read while the
+    agent runs, holds no DESKPILOT_PROVIDER_* while the agent's environment does."""
+    from deskpilot.eval import worker as worker_module
+
+    launched: list[Any] = []
+    seen: dict[str, dict[str, str]] = {}
+
+    def recording_setup(*args: Any, **kwargs: Any) -> Any:
+        result = run_setup(*args, **kwargs)
+        launched.extend(result.launched)
+        return result
+
+    def agent_reads_the_apps(spec: Any, job: Any, data: Path) -> Any:
+        seen["agent"] = dict(job.env)
+        seen["app"] = _environ(launched[0].pid)
+        raise worker_module.AgentError("stop here: the environments are read")
+
+    monkeypatch.setattr(worker_module, "run_setup", recording_setup)
+    monkeypatch.setattr(worker_module, "run_agent", agent_reads_the_apps)
+    key = {"DESKPILOT_PROVIDER_API_KEY": "k-secret", "DESKPILOT_PROVIDER_MODEL": "m"}
+    suite = _suite({"launch": [{"app": "zenity", "args": ["--info", "--text=setup"]}]})
+    worker = DesktopWorker(
+        WorkerConfig(AgentSpec("operator"), tmp_path, base_env=dict(os.environ), provider_env=key)
+    )
+    record = worker.run(suite.tasks[0])
+    assert record.error is not None and "stop here" in record.error
+    assert seen["agent"]["DESKPILOT_PROVIDER_API_KEY"] == "k-secret"
+    assert seen["app"]["DISPLAY"] == record.desktop["display"]  # it is the setup's app
+    assert not [k for k in seen["app"] if k.startswith("DESKPILOT_PROVIDER_")]
+    assert "k-secret" not in "\0".join(seen["app"].values())
+
+
 @pytest.mark.desktop
 def test_a_refused_setup_is_an_error_and_its_desktop_is_gone(
     desktop: vdesk.DesktopState, tmp_path: Path

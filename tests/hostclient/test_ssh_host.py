@@ -31,7 +31,12 @@ from deskpilot.desktop.apps import launch_accessible
 from deskpilot.eval.worker import check_host_config
 from deskpilot.hostclient.client import HostClient
 from deskpilot.hostclient.config import LOCAL_TRUST_ENV, HostConfig
-from deskpilot.hostclient.remote import known_hosts_path, parse_host_command, ssh_argv
+from deskpilot.hostclient.remote import (
+    known_hosts_path,
+    parse_host_command,
+    ssh_argv,
+    ssh_environment,
+)
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.frames import FrameReader, FrameWriter
 from mcp import Client, StdioServerParameters
@@ -124,8 +129,6 @@ class Sshd:
             str(key or self.client_key),
             "-o",
             "IdentitiesOnly=yes",
-            "-o",
-            "StrictHostKeyChecking=no",  # ignored: deskpilot's own options come first
             "root@127.0.0.1" if os.getuid() == 0 else f"{os.environ['USER']}@127.0.0.1",
             "env",
             *remote_env,
@@ -185,21 +188,89 @@ async def _start_fails(config: HostConfig) -> DeskpilotError:
     [
         ("sh -c 'ssh box deskpilot-host'", "without a shell"),
         ("ssh box deskpilot-host | tee log", "shell operator"),
-        ("ssh box 'deskpilot-host; rm -rf ~'", None),  # one token: the quoting is the remote's
         ("ssh box $(evil)", "shell operator"),
+        # one token here, but the remote sshd hands the command to the user's shell
+        ("ssh box 'deskpilot-host; id'", "remote shell would read"),
+        ("ssh box deskpilot-host';id'", "remote shell would read"),
+        ("ssh box 'deskpilot-host|id'", "remote shell would read"),
+        ('ssh box "deskpilot-host\nid"', "shell operator"),
+        ("ssh box deskpilot-host '`id`'", "shell operator"),
+        ("ssh box 'deskpilot-host >/tmp/x'", "remote shell would read"),
+        # single-letter flags override deskpilot's -o, before or after the destination
+        ("ssh -A box deskpilot-host", "-A is refused"),
+        ("ssh box -X deskpilot-host", "-X is refused"),
+        ("ssh -Y box deskpilot-host", "-Y is refused"),
+        ("ssh -qA box deskpilot-host", "-A is refused"),
+        ("ssh -S /tmp/ctl box deskpilot-host", "-S is refused"),
+        ("ssh -M box deskpilot-host", "-M is refused"),
+        ("ssh -F /tmp/cfg box deskpilot-host", "-F is refused"),
+        ("ssh -J jump box deskpilot-host", "-J is refused"),
+        ("ssh -L 1:h:2 box deskpilot-host", "-L is refused"),
+        ("ssh -t box deskpilot-host", "-t is refused"),
+        ("ssh -e ~ box deskpilot-host", "-e is refused"),
+        ("ssh -o 'ProxyCommand=sh -c id' box deskpilot-host", "'proxycommand' is refused"),
+        ("ssh -oProxyCommand=id box deskpilot-host", "'proxycommand' is refused"),
+        ("ssh -o 'LocalCommand id' box deskpilot-host", "'localcommand' is refused"),
+        ("ssh -o PermitLocalCommand=yes box deskpilot-host", "'permitlocalcommand' is refused"),
+        ("ssh -o StrictHostKeyChecking=no box deskpilot-host", "is refused"),
+        ("ssh -o ControlPath=/tmp/c box deskpilot-host", "is refused"),
+        ("ssh box -o ForwardAgent=yes deskpilot-host", "is refused"),
+        ("ssh -o SendEnv=AWS_SECRET_ACCESS_KEY box deskpilot-host", "'sendenv' is refused"),
+        ("ssh -p", "needs a value"),
         ("python -m deskpilot.host", "must run ssh"),
         ("ssh box", "needs a destination and the remote command"),
         ("ssh 'unclosed", "cannot be split"),
     ],
 )
-def test_a_host_command_is_an_ssh_argv(text: str, said: str | None) -> None:
-    if said is None:
-        assert parse_host_command(text) == ("ssh", "box", "deskpilot-host; rm -rf ~")
-        return
+def test_a_host_command_is_an_ssh_argv(text: str, said: str) -> None:
     with pytest.raises(DeskpilotError) as info:
         parse_host_command(text)
     assert info.value.code is ErrorCode.INVALID_REQUEST
     assert said in info.value.message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ssh user@box deskpilot-host",
+        "ssh -p 2222 -i ~/.ssh/id_ed25519 -l me -4 -q box deskpilot-host",
+        "ssh -p2222 -oPort=2222 -o 'ConnectTimeout 5' -o IdentitiesOnly=yes box deskpilot-host",
+        "ssh box -o ServerAliveInterval=10 ~/venv/bin/deskpilot-host",
+        "ssh -o SetEnv=DISPLAY=:1 box deskpilot-host",
+        "ssh ssh://me@box:2222 env DISPLAY=:1 DBUS_SESSION_BUS_ADDRESS=unix:path=/run/b,guid=1 "
+        "/opt/py/bin/python -I -m deskpilot.hostclient.remote_host",
+        "ssh -- box deskpilot-host",
+    ],
+)
+def test_the_allowed_ssh_flags_pass_unchanged(text: str) -> None:
+    assert parse_host_command(text) == tuple(shlex.split(text))
+
+
+def test_ssh_runs_without_this_machines_display(tmp_path: Path) -> None:
+    """X forwarding is off: ssh is not given DISPLAY (nor the eval's private one); its agent
+    socket stays (authentication, never forwarded)."""
+    base = {"DISPLAY": ":0", "XAUTHORITY": "/x", "SSH_AUTH_SOCK": "/a", "PATH": "/bin"}
+    assert ssh_environment(base) == {"SSH_AUTH_SOCK": "/a", "PATH": "/bin"}
+    config = check_host_config(base, ("ssh", "box", "deskpilot-host"), tmp_path / "log")
+    assert config.env is not None and "DISPLAY" not in config.env
+    assert config.env["PATH"] == "/bin"
+    from deskpilot.cli.serve import remote_kernel
+    from deskpilot.hostclient import backend
+
+    given: list[HostConfig] = []
+
+    class Recorder(backend.HostBackend):
+        def __init__(self, config: HostConfig) -> None:
+            given.append(config)
+            super().__init__(config)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DISPLAY", ":42")
+        mp.setattr(backend, "HostBackend", Recorder)
+        remote_kernel("ssh box deskpilot-host", False)
+    (serve_config,) = given
+    assert serve_config.env is not None and "DISPLAY" not in serve_config.env
+    assert serve_config.remote_command == ("ssh", "box", "deskpilot-host")
 
 
 def test_deskpilot_options_come_first_and_pin_the_key(tmp_path: Path) -> None:

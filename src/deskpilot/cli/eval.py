@@ -26,7 +26,7 @@ from rich.text import Text
 from deskpilot.eval.agents import AgentSpec
 from deskpilot.eval.capacity import CapacityError, Machine
 from deskpilot.eval.results import TaskRecord
-from deskpilot.eval.suite import SuiteError, load_suite
+from deskpilot.eval.suite import SuiteError, SuiteTask, load_suite
 
 if TYPE_CHECKING:  # the engine pulls in the runtime: loaded only when eval runs
     from deskpilot.eval.engine import Progress
@@ -92,6 +92,35 @@ def _host_command(text: str | None, console: Console) -> tuple[str, ...] | None:
         raise typer.Exit(EXIT_USAGE) from None
 
 
+def remote_refusal(
+    host_command: str | None, desktops: int, engine: str, tasks: list[SuiteTask]
+) -> str | None:
+    """Why ``--host-command`` cannot run this eval consistently (None = it can). The agent's
+    server and the checks drive the remote's one desktop, but a task's setup runs here, on
+    its fresh private desktop: several desktops (or Ray actors on other nodes) would share
+    the one remote desktop, and a launched app or opened page would be on a desktop nobody
+    acts on or checks (docs/eval.md, "A host on another machine")."""
+    if host_command is None:
+        return None
+    if engine == "ray":
+        return "--host-command cannot be used with Ray (--engine ray / --ray): use --desktops 1"
+    if desktops > 1:
+        return (
+            "--host-command names one remote desktop: it cannot be used with "
+            f"--desktops {desktops} (use --desktops 1)"
+        )
+    local = [t.id for t in tasks if t.setup.launch or t.setup.open_url]
+    if local:
+        return (
+            "--host-command: the setup of "
+            + ", ".join(local[:5])
+            + (" …" if len(local) > 5 else "")
+            + " starts apps on this machine's private desktop, which the remote host does not "
+            "show; choose tasks without setup apps (--tasks)"
+        )
+    return None
+
+
 def eval_suite(
     suite_path: Path = typer.Argument(..., help="The suite file (JSON, docs/eval.md)."),
     desktops: int = typer.Option(1, "--desktops", help="Private desktops side by side."),
@@ -125,6 +154,12 @@ def eval_suite(
     ray_address: str | None = typer.Option(
         None, "--ray", help="Join this Ray cluster (ADDRESS, e.g. 127.0.0.1:6379): --engine ray."
     ),
+    send_provider_key: bool = typer.Option(
+        False,
+        "--send-provider-key",
+        help="With --ray ADDRESS and --agent operator: send the decision model's key to the "
+        "cluster's nodes (refused without it).",
+    ),
 ) -> None:
     """Run a task suite on private desktops and score each task by its success criteria.
 
@@ -141,6 +176,15 @@ def eval_suite(
             engine = "ray"
         if engine not in ("threads", "ray"):
             raise ValueError(f"--engine is threads or ray, not {engine!r}")
+        if ray_address is not None and spec.kind == "operator" and not send_provider_key:
+            # the key is in the actors' constructor argument: Ray ships it to every node
+            raise ValueError(
+                "--ray ADDRESS with --agent operator sends the decision model's API key to "
+                "the cluster's machines: add --send-provider-key to allow it"
+            )
+        refused = remote_refusal(host_command, desktops, engine, chosen)
+        if refused is not None:
+            raise ValueError(refused)
         if ray_address is None:  # a cluster's desktops run on its nodes, not here
             Machine.here().check(desktops)
     except (SuiteError, ValueError) as exc:  # CapacityError is a ValueError

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
 import sys
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 #: how ``deskpilot eval`` hands its ``--host-command`` to the servers it starts
 HOST_COMMAND_ENV = "DESKPILOT_HOST_COMMAND"  # = hostclient.remote.HOST_COMMAND_ENV
+#: HTTP: the bearer token to use instead of a new one, never printed (``deskpilot eval``
+#: chooses it, so it is not written to the server's stderr file); = eval.agents.SERVE_TOKEN_ENV
+SERVE_TOKEN_ENV = "DESKPILOT_SERVE_TOKEN"
 
 
 class Transport(StrEnum):
@@ -63,6 +67,10 @@ def serve(
 ) -> None:
     """Serve deskpilot's 28 tools over MCP."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # taken out first: neither the host nor an app it starts inherits the token
+    given_token = os.environ.pop(SERVE_TOKEN_ENV, None) or None
+    if given_token is not None and len(given_token) < 32:
+        raise typer.BadParameter(f"{SERVE_TOKEN_ENV} must be at least 32 characters")
     kernel = remote_kernel(host_command, pin_host_key)
     config = RuntimeConfig(
         budget_mode=BudgetMode(budget.value),
@@ -76,7 +84,7 @@ def serve(
                     "the HTTP transport binds loopback only", param_hint="--host"
                 )
             sock = _bind(host, port)  # before the runtime starts: a busy port costs nothing
-            asyncio.run(_http(config, host, sock, kernel))
+            asyncio.run(_http(config, host, sock, kernel, given_token))
         else:
             asyncio.run(_stdio(config, kernel))
     except asyncio.CancelledError:
@@ -136,7 +144,7 @@ def remote_kernel(host_command: str | None, pin: bool) -> Kernel | None:
         return None
     from deskpilot.hostclient.backend import HostBackend
     from deskpilot.hostclient.config import HostConfig
-    from deskpilot.hostclient.remote import parse_host_command
+    from deskpilot.hostclient.remote import parse_host_command, ssh_environment
     from deskpilot.kernel.kernel import Kernel
     from deskpilot.protocol.errors import DeskpilotError
 
@@ -144,7 +152,9 @@ def remote_kernel(host_command: str | None, pin: bool) -> Kernel | None:
         argv = parse_host_command(host_command)
     except DeskpilotError as exc:
         raise typer.BadParameter(exc.message, param_hint="--host-command") from None
-    return Kernel(HostBackend(HostConfig(remote_command=argv, pin_host_key=pin)))
+    # ssh starts without this machine's display (hostclient/remote.py, ssh_environment)
+    config = HostConfig(remote_command=argv, pin_host_key=pin, env=ssh_environment(os.environ))
+    return Kernel(HostBackend(config))
 
 
 async def _stdio(config: RuntimeConfig, kernel: Kernel | None = None) -> None:
@@ -179,7 +189,11 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 async def _http(
-    config: RuntimeConfig, host: str, sock: socket.socket, kernel: Kernel | None = None
+    config: RuntimeConfig,
+    host: str,
+    sock: socket.socket,
+    kernel: Kernel | None = None,
+    given_token: str | None = None,
 ) -> None:
     import uvicorn
 
@@ -191,12 +205,20 @@ async def _http(
     server = build_server(runtime)
     await runtime.start()
     previews = await _previews(runtime)
-    token = BearerToken()
+    token = BearerToken(given_token)
     app = BearerGate(server.streamable_http_app(host=host), token)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     print(f"deskpilot MCP (Streamable HTTP): http://{shown}:{bound}/mcp", file=sys.stderr)
-    print(f"bearer token (shown once, 30 min sliding): {token.value}", file=sys.stderr, flush=True)
+    if given_token is not None:
+        print(
+            f"bearer token: the one in {SERVE_TOKEN_ENV} (30 min sliding)",
+            file=sys.stderr,
+            flush=True,
+        )
+    else:
+        said = f"bearer token (shown once, 30 min sliding): {token.value}"
+        print(said, file=sys.stderr, flush=True)
     uv = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
 
     def stop() -> None:

@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import shlex
 import signal
 import sqlite3
@@ -47,6 +48,8 @@ ENV_TASK_DIR = "DESKPILOT_EVAL_TASK_DIR"
 ENV_MAX_STEPS = "DESKPILOT_EVAL_MAX_STEPS"
 ENV_TIME_S = "DESKPILOT_EVAL_TIME_S"
 SERVER_START_S = 60.0
+#: how the eval gives ``deskpilot serve`` its bearer token (= cli.serve.SERVE_TOKEN_ENV)
+SERVE_TOKEN_ENV = "DESKPILOT_SERVE_TOKEN"
 #: what the person's session holds that an MCP agent command must not see: it reaches the
 #: desktop only through the server
 DESKTOP_KEYS = (
@@ -244,30 +247,30 @@ def run_operator(job: AgentJob, data_dir: Path) -> AgentRun:
 
 
 class McpServer:
-    """``deskpilot serve --transport http --port 0`` on the task's desktop, until closed."""
+    """``deskpilot serve --transport http --port 0`` on the task's desktop, until closed.
+
+    Its bearer token is chosen here and given in the server's environment
+    (:data:`SERVE_TOKEN_ENV`, which the server takes out of its own before anything starts),
+    so the token is never printed into the stderr file the task's trajectory keeps."""
 
     def __init__(self, job: AgentJob) -> None:
         self.err = job.task_dir / "server.stderr.txt"
+        self.token = secrets.token_urlsafe(32)
         self.proc = _spawn(
             deskpilot_argv("serve", "--transport", "http", "--port", "0"),
-            job.env,
+            {**job.env, SERVE_TOKEN_ENV: self.token},
             job.work,
             job.task_dir / "server.stdout.txt",
             self.err,
         )
-        self.url, self.token = self._announced()
+        self.url = self._announced()
 
-    def _announced(self) -> tuple[str, str]:
+    def _announced(self) -> str:
         deadline = time.monotonic() + SERVER_START_S
-        url = token = None
         while time.monotonic() < deadline:
             text = self.err.read_text("utf-8", "replace")
             if (m := _URL.search(text)) is not None:
-                url = m.group(1)
-            if (m := _TOKEN.search(text)) is not None:
-                token = m.group(1)
-            if url and token:
-                return url, token
+                return m.group(1)
             if self.proc.poll() is not None:
                 break
             time.sleep(0.05)
@@ -276,8 +279,8 @@ class McpServer:
         raise AgentError(f"deskpilot serve did not come up: {tail or 'no output'}")
 
     def close(self) -> None:
-        """End the server and take its bearer token out of the stderr file it leaves in the
-        task's trajectory: a token is a secret, and the file outlives it."""
+        """End the server; a token it printed all the same (one started without ours) is
+        taken out of the stderr file it leaves in the task's trajectory."""
         end_group(self.proc)
         if self.err.exists():
             text = self.err.read_text("utf-8", "replace")

@@ -32,7 +32,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ from typing import Any
 from deskpilot.eval.engine import EvalOptions, EvalOutcome, PendingRun, RunPlan, plan_runs
 from deskpilot.eval.results import ERROR, TaskRecord
 from deskpilot.eval.suite import SuiteTask
-from deskpilot.eval.worker import DesktopWorker, WorkerConfig, task_dir_name
+from deskpilot.eval.worker import PROVIDER_PREFIX, DesktopWorker, WorkerConfig, task_dir_name
 
 #: set in an actor's environment and in its tasks': how a sweep finds a lost actor's processes
 ACTOR_TOKEN = "DESKPILOT_EVAL_ACTOR"
@@ -50,6 +50,61 @@ RAY_TEMP_DIR = Path(tempfile.gettempdir()) / f"deskpilot-ray-{os.getuid()}"
 KEEP_SESSIONS = 5
 #: how long a sweep waits for SIGTERM before SIGKILL
 SWEEP_GRACE_S = 3.0
+
+
+#: the driver's variables an actor's tasks start from (:func:`actor_base_env`)
+ACTOR_ENV_KEYS = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TMPDIR",
+        "TERM",
+        "XDG_RUNTIME_DIR",
+        "XDG_DATA_DIRS",
+        "VIRTUAL_ENV",
+        "PYTHONPATH",
+    }
+)
+#: a name with one of these in it is a secret, never shipped in a base environment
+SECRET_MARKS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
+
+
+def actor_base_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The part of the driver's environment an actor's tasks start from.
+
+    The worker config is an actor-constructor argument: Ray pickles it into its object store
+    and, for ``--ray ADDRESS``, sends it to other machines, so the person's whole environment
+    (cloud credentials, tokens, an ssh agent's socket, their desktop) must not ride along. Kept:
+    what a process needs to run at all and to read and write text (PATH, HOME, the user, the
+    shell, LANG/LANGUAGE/LC_*, TZ, TMPDIR, TERM), the runtime and data dirs the desktop's
+    buses and apps use (XDG_RUNTIME_DIR, XDG_DATA_DIRS), the Python the agent and the
+    host run from (VIRTUAL_ENV, PYTHONPATH), and deskpilot's own settings (``DESKPILOT_*``)
+    except its provider's (the operator's model travels in ``provider_env``, only when it is
+    the agent) and any name that reads as a secret (:data:`SECRET_MARKS`: a key, a token).
+    Everything else (the desktop, the config homes) the worker sets per task anyway."""
+    kept: dict[str, str] = {}
+    for name, value in env.items():
+        if name.startswith("DESKPILOT_"):
+            if name.startswith(PROVIDER_PREFIX) or any(m in name for m in SECRET_MARKS):
+                continue
+        elif name not in ACTOR_ENV_KEYS and not name.startswith("LC_"):
+            continue
+        kept[name] = value
+    return kept
+
+
+def actor_worker_config(worker: WorkerConfig) -> WorkerConfig:
+    """The worker config each actor is built with: no local cancel event, a background
+    teardown, and the allow-listed base environment (:func:`actor_base_env`)."""
+    return dataclasses.replace(
+        worker, cancel=None, background_teardown=True, base_env=actor_base_env(worker.base_env)
+    )
 
 
 class RayStartError(ValueError):
@@ -263,7 +318,7 @@ def _drive(ray: Any, options: EvalOptions, plan: RunPlan) -> EvalOutcome:
         DesktopActor
     )
     sweep = ray.remote(num_cpus=0, max_retries=0)(sweep_actor)
-    config = dataclasses.replace(options.worker, cancel=None, background_teardown=True)
+    config = actor_worker_config(options.worker)
 
     def new_slot() -> _Slot:
         token = uuid.uuid4().hex

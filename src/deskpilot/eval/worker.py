@@ -44,7 +44,7 @@ from deskpilot.eval.results import ERROR, FAILED, PASSED, TaskRecord
 from deskpilot.eval.suite import SuiteTask
 from deskpilot.eval.task_setup import SetupRefused, SetupResult, run_setup
 from deskpilot.hostclient.config import HostConfig
-from deskpilot.hostclient.remote import HOST_COMMAND_ENV, is_remote_command
+from deskpilot.hostclient.remote import HOST_COMMAND_ENV, is_remote_command, ssh_environment
 
 #: the person's session variables a task's processes never inherit (desktop, config homes)
 PERSON_KEYS = (
@@ -86,7 +86,8 @@ def check_host_config(
     """The checks' host: an ssh ``--host-command`` runs it remotely, anything else locally."""
     config = host_config(env, command, log_path)
     if command is not None and is_remote_command(command):
-        return replace(config, argv=None, remote_command=tuple(command))
+        # ssh gets the task's environment without the private display (ssh_environment)
+        return replace(config, argv=None, remote_command=tuple(command), env=ssh_environment(env))
     return config
 
 
@@ -110,6 +111,8 @@ class DesktopWorker:
         self._lock = threading.Lock()
 
     def task_env(self, state: vdesk.DesktopState, root: Path) -> dict[str, str]:
+        """The setup's environment (the apps under test start with it): never a model key,
+        which only :meth:`with_provider` adds, for the agent's side."""
         cfg = self.config
         env = {
             k: v
@@ -126,12 +129,17 @@ class DesktopWorker:
                 "GSETTINGS_BACKEND": "memory",
             }
         )
-        if cfg.agent.kind == "operator":
-            env.update(cfg.provider_env)
         if cfg.host_command is not None and is_remote_command(cfg.host_command):
             # the task's ``deskpilot serve`` runs its host over the same ssh (docs/host.md)
             env[HOST_COMMAND_ENV] = shlex.join(cfg.host_command)
         return env
+
+    def with_provider(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The agent's side of a task (the operator and its ``deskpilot serve``): the task's
+        environment plus the decision model's variables, for the operator only."""
+        if self.config.agent.kind != "operator":
+            return dict(env)
+        return {**env, **self.config.provider_env}
 
     def agent_env(self, env: Mapping[str, str]) -> dict[str, str]:
         """An MCP agent command's environment: the task's without any desktop or bus."""
@@ -240,7 +248,7 @@ class DesktopWorker:
             criteria=[c.wire() for c in criteria],
             max_steps=task.limits.steps,
             time_s=task.limits.time_s,
-            env=env,
+            env=self.with_provider(env),
             agent_env=self.agent_env(env),
             task_dir=root,
             work=work,

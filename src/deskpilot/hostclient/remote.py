@@ -6,7 +6,12 @@ trusted differently (docs/host.md, "A host on another machine"):
 
 - the command is an argv (split like a shell would, run without one) whose program is
   ``ssh``: shell operators, ``sh -c`` and any other program are refused, because the pinning
-  below is the trust anchor and only ssh gives it;
+  below is the trust anchor and only ssh gives it. ssh's own flags are an allow-list
+  (:data:`SSH_FLAGS`, ``-o`` only with :data:`SSH_OPTION_KEYS`): a single-letter flag
+  overrides an earlier ``-o`` (``-A``, ``-X``, ``-S`` would undo the options below) and
+  ``ProxyCommand``/``LocalCommand`` run local shell lines. The remote command's tokens are
+  plain words (:data:`_REMOTE_WORD`): the remote sshd hands them to the user's shell, so a
+  ``;`` inside one token would still run a second command there;
 - the remote machine is identified by its SSH host key, pinned in a known_hosts file that
   deskpilot keeps (``data_dir()/ssh/known_hosts``). Our options go first on ssh's command
   line (ssh takes the first value of an option, and the command line before ~/.ssh/config):
@@ -27,8 +32,9 @@ a changed or unknown host key, an authentication failure, an unreachable machine
 from __future__ import annotations
 
 import contextlib
+import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
@@ -41,6 +47,35 @@ HOST_COMMAND_ENV = "DESKPILOT_HOST_COMMAND"
 SHELL_OPERATORS = frozenset({"|", "||", "&", "&&", ";", ";;", ">", ">>", "<", "<<", "(", ")"})
 _SHELL_CHARS = ("`", "$(", "\n")
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "fish", "env"})
+#: ssh flags a --host-command may give, and whether each takes a value; any other flag is
+#: refused (-A -X -Y forward the agent or the display, -S/-M share a master connection that
+#: skips the host-key check, -F/-J/-W/-L/-R/-D/-e/-t change where or how it connects)
+SSH_FLAGS = {"p": True, "i": True, "l": True, "o": True, "4": False, "6": False, "q": False}
+#: the ``-o`` keys allowed (lower case, as ssh compares them): where and as whom to log in,
+#: which key, how long to wait, the remote's variables given by value (``SetEnv``, for the
+#: remote desktop's DISPLAY; ``SendEnv`` would send this machine's by name); none runs a
+#: command, forwards, or touches the host-key check
+SSH_OPTION_KEYS = frozenset(
+    {
+        "port",
+        "user",
+        "identityfile",
+        "identitiesonly",
+        "connecttimeout",
+        "connectionattempts",
+        "serveraliveinterval",
+        "serveralivecountmax",
+        "addressfamily",
+        "compression",
+        "loglevel",
+        "setenv",
+    }
+)
+#: a remote-command token the remote shell reads as one plain word (no operator, quote,
+#: expansion or glob; ``~`` only expands to the remote home)
+_REMOTE_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./~-]+")
+#: variables ssh never needs: with forwarding off they only name this machine's display
+SSH_DROPPED_ENV = ("DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY")
 
 
 def known_hosts_path() -> Path:
@@ -57,7 +92,8 @@ def bad_command(message: str) -> DeskpilotError:
 
 
 def parse_host_command(text: str | Sequence[str]) -> tuple[str, ...]:
-    """Split and check a ``--host-command``; raises invalid_argument with the rule broken."""
+    """Split and check a ``--host-command``; raises invalid_request (``details.reason``
+    ``host_command``) with the rule broken."""
     if isinstance(text, str):
         try:
             argv = shlex.split(text)
@@ -83,12 +119,68 @@ def parse_host_command(text: str | Sequence[str]) -> tuple[str, ...]:
             raise bad_command(
                 f"--host-command is an argv, not a shell line: {token!r} is a shell operator"
             )
-    if len(argv) < 3:
+    remote = _check_ssh_options(argv[1:])
+    if len(remote) < 2:
         raise bad_command(
             "--host-command needs a destination and the remote command, e.g. "
             '"ssh user@machine deskpilot-host"'
         )
+    for token in remote[1:]:  # the destination is ssh's, read here, not by a shell
+        if not _REMOTE_WORD.fullmatch(token):
+            raise bad_command(
+                f"--host-command: {token!r} has a character the remote shell would read "
+                "(the remote command runs in the remote user's shell): give plain words"
+            )
     return tuple(argv)
+
+
+def _check_ssh_options(args: Sequence[str]) -> list[str]:
+    """Check ssh's flags the way ssh reads them (flags, the destination, flags again, then
+    the remote command) and return the destination and the command."""
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        token = args[i]
+        i += 1
+        if len(rest) >= 2 or not token.startswith("-") or token == "-":
+            rest.append(token)
+            continue
+        if token == "--":
+            rest.extend(args[i:])
+            break
+        for j, flag in enumerate(token[1:], start=1):
+            takes_value = SSH_FLAGS.get(flag)
+            if takes_value is None:
+                raise bad_command(
+                    f"--host-command: ssh's -{flag} is refused (allowed: -p -i -l -4 -6 -q "
+                    "and -o with " + ", ".join(sorted(SSH_OPTION_KEYS)) + ")"
+                )
+            if not takes_value:
+                continue
+            value = token[j + 1 :]
+            if not value:
+                if i >= len(args):
+                    raise bad_command(f"--host-command: ssh's -{flag} needs a value")
+                value = args[i]
+                i += 1
+            if flag == "o":
+                key = re.split(r"[=\s]", value.strip(), maxsplit=1)[0].lower()
+                if key not in SSH_OPTION_KEYS:
+                    raise bad_command(
+                        f"--host-command: ssh option {key or value!r} is refused (deskpilot "
+                        "sets the host-key, forwarding and connection options itself; "
+                        "allowed: " + ", ".join(sorted(SSH_OPTION_KEYS)) + ")"
+                    )
+            break
+    return rest
+
+
+def ssh_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """ssh's own environment: ``base`` without this machine's display. X forwarding is off,
+    so ssh has no use for it, and a remote must never learn or reach it. ``SSH_AUTH_SOCK``
+    stays: it is how ssh authenticates with a key held in an agent, and the agent is not
+    forwarded (``ForwardAgent=no`` first, ``-A`` refused)."""
+    return {k: v for k, v in base.items() if k not in SSH_DROPPED_ENV}
 
 
 def is_remote_command(argv: Sequence[str]) -> bool:
