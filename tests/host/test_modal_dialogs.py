@@ -59,9 +59,18 @@ def window_id(host: HostProcess, title: str) -> str:
 
 
 def timed_observe(host: HostProcess, target: dict[str, Any], session: str) -> dict[str, Any]:
-    t0 = time.monotonic()
-    obs, _ = observe(host, target, session=session, includeScreenshot=False)
-    assert time.monotonic() - t0 < PROMPT_S, "the app stopped answering accessibility calls"
+    """An answer within ``PROMPT_S``, read again while it is *partial* — the app answered but
+    not all of its tree by the read's deadline (a loaded machine: the file chooser is big),
+    as an agent would read again. A *stale* answer (the app answered nothing) is not retried:
+    that is the deadlock this file guards against."""
+    for _ in range(3):
+        t0 = time.monotonic()
+        obs, _ = observe(host, target, session=session, includeScreenshot=False)
+        assert time.monotonic() - t0 < PROMPT_S, "the app stopped answering accessibility calls"
+        read = obs.get("treeRead") or {}
+        assert read.get("staleAgeMs") is None, f"the app answered nothing: {read}"
+        if read.get("partial") is None:
+            return obs
     return obs
 
 
