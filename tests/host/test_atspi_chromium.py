@@ -124,3 +124,21 @@ async def test_password_blanked_and_version_stable(chromium: dapps.App) -> None:
         assert len(a.sensitive_regions) == 1 and a.sensitive_regions[0].width > 0
         field = next(e for e in a.elements.values() if e.role == "textField" and e.name == "Query")
         assert a.text.splitlines()[field.id - 1].startswith('    - textField "Query" = "abc"')
+
+
+async def test_read_from_its_cache_equals_a_collection_read(chromium: dapps.App) -> None:
+    """Chromium is read from atk-bridge's cache (one call) with what the cache missed — what
+    Chromium built or changed without children-changed, all of a page loaded after the
+    cache was made — read with Collection and grafted in: the same nodes in the same order
+    as a Collection read of the whole tree, and the same text."""
+    async with await AtspiClient.connect() as a, await AtspiClient.connect() as b:
+        frame = await page_frame(a, chromium.pid)
+        await loaded_snapshot(a, frame)
+        a.tree_cache.enabled = b.tree_cache.enabled = False
+        via_cache = await a.snapshot(frame.ref)
+        b._snapshots._reader._strategy[frame.ref.bus_name] = "collection"
+        via_collection = await b.snapshot(frame.ref)
+        assert (via_cache.strategy, via_collection.strategy) == ("cache", "collection")
+        assert via_cache.node_count == via_collection.node_count
+        assert via_cache.text == via_collection.text
+        assert via_cache.tree_version == via_collection.tree_version

@@ -327,6 +327,54 @@ def test_cache_drops_children_the_parent_no_longer_counts() -> None:
     assert incomplete == []
 
 
+def _cache_item(path: str, parent: str, idx: int, cc: int, role: str, vis: int) -> list[object]:
+    return [(":1.1", path), (":1.1", "/"), (":1.1", parent), idx, cc, [],
+            path.rsplit("/", 1)[1], ROLE_NUMBER[role], "", [vis, 0]]  # fmt: skip
+
+
+def test_cache_children_must_be_exactly_the_live_indexes() -> None:
+    """Chromium adds and removes children without children-changed, so its cache can hold a
+    removed child (index -1) or miss one: such a parent is read again, not trusted."""
+    vis = bit(State.VISIBLE)
+    frame = _cache_item("/a/frame", "/", 0, 1, "frame", vis)
+    cases = {
+        "a gap": [_cache_item("/a/box", "/a/frame", 0, 2, "panel", vis),
+                  _cache_item("/a/b1", "/a/box", 1, 0, "push button", vis)],
+        "a removed child still cached": [
+            _cache_item("/a/box", "/a/frame", 0, 1, "panel", vis),
+            _cache_item("/a/gone", "/a/box", -1, 0, "push button", vis),
+            _cache_item("/a/b0", "/a/box", 0, 0, "push button", vis)],
+        "two at one index": [
+            _cache_item("/a/box", "/a/frame", 0, 2, "panel", vis),
+            _cache_item("/a/b0", "/a/box", 0, 0, "push button", vis),
+            _cache_item("/a/b1", "/a/box", 0, 0, "push button", vis)],
+    }  # fmt: skip
+    for what, items in cases.items():
+        nodes, incomplete = collect.from_cache([frame, *items], "/a/frame", 100)
+        assert [nodes[i].name for i in incomplete] == ["box"], what
+        assert [n.name for n in nodes] == ["frame", "box"], what
+    exact = [_cache_item("/a/box", "/a/frame", 0, 2, "panel", vis),
+             _cache_item("/a/b1", "/a/box", 1, 0, "push button", vis),
+             _cache_item("/a/b0", "/a/box", 0, 0, "push button", vis)]  # fmt: skip
+    nodes, incomplete = collect.from_cache([frame, *exact], "/a/frame", 100)
+    assert incomplete == []
+    assert [n.name for n in nodes] == ["frame", "box", "b0", "b1"]
+
+
+def test_hidden_parts_of_a_cache_are_checked_only_when_asked() -> None:
+    """A hidden node's missing children do not change what is shown (GTK 4 exports them
+    lazily: not walked); a Chromium read stands for its whole tree, hidden parts too."""
+    vis = bit(State.VISIBLE)
+    items = [
+        _cache_item("/a/frame", "/", 0, 1, "frame", vis),
+        _cache_item("/a/menu", "/a/frame", 0, 3, "menu", 0),
+        _cache_item("/a/item", "/a/menu", 0, 0, "menu item", 0),
+    ]
+    assert collect.from_cache(items, "/a/frame", 100)[1] == []
+    nodes, incomplete = collect.from_cache(items, "/a/frame", 100, hidden_too=True)
+    assert [nodes[i].name for i in incomplete] == ["menu"]
+
+
 @pytest.mark.parametrize(
     ("label", "field", "gap"),
     [

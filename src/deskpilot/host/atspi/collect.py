@@ -8,11 +8,14 @@ walker does), costs ~8 round trips per node. What we do instead:
                interfaces, name, role, description and states of every object the app has
                exported, in one call. GTK4 implements it; atk-bridge (GTK3, Chromium) only
                once some client registered for events (the client does, at connect). GTK4
-               exports objects lazily, atk-bridge leaves out MANAGES_DESCENDANTS children:
-               subtrees the cache misses are walked and grafted in (the walk exports them,
-               so the next snapshot is served from the cache alone).
+               exports objects lazily, atk-bridge leaves out MANAGES_DESCENDANTS children
+               and whatever Chromium added without children-changed (a page loaded after
+               the cache was made, nodes under ignored elements): subtrees the cache misses
+               are read (a walk, or Collection for Chromium) and grafted in.
 ``collection`` ``Collection.GetMatches`` with a match-everything rule returns the whole subtree
-               in preorder in one call (atk-bridge: GTK3, Chromium, Java). Then name/parent/
+               in preorder in one call (atk-bridge: GTK3, Chromium, Java; Chromium answers
+               it at ~4 µs a node, against ~50 µs a node for the three calls below, which
+               is why a cache that holds Chromium's page is worth asking first). Then name/parent/
                child count (one ``Properties.GetAll``), role and states per node, issued all
                at once over the app's peer-to-peer socket, marshalled by :mod:`.wire`.
                ``Collection.GetTree`` would be one call, but it crashed Chromium 156 here:
@@ -161,12 +164,17 @@ async def read_cache(conn: Conn, bus: str) -> list[Any] | None:
     return items if isinstance(items, list) else None
 
 
-def from_cache(items: list[Any], root_path: str, limit: int) -> tuple[list[RawNode], list[int]]:
+def from_cache(
+    items: list[Any], root_path: str, limit: int, *, hidden_too: bool = False
+) -> tuple[list[RawNode], list[int]]:
     """Build the subtree under ``root_path`` from Cache items.
 
     Returns the preorder nodes and the indices of visible nodes whose cached children are
-    fewer than their child count (GTK4 exports lazily; atk-bridge never caches the children
-    of MANAGES_DESCENDANTS nodes such as big tree views). Empty nodes: root not cached.
+    not their live children (GTK4 exports lazily; atk-bridge never caches the children of
+    MANAGES_DESCENDANTS nodes such as big tree views, nor what Chromium changed without
+    children-changed). Empty nodes: root not cached. ``hidden_too``: hidden nodes' subtrees
+    must be exact as well (the cache of a Chromium read stands for a Collection read of the
+    whole tree: ``tree_patch.same_shape`` compares the two).
     """
     by_path: dict[str, Any] = {}
     kids: dict[str, list[tuple[int, str]]] = {}
@@ -204,13 +212,17 @@ def from_cache(items: list[Any], root_path: str, limit: int) -> tuple[list[RawNo
             # GTK 4.8 keeps a closed popover in the cache, still naming its old parent and
             # index, though the parent no longer counts it: only counted children are real
             children = [c for c in children if c[0] < node.child_count]
-        # a child count of -1: MANAGES_DESCENDANTS (atk-bridge never caches those children)
-        if (len(children) < node.child_count or node.child_count < 0) and (
-            me == 0 or _visible(node)
-        ):
+        children.sort()
+        # a child count of -1: MANAGES_DESCENDANTS (atk-bridge never caches those children);
+        # children that are not exactly indexes 0…count-1 were added or removed without the
+        # cache hearing of it (Chromium changes some subtrees without children-changed)
+        if (
+            node.child_count < 0
+            or len(children) != node.child_count
+            or any(idx != k for k, (idx, _p) in enumerate(children))
+        ) and (me == 0 or hidden_too or _visible(node)):
             incomplete.append(me)
             continue
-        children.sort()
         for _idx, cpath in reversed(children):
             stack.append((cpath, me, depth + 1))
     return nodes, incomplete

@@ -124,38 +124,43 @@ class Snapshots:
                 root, max_elements, text_budget, origin, max_children, deadline
             )
         entry = cache.entry((root.bus_name, root.path, max_elements, text_budget, max_children))
+        limit = _read_limit(max_elements)
         async with entry.lock:
             t0 = time.perf_counter()
             conn = await collect.until(self._connections.conn_for(root.bus_name), deadline)
-            plan = await collect.until(cache.plan(entry, root.bus_name, conn), deadline)
-            if plan.kind in ("hit", "patched") and entry.snapshot is not None:
-                moved = await collect.until(
-                    focus_moved(
-                        conn, entry.nodes, entry.index, entry.snapshot.strategy == "collection"
-                    ),
-                    deadline,
-                )
-                if moved is None:
-                    plan = dataclasses.replace(plan, kind="full", dirt=None)
-                elif moved:
-                    plan = cache.also(plan, moved)
-            plan_ms = _ms_since(t0)
-            served: TreeSnapshot | None = None
+            chromium = await self._chromium(root)
+            # Chromium changes its tree's shape without events: a hit or patch of it needs the
+            # kept nodes to still be its tree. That check (one GetMatches, the largest part of
+            # a Chromium hit) goes out at once, beside the plan's calls, not after them.
+            shape = (
+                asyncio.ensure_future(same_shape(conn, entry.nodes, limit))
+                if chromium and cache.enabled and entry.snapshot is not None and entry.conn is conn
+                else None
+            )
+            if shape is not None:
+                shape.add_done_callback(_retrieved)
             try:
-                if plan.kind == "hit":
-                    served = await collect.until(
-                        self._hit(entry, conn, origin, max(max_elements * 8, 4000)), deadline
-                    )
-                elif plan.kind == "patched":
-                    served = await collect.until(
-                        self._patch(
-                            entry, plan, conn, origin, max_elements, text_budget, max_children
-                        ),
-                        deadline,
-                    )
-            except BaseException:
-                entry.drop()  # a patch may have changed some nodes and not others
-                raise
+                plan = await collect.until(
+                    self._plan(cache, entry, root, conn, chromium, shape), deadline
+                )
+                plan_ms = _ms_since(t0)
+                served: TreeSnapshot | None = None
+                try:
+                    if plan.kind == "hit":
+                        served = await collect.until(self._hit(entry, conn, origin), deadline)
+                    elif plan.kind == "patched":
+                        served = await collect.until(
+                            self._patch(
+                                entry, plan, conn, origin, max_elements, text_budget, max_children
+                            ),
+                            deadline,
+                        )
+                except BaseException:
+                    entry.drop()  # a patch may have changed some nodes and not others
+                    raise
+            finally:
+                if shape is not None and not shape.done():
+                    shape.cancel()
             if served is not None:
                 cache.served(entry, plan, served)
                 timings = {"plan": plan_ms, **served.timings_ms, "total": _ms_since(t0)}
@@ -168,19 +173,40 @@ class Snapshots:
             kind: CacheState = "off" if plan.kind == "off" or note else "full"
             return dataclasses.replace(snap, cache_state=kind, cache_note=note or plan.note)
 
+    async def _plan(
+        self,
+        cache: TreeCache,
+        entry: Entry,
+        root: NodeRef,
+        conn: Conn,
+        chromium: bool,
+        shape: asyncio.Future[bool] | None,
+    ) -> Plan:
+        """The cache's plan, made a full read when the focus moved to a node not kept or
+        (Chromium) the tree's shape is not the kept one; a patch of the nodes whose focus
+        changed otherwise."""
+        plan = await cache.plan(entry, root.bus_name, conn)
+        if plan.kind not in ("hit", "patched") or entry.snapshot is None:
+            return plan
+        # with Collection, focused nodes not kept are found too (Chromium's tree is read from
+        # its cache, but it has Collection)
+        collection = entry.snapshot.strategy == "collection" or chromium
+        moved = await focus_moved(conn, entry.nodes, entry.index, collection)
+        if moved is None or (chromium and (shape is None or not await shape)):
+            return dataclasses.replace(plan, kind="full", dirt=None)
+        return cache.also(plan, moved) if moved else plan
+
     async def _hit(
-        self, entry: Entry, conn: Conn, origin: tuple[int, int] | None, limit: int
+        self, entry: Entry, conn: Conn, origin: tuple[int, int] | None
     ) -> TreeSnapshot | None:
         """The kept snapshot, its extents read again (secure fields' bounds, labels placed by
         position: a window moves without tree events). None when a name placed by position
-        may have changed with them, or a Chromium tree's shape did (a full read then)."""
+        may have changed with them (a full read then)."""
         snap = entry.snapshot
         if snap is None or snap.root is None:
             return None
         t0 = time.perf_counter()
         nodes = entry.nodes
-        if await self._chromium(snap.root) and not await same_shape(conn, nodes, limit):
-            return None
         have = [i for i, n in enumerate(nodes) if n.extents is not None]
         elements = snap.elements
         if have:
@@ -196,8 +222,8 @@ class Snapshots:
         )
 
     async def _chromium(self, root: NodeRef) -> bool:
-        """Chromium's tree can change shape without an event: its hits and patches check
-        the shape first (``tree_patch.same_shape``)."""
+        """Chromium's tree can change shape without an event: its hits and patches need the
+        shape checked (``tree_patch.same_shape``), and its patches never splice subtrees."""
         info = await self._apps.info(root.bus_name, ROOT_PATH)
         return bool(info and info.toolkit and info.toolkit.lower().startswith("chrom"))
 
@@ -221,7 +247,7 @@ class Snapshots:
             return None
         info = await self._apps.info(snap.root.bus_name, ROOT_PATH)
         chromium = await self._chromium(snap.root)
-        limit = max(max_elements * 8, 4000)
+        limit = _read_limit(max_elements)
         patched = await patch_nodes(
             conn,
             entry.nodes,
@@ -239,11 +265,11 @@ class Snapshots:
             entry.drop()  # the kept nodes may be half changed
             return None
         nodes, todo, entry.candidates = patched
-        if nodes is not entry.nodes:
+        # nodes only re-read in place (no subtree spliced in): the kept elements of the
+        # others still hold, and the kept URL unless a document was re-read
+        in_place = nodes is entry.nodes
+        if not in_place:
             entry.nodes, entry.index = nodes, {n.path: i for i, n in enumerate(nodes)}
-        if chromium and not await same_shape(conn, nodes, limit):
-            entry.drop()
-            return None
         keep = FreshRead()
         await _enrich(conn, nodes, todo, info, keep)
         entry.derived = entry.derived or keep.derived
@@ -260,13 +286,20 @@ class Snapshots:
             ),
         )
         timings["render"] = _ms_since(t1)
-        secure, url = await _finish(conn, nodes, out)
+        t2 = time.perf_counter()
+        same_url = in_place and not any(nodes[i].role in DOCUMENT_ROLES for i in plan.dirt.nodes)
+        secure, url, read = await _finish(conn, nodes, out, reuse_url=same_url, url=snap.url)
         entry.secure = secure
+        reread = {*plan.dirt.nodes, *todo, *read}
+        elements = _elements(
+            nodes, out, snap.pid or 0, gtk4, kept=snap.elements if in_place else None, reread=reread
+        )
+        timings["finish"] = _ms_since(t2)
         return TreeSnapshot(
             text=out.text,
             tree_version=tree_version(out.text, out.element_count),
             element_count=out.element_count,
-            elements=_elements(nodes, out, snap.pid or 0, gtk4),
+            elements=elements,
             truncation=_truncation(out),
             sensitive_regions=_sensitive_regions(nodes, secure, origin),
             url=url,
@@ -295,7 +328,7 @@ class Snapshots:
         conn = await collect.until(self._connections.conn_for(root.bus_name), deadline)
         info = await collect.until(self._apps.info(root.bus_name, ROOT_PATH), deadline)
         pid = info.pid if info else await collect.until(self._apps.pid(root.bus_name), deadline)
-        limit = max(max_elements * 8, 4000)
+        limit = _read_limit(max_elements)
         if deadline is None:
             nodes, strategy = await self._read(conn, root, limit, max_children)
         else:
@@ -320,7 +353,7 @@ class Snapshots:
         timings["render"] = _ms_since(t2)
         t3 = time.perf_counter()
         try:
-            secure, url = await collect.until(_finish(conn, nodes, out), deadline)
+            secure, url, _read = await collect.until(_finish(conn, nodes, out), deadline)
         except TimeoutError:
             cut = True  # interfaces of some shown elements, maybe a secure field's bounds
             secure, url = [out.elements[i][0] for i in out.secure_ids], None
@@ -433,9 +466,19 @@ async def _enrich(
         keep.derived = any(nodes[i].name != name for i, name in zip(todo, names, strict=True))
 
 
-async def _finish(conn: Conn, nodes: list[RawNode], out: Rendered) -> tuple[list[int], str | None]:
+async def _finish(
+    conn: Conn,
+    nodes: list[RawNode],
+    out: Rendered,
+    *,
+    reuse_url: bool = False,
+    url: str | None = None,
+) -> tuple[list[int], str | None, list[int]]:
     """Interfaces of shown elements the strategy did not provide, extents of secure ones, and
-    the document's URL. Returns the secure elements' node indexes and the URL."""
+    the document's URL (``reuse_url``: ``url`` is still the document's — a patch that did not
+    touch a document; a hit serves its kept URL too). Returns the secure elements' node
+    indexes, the URL, and the nodes whose interfaces or extents were read (their elements
+    changed)."""
     shown = [ni for ni, _ in out.elements.values()]
     # (only where an agent acts: other elements get theirs when perform needs them)
     unknown = [
@@ -453,14 +496,33 @@ async def _finish(conn: Conn, nodes: list[RawNode], out: Rendered) -> tuple[list
         collect.read_interfaces(conn, nodes, unknown) if unknown else _noop(),
         collect.read_extents(conn, nodes, secure) if secure else _noop(),
     )
-    return secure, await _document_url(conn, nodes, shown)
+    url = url if reuse_url else await _document_url(conn, nodes, shown)
+    return secure, url, unknown + secure
 
 
-def _elements(nodes: list[RawNode], out: Rendered, pid: int, gtk4: bool) -> dict[int, ElementRef]:
-    """The shown elements by id, as the host keeps them to act on later."""
+def _elements(
+    nodes: list[RawNode],
+    out: Rendered,
+    pid: int,
+    gtk4: bool,
+    *,
+    kept: dict[int, ElementRef] | None = None,
+    reread: set[int] | None = None,
+) -> dict[int, ElementRef]:
+    """The shown elements by id, as the host keeps them to act on later.
+
+    ``kept``: the elements of the snapshot a patch started from, still true of every node
+    not in ``reread`` (the patch changed no others): an element on the same line of the same
+    node under the same parent is taken over rather than built again (~1 µs each saved on a
+    page of a thousand elements is most of a patch's own work after the render)."""
     elements: dict[int, ElementRef] = {}
     for eid, (ni, parent_id) in out.elements.items():
         n = nodes[ni]
+        if kept is not None and (reread is None or ni not in reread):
+            e = kept.get(eid)
+            if e is not None and e.parent_id == parent_id and e.ref.path == n.path:
+                elements[eid] = e
+                continue
         elements[eid] = ElementRef(
             id=eid,
             ref=NodeRef(n.bus, n.path),
@@ -534,6 +596,11 @@ async def _document_url(conn: Conn, nodes: list[RawNode], shown: list[int]) -> s
 # ---------------------------------------------------------------------------- helpers
 
 
+def _read_limit(max_elements: int) -> int:
+    """Most nodes a read takes in (the render shows at most ``max_elements`` of them)."""
+    return max(max_elements * 8, 4000)
+
+
 def tree_version(text: str, element_count: int) -> str:
     """Content hash of the rendered text and the element count: same UI, same version."""
     h = hashlib.sha256()
@@ -587,7 +654,7 @@ async def _noop() -> None:
     return None
 
 
-def _retrieved(future: asyncio.Future[RawNode]) -> None:
-    """Mark a root read nobody awaited any more as seen (no 'never retrieved' warning)."""
+def _retrieved(future: asyncio.Future[RawNode] | asyncio.Future[bool]) -> None:
+    """Mark a read nobody awaited any more as seen (no 'never retrieved' warning)."""
     if not future.cancelled():
         future.exception()

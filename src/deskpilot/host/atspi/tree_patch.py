@@ -341,34 +341,72 @@ async def focus_moved(
     None when a node focused now is not kept (a full read). Focus follows the X input focus
     with no event at all: Chromium's document lost FOCUSED when another window took the
     keyboard, and a button pressed while the window had no keyboard gained it, and nothing
-    was sent. One batch of ``GetState`` calls, and one ``GetMatches`` with Collection."""
-    probe = {
+    was sent.
+
+    The probes' states come from one batch of ``GetState`` calls. The nodes focused now come
+    from a ``GetMatches`` for FOCUSED — a walk asking every node's states, ~4 ms on
+    Chromium's 1,733 nodes — which goes out beside that batch, unless exactly one probe was
+    focused: an app has one focused object, so while that one keeps its kept states no other
+    node can have gained FOCUSED, and the query is asked only when it did not."""
+    probe = sorted(
         i
         for i, n in enumerate(nodes)
         if i == 0 or n.states & _B_FOCUSED or n.role in DOCUMENT_ROLES
-    }
-    if collection:
-        root = nodes[0]
-        try:
-            body = await conn.call(
-                root.bus,
-                root.path,
-                I_COLLECTION,
-                "GetMatches",
-                collect._RULE_SIG + "uib",
-                (list(_FOCUSED_RULE), collect._SORT_CANONICAL, _MAX_PROBES, True),
-            )
-        except AtspiCallError:
-            return None
-        for _b, p in body[0]:
-            i = index.get(p)
-            if i is None:
-                return None
-            probe.add(i)
-    which = sorted(probe)[:_MAX_PROBES]
-    res = await conn.batch(
-        [(nodes[i].bus, nodes[i].path, I_ACCESSIBLE, "GetState", "", ()) for i in which]
+    )[:_MAX_PROBES]
+    states = conn.batch(
+        [(nodes[i].bus, nodes[i].path, I_ACCESSIBLE, "GetState", "", ()) for i in probe]
     )
+    kept_focus = [i for i in probe if nodes[i].states & _B_FOCUSED]
+    if not collection or len(kept_focus) != 1:
+        focused = asyncio.ensure_future(_focused_now(conn, nodes, index, collection))
+        changed = _changed_states(nodes, probe, await states)
+        now = await focused
+    else:
+        changed = _changed_states(nodes, probe, await states)
+        if kept_focus[0] not in changed:
+            return changed
+        now = await _focused_now(conn, nodes, index, collection)
+    if now is None:
+        return None
+    more = sorted(set(now) - set(probe))
+    if more:
+        res = await conn.batch(
+            [(nodes[i].bus, nodes[i].path, I_ACCESSIBLE, "GetState", "", ()) for i in more]
+        )
+        changed += _changed_states(nodes, more, res)
+    return tuple(sorted(changed))
+
+
+async def _focused_now(
+    conn: Conn, nodes: list[RawNode], index: dict[str, int], collection: bool
+) -> list[int] | None:
+    """The kept nodes with FOCUSED now (``GetMatches``; none asked without Collection);
+    None when one of them is not kept, or the query failed."""
+    if not collection:
+        return []
+    root = nodes[0]
+    try:
+        body = await conn.call(
+            root.bus,
+            root.path,
+            I_COLLECTION,
+            "GetMatches",
+            collect._RULE_SIG + "uib",
+            (list(_FOCUSED_RULE), collect._SORT_CANONICAL, _MAX_PROBES, True),
+        )
+    except AtspiCallError:
+        return None
+    found: list[int] = []
+    for _b, p in body[0]:
+        i = index.get(p)
+        if i is None:
+            return None
+        found.append(i)
+    return found
+
+
+def _changed_states(nodes: list[RawNode], which: list[int], res: list[Any]) -> tuple[int, ...]:
+    """The nodes among ``which`` whose ``GetState`` answer differs from the kept states."""
     return tuple(
         i
         for i, r in zip(which, res, strict=True)

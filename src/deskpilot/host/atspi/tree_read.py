@@ -38,9 +38,14 @@ class TreeReader:
 
         What a cache misses is read per subtree: GTK4 exports objects lazily (a walk of the
         missing part exports them, so the next snapshot is served from the cache alone);
-        atk-bridge leaves MANAGES_DESCENDANTS children out of it and, in Chromium, most of
-        the web content: an app whose cache missed a subtree and that has Collection is read
-        with Collection from then on.
+        atk-bridge leaves MANAGES_DESCENDANTS children out of it: an app whose cache missed
+        a subtree and that has Collection is read with Collection from then on — except
+        Chromium. Its cache holds what existed when the cache was made (the first listener
+        registered) and what Chromium announced since; a page loaded later, or nodes added
+        under an ignored element, are missing. It stays on the cache, every subtree the cache
+        missed read with Collection and grafted in — checked against the live child indexes
+        of every node, hidden ones too, so the result is exactly a Collection read's: one
+        call for a page the cache holds (~20 ms for 1,733 nodes, against ~130 ms).
 
         ``deadline`` (``loop.time()``) bounds the walks (they return what they read by then,
         see ``collect.read_walk``); the one-call reads are bounded by the caller.
@@ -48,11 +53,10 @@ class TreeReader:
         bus = root.bus_name
         strategy = self._strategy.get(bus)
         info = self._apps.known(bus)
-        if strategy is None and info and (info.toolkit or "").lower().startswith("chrom"):
-            strategy = "collection"  # its cache never holds the web content
+        chromium = bool(info and (info.toolkit or "").lower().startswith("chrom"))
         if strategy is None or strategy == "cache":
             done, strategy = await self._from_cache(
-                conn, root, limit, max_children, strategy, deadline
+                conn, root, limit, max_children, strategy, deadline, chromium
             )
             if done is not None:
                 return done, "cache"
@@ -73,6 +77,7 @@ class TreeReader:
         max_children: int,
         strategy: str | None,
         deadline: float | None = None,
+        chromium: bool = False,
     ) -> tuple[list[RawNode] | None, str | None]:
         """The tree from the app's cache, its misses walked and grafted in; or None and the
         strategy to go on with (what was learnt about the cache is remembered)."""
@@ -81,10 +86,18 @@ class TreeReader:
         if items is None:
             strategy = self._strategy[bus] = "nocache"
             return None, strategy
-        nodes, incomplete = collect.from_cache(items, root.path, limit)
+        nodes, incomplete = collect.from_cache(items, root.path, limit, hidden_too=chromium)
         if nodes and not incomplete:
             self._strategy[bus] = "cache"
             return nodes, strategy
+        if nodes and chromium and len(incomplete) <= MAX_GRAFTS:
+            # Chromium's cache misses what it changed without children-changed: those
+            # subtrees are read with Collection (one call each) and grafted in
+            self._strategy[bus] = "cache"
+            subs = await asyncio.gather(
+                *(collect.read_collection(conn, bus, nodes[i].path, limit) for i in incomplete)
+            )
+            return collect.graft(nodes, dict(zip(incomplete, subs, strict=True))), strategy
         if nodes and await collect.has_collection(conn, bus, root.path):
             # atk-bridge: the cache holds only part of the tree; Collection has it all
             strategy = self._strategy[bus] = "collection"
