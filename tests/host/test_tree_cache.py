@@ -9,19 +9,17 @@ digit, and the host's observer, whose observations say how their tree was read.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from dbus_fast import Message, MessageType
 from dbus_fast.aio import MessageBus
+from gtk_kit import frame_titled, needs_gtk3, start_gtk, stop
 
 from deskpilot.desktop import DesktopState
 from deskpilot.desktop import apps as dapps
-from deskpilot.host.atspi import AtspiClient, FrameInfo, SemanticOp
+from deskpilot.host.atspi import AtspiClient, SemanticOp
 from deskpilot.host.atspi.events import CHANGE_LOG, Change, EventWatcher
 from deskpilot.host.atspi.tree_cache import (
     NOTE_NO_EVENTS,
@@ -31,8 +29,6 @@ from deskpilot.host.atspi.tree_cache import (
     classify,
 )
 
-GTK_APP = Path(__file__).with_name("mutating_gtk_app.py")
-SYSTEM_PYTHON = "/usr/bin/python3"
 INDEX = {"/a": 0, "/b": 1, "/c": 2}
 
 
@@ -106,64 +102,54 @@ async def test_the_watcher_numbers_changes_per_sender_and_says_when_it_lost_some
     assert len(watcher.changes_since(":1.5", 2) or []) == CHANGE_LOG
 
 
+async def test_an_app_that_leaves_the_bus_leaves_nothing_behind() -> None:
+    """A long-lived host sees many apps come and go: their event records go with them."""
+    watcher = EventWatcher(MessageBus(bus_address="unix:path=/nonexistent"))
+    watcher._on_message(_signal(":1.5", "/a", "PropertyChange", "accessible-name"))
+    watcher._on_message(_signal(":1.6", "/x", "StateChanged", "focused"))
+    assert watcher.senders == 2
+
+    def owner_changed(name: str, old: str, new: str) -> Message:
+        return Message(
+            message_type=MessageType.SIGNAL,
+            sender="org.freedesktop.DBus",
+            path="/org/freedesktop/DBus",
+            interface="org.freedesktop.DBus",
+            member="NameOwnerChanged",
+            signature="sss",
+            body=[name, old, new],
+        )
+
+    watcher._on_message(owner_changed("org.a11y.atspi.Registry", "", ":1.2"))  # a name comes
+    watcher._on_message(owner_changed(":1.5", ":1.5", ""))
+    assert watcher.senders == 1
+    assert watcher.seq(":1.5") == 0 and watcher.changes_since(":1.5", 0) == []
+    assert watcher.seq(":1.6") == 1
+
+
+async def test_records_of_a_real_app_go_when_it_quits(desktop: DesktopState) -> None:
+    async with await AtspiClient.connect() as client:
+        await client.events_ready()
+        watcher = client._events._watcher
+        before = watcher.senders
+        app = dapps.launch(["zenity", "--entry", "--title=Leaving soon", "--text=x"])
+        try:
+            frame = await frame_titled(client, app.pid, "Leaving soon")
+            await client.snapshot(frame.ref)
+            deadline = time.monotonic() + 10
+            while watcher.seq(frame.ref.bus_name) == 0:  # its first events (focus, showing)
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            assert watcher.senders > before
+        finally:
+            app.stop()
+        deadline = time.monotonic() + 10
+        while watcher.seq(frame.ref.bus_name):
+            assert time.monotonic() < deadline, "the app's records stayed"
+            await asyncio.sleep(0.05)
+
+
 # ------------------------------------------------------------------ a GTK 3 window
-
-
-def _has_gtk3() -> bool:
-    probe = "import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk"
-    return (
-        os.path.exists(SYSTEM_PYTHON)
-        and subprocess.run([SYSTEM_PYTHON, "-c", probe], capture_output=True).returncode == 0
-    )
-
-
-needs_gtk3 = pytest.mark.skipif(not _has_gtk3(), reason="the system python3 has no GTK 3 gi")
-
-
-class GtkWindow:
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-        self.steps = 0
-
-    async def send(self, line: str) -> None:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(f"{line}\n".encode())
-        await self.proc.stdin.drain()
-        self.steps += 1
-        answer = await asyncio.wait_for(self.proc.stdout.readline(), 10)
-        assert answer.decode().split() == ["ok", str(self.steps)], answer
-
-
-async def start_gtk(seed: int = 7) -> GtkWindow:
-    env = dict(os.environ, NO_AT_BRIDGE="0", GTK_A11Y="atspi", ACCESSIBILITY_ENABLED="1")
-    proc = await asyncio.create_subprocess_exec(
-        SYSTEM_PYTHON,
-        str(GTK_APP),
-        str(seed),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        start_new_session=True,
-    )
-    return GtkWindow(proc)
-
-
-async def stop(window: GtkWindow) -> None:
-    if window.proc.returncode is None:
-        window.proc.kill()
-    await window.proc.wait()
-
-
-async def frame_titled(client: AtspiClient, pid: int, title: str, timeout: float = 30) -> FrameInfo:
-    deadline = time.monotonic() + timeout
-    while True:
-        for f in await client.frames(pid=pid):
-            if f.title.startswith(title) and {"visible", "showing"} & f.states:
-                return f
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no window {title!r}")
-        await asyncio.sleep(0.1)
 
 
 @pytest.fixture

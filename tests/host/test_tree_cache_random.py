@@ -26,7 +26,6 @@ import http.server
 import os
 import random
 import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from gtk_kit import frame_titled, needs_gtk3, start_gtk, stop
 
 from deskpilot.desktop import DesktopState
 from deskpilot.desktop import apps as dapps
@@ -43,8 +43,6 @@ pytestmark = pytest.mark.desktop
 
 STEPS = int(os.environ.get("DESKPILOT_CACHE_STEPS", "150"))
 SEED = int(os.environ.get("DESKPILOT_CACHE_SEED", str(random.randrange(1 << 30))))
-GTK_APP = Path(__file__).with_name("mutating_gtk_app.py")
-SYSTEM_PYTHON = "/usr/bin/python3"
 
 PAGE = """<!doctype html><html><head><title>Mutating page</title></head><body>
 <h1>Mutations</h1>
@@ -130,17 +128,6 @@ def page_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     server.server_close()
 
 
-async def frame_titled(client: AtspiClient, pid: int, title: str, timeout: float = 45) -> FrameInfo:
-    deadline = time.monotonic() + timeout
-    while True:
-        for f in await client.frames(pid=pid):
-            if f.title.startswith(title) and {"visible", "showing"} & f.states:
-                return f
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no window {title!r}")
-        await asyncio.sleep(0.2)
-
-
 def diff(a: str, b: str) -> str:
     return "\n".join(
         difflib.unified_diff(a.splitlines(), b.splitlines(), "cached", "full", lineterm="", n=2)
@@ -215,42 +202,19 @@ async def test_chromium_page_mutations_cached_equals_full(
             app.stop()
 
 
-def _has_gtk3() -> bool:
-    if not os.path.exists(SYSTEM_PYTHON):
-        return False
-    probe = "import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk"
-    return subprocess.run([SYSTEM_PYTHON, "-c", probe], capture_output=True).returncode == 0
-
-
-@pytest.mark.skipif(not _has_gtk3(), reason="the system python3 has no GTK 3 gi")
+@needs_gtk3
 async def test_gtk3_mutations_cached_equals_full(desktop: DesktopState) -> None:
     async with await AtspiClient.connect() as cached, await AtspiClient.connect() as full:
         full.tree_cache.enabled = False
-        env = dict(os.environ, NO_AT_BRIDGE="0", GTK_A11Y="atspi", ACCESSIBILITY_ENABLED="1")
-        proc = await asyncio.create_subprocess_exec(
-            SYSTEM_PYTHON,
-            str(GTK_APP),
-            str(SEED),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-            start_new_session=True,
-        )
-        assert proc.stdin is not None and proc.stdout is not None
+        window = await start_gtk(SEED)
         try:
-            frame = await frame_titled(full, proc.pid, "Mutating GTK")
+            frame = await frame_titled(full, window.pid, "Mutating GTK")
             cmp = Compare(cached, full, frame)
             await cmp.check(0)
             for step in range(1, STEPS + 1):
-                proc.stdin.write(f"step {1 + step % 3}\n".encode())
-                await proc.stdin.drain()
-                line = await asyncio.wait_for(proc.stdout.readline(), 10)
-                assert line.decode().split() == ["ok", str(step)], line
+                await window.send(f"step {1 + step % 3}")
                 await cmp.check(step)
             print(f"gtk3 seed={SEED} steps={STEPS} {dict(cmp.kinds)} retries={cmp.retries}")
             cmp.assert_used()
         finally:
-            if proc.returncode is None:
-                proc.kill()
-            await proc.wait()
+            await stop(window)

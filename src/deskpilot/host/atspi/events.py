@@ -57,6 +57,10 @@ _REGISTERED_EVENTS: Final = (
     "window:",
     "document:load-complete",
 )
+_NAME_GONE_RULE: Final = (
+    "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',"
+    "member='NameOwnerChanged'"
+)
 _POLL_S: Final = 0.01
 #: the rule's two numbers (see the module docstring)
 FIRST_EVENT_S: Final = 0.6
@@ -111,6 +115,18 @@ class EventWatcher:
                     body=[f"type='signal',interface='{iface}'"],
                 )
             )
+        # an app that leaves the bus leaves its records here too (a long-lived host sees
+        # many apps come and go)
+        await self._bus.call(
+            Message(
+                destination="org.freedesktop.DBus",
+                path="/org/freedesktop/DBus",
+                interface="org.freedesktop.DBus",
+                member="AddMatch",
+                signature="s",
+                body=[_NAME_GONE_RULE],
+            )
+        )
         for event in _REGISTERED_EVENTS:
             await self._register(event)
         self._registered_seq = dict(self._seq)
@@ -133,6 +149,15 @@ class EventWatcher:
                     return
 
     def _on_message(self, msg: Message) -> bool:
+        if (
+            msg.message_type == MessageType.SIGNAL
+            and msg.member == "NameOwnerChanged"
+            and msg.sender == "org.freedesktop.DBus"
+        ):
+            name, _old, new = msg.body
+            if not new and str(name).startswith(":"):
+                self.forget(str(name))
+            return False
         if msg.message_type == MessageType.SIGNAL and msg.interface in _EVENT_IFACES and msg.sender:
             now = time.monotonic()
             sender = msg.sender
@@ -150,6 +175,20 @@ class EventWatcher:
             if arrived is not None:
                 arrived.set()
         return False  # never consume: other handlers may want it
+
+    def forget(self, sender: str) -> None:
+        """Drop what is kept of a sender that left the bus (its unique name is never reused,
+        so nothing of it can be asked for again). A waiter on its next event is woken."""
+        for table in (self._last, self._recent, self._seq, self._changes, self._registered_seq):
+            table.pop(sender, None)
+        arrived = self._arrived.pop(sender, None)
+        if arrived is not None:
+            arrived.set()
+
+    @property
+    def senders(self) -> int:
+        """How many senders have records here (tests: records do not pile up)."""
+        return len(self._seq.keys() | self._recent.keys() | self._arrived.keys())
 
     def last_event(self, sender: str) -> float:
         return self._last.get(sender, 0.0)

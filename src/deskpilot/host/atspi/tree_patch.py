@@ -120,13 +120,8 @@ def _depends_on_others(nodes: list[RawNode], dirty: tuple[int, ...], derived: bo
             n.role in LABEL_ROLES or (n.parent >= 0 and nodes[n.parent].role in LABEL_ROLES)
         ):
             return True
-        p = n.parent
-        for _ in range(_COMBO_DEPTH):
-            if p < 0:
-                break
-            if nodes[p].role in COMBO_ROLES:
-                return True
-            p = nodes[p].parent
+        if n.parent >= 0 and _combo_at_or_above(nodes, n.parent, _COMBO_DEPTH - 1):
+            return True
     return False
 
 
@@ -240,8 +235,13 @@ def has_unnamed_fields(nodes: list[RawNode]) -> bool:
 
 def near_combo(nodes: list[RawNode], i: int) -> bool:
     """Whether node ``i`` is a combo box or one of its items (its value comes from them)."""
+    return _combo_at_or_above(nodes, i, _COMBO_DEPTH)
+
+
+def _combo_at_or_above(nodes: list[RawNode], i: int, up: int) -> bool:
+    """Whether node ``i`` or one of its ``up`` nearest ancestors is a combo box."""
     p = i
-    for _ in range(_COMBO_DEPTH + 1):
+    for _ in range(up + 1):
         if p < 0:
             return False
         if nodes[p].role in COMBO_ROLES:
