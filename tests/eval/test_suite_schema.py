@@ -162,3 +162,101 @@ def test_the_starter_file_is_what_the_docs_show() -> None:
     assert SUITE_SCHEMA in doc and "deskpilot.eval.results/1" in doc
     for var in ("DESKPILOT_EVAL_MCP_URL", "DESKPILOT_EVAL_MCP_TOKEN", "DESKPILOT_EVAL_TASK_ID"):
         assert var in doc
+
+
+# ---------------------------------------------------------------------- YAML suites
+
+
+def test_the_starter_suite_written_as_yaml_validates_identically(tmp_path: Path) -> None:
+    """The same schema in YAML: the starter suite converted reads as the same suite."""
+    import yaml
+
+    data = json.loads(STARTER.read_text())
+    for name in ("starter.yaml", "starter.yml"):
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+        assert load_suite(path).model_dump() == load_suite(STARTER).model_dump()
+
+
+def test_a_yaml_problem_says_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "mine.yaml"
+    path.write_text(
+        "schema: deskpilot.eval.suite/1\n"  # 1
+        "name: mine\n"
+        "tasks:\n"
+        "  - id: ok\n"
+        "    instruction: do it\n"  # 5
+        "    success:\n"
+        "      - {kind: file, path: '${TASK_DIR}/x', assertion: exists}\n"
+        "  - id: bad-launch\n"
+        "    instruction: x\n"
+        "    setup:\n"  # 10
+        "      launch:\n"
+        "        - app: sh -c 'rm -rf ~'\n"
+        "    success: [{kind: file, path: '${TASK_DIR}/x', assertion: exists}]\n"
+        "    wait_forever: true\n"
+        "  - id: bad-spec\n"  # 15
+        "    instruction: x\n"
+        "    success:\n"
+        "      - kind: file\n"
+        "        path: '${TASK_DIR}/x'\n"
+        "        assertion: exists\n"  # 20
+        "      - kind: accessibility\n"
+        "        selector: {}\n"
+        "        assertion: exists\n"
+    )
+    with pytest.raises(SuiteError) as info:
+        load_suite(path)
+    text = "\n".join(info.value.problems)
+    assert (
+        "tasks[1].setup.launch[0].app (task 'bad-launch', line 12): one program, no arguments"
+        in text
+    )
+    assert "tasks[1].wait_forever (task 'bad-launch', line 14): Extra inputs" in text
+    # a spec's problem is raised at the task's level: the line is the spec's own field
+    assert "tasks[2] (task 'bad-spec', line 22): success[1].selector: a selector needs" in text
+    assert len(info.value.problems) == 3
+    assert str(path) in str(info.value)
+
+
+def test_a_file_that_is_not_yaml_says_where(tmp_path: Path) -> None:
+    path = tmp_path / "s.yml"
+    path.write_text("schema: deskpilot.eval.suite/1\nname: [oops\ntasks: []\n")
+    with pytest.raises(SuiteError) as info:
+        load_suite(path)
+    (problem,) = info.value.problems
+    assert problem.startswith("line 3 column 6: not YAML:"), problem
+
+
+def test_yaml_is_read_as_plain_data_only(tmp_path: Path) -> None:
+    """The safe loader: a Python tag is refused, nothing is constructed or run."""
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "schema: deskpilot.eval.suite/1\nname: !!python/object/apply:os.system ['touch pwned']\n"
+    )
+    with pytest.raises(SuiteError) as info:
+        load_suite(path)
+    assert "not YAML" in info.value.problems[0] and "line 2" in info.value.problems[0]
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_aliases_that_expand_too_far_are_refused(tmp_path: Path) -> None:
+    """Nine lines of nested aliases stand for a billion strings: refused before validation."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    path = tmp_path / "laughs.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(SuiteError) as info:
+        load_suite(path)
+    assert "expands to more than" in info.value.problems[0]
+
+
+def test_the_docs_yaml_example_is_a_valid_suite(tmp_path: Path) -> None:
+    doc = (ROOT / "docs" / "eval.md").read_text()
+    block = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "doc.yaml"
+    path.write_text(block)
+    (task,) = load_suite(path).tasks
+    assert task.setup.launch[0].args[-1] == "--separator=|"
+    spec = task.criteria("/w")[0]
+    assert isinstance(spec, FileSpec) and spec.text == "Ada Lovelace|Paris\n"

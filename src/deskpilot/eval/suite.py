@@ -1,26 +1,29 @@
 """A task suite: the file ``deskpilot eval`` runs (docs/eval.md is the long form).
 
-A suite is JSON (``deskpilot.eval.suite/1``): tasks, each with an instruction for the agent,
-what to set up on its private desktop first (files in the task's own directory, apps to
-launch with their arguments, a local page to open in Chromium), the app the task is about,
-its success criteria as the project's own verification specs (protocol/verification.py, decided
-by runtime/verification/) and its limits.
+A suite is JSON or YAML (``deskpilot.eval.suite/1``, the same schema either way): tasks,
+each with an instruction for the agent, what to set up on its private desktop first (files
+in the task's own directory, apps to launch with their arguments, a local page to open in
+Chromium), the app the task is about, its success criteria as the project's own verification
+specs (protocol/verification.py, decided by runtime/verification/) and its limits.
 
 Strings may name the task's directory as ``${TASK_DIR}``: every task gets a fresh one, so a
 suite never writes where another run (or the person) keeps files. The file is validated with
 the placeholder standing for a sample directory; every problem is reported with its place in
-the file (``tasks[3].setup.launch[0].app``) and what is wrong with it.
+the file (``tasks[3].setup.launch[0].app``) and what is wrong with it — in a YAML file also
+with its line (yaml_source.py).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, Self
 
 from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
 
+from deskpilot.eval.yaml_source import YamlError, read_yaml
 from deskpilot.protocol.verification import VERIFICATION_KINDS, VerificationSpec
 from deskpilot.protocol.wire import WireModel
 
@@ -30,6 +33,8 @@ TASK_DIR = "${TASK_DIR}"
 #: what the placeholder is replaced with while a suite is validated
 SAMPLE_TASK_DIR = "/eval-task-dir"
 MAX_TASKS = 1_000
+#: file names read as YAML; anything else is read as JSON
+YAML_SUFFIXES = frozenset({".yaml", ".yml"})
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _SPECS: TypeAdapter[list[VerificationSpec]] = TypeAdapter(list[VerificationSpec])
 
@@ -218,38 +223,78 @@ def _place(loc: tuple[int | str, ...]) -> str:
     return out.strip() or "(the file)"
 
 
-def problems_of(exc: ValidationError, data: Any) -> list[str]:
+#: a task-level message that names a place inside the task (``success[0].path: …``)
+_INNER_PLACE = re.compile(r"^(success(?:\[\d+\]|\.\w+)*): ")
+_PLACE_PART = re.compile(r"\[(\d+)\]|\.?(\w+)")
+LineOf = Callable[[Sequence[int | str]], int | None]
+
+
+def _inner_loc(message: str) -> tuple[int | str, ...]:
+    """``success[1].selector: …`` → ``("success", 1, "selector")`` (a spec error is raised
+    at the task's level, its place inside the task said in the message)."""
+    m = _INNER_PLACE.match(message)
+    if m is None:
+        return ()
+    return tuple(int(i) if i else name for i, name in _PLACE_PART.findall(m.group(1)))
+
+
+def _tagless(loc: Sequence[int | str]) -> list[int | str]:
+    """The places of ``loc`` that are in the file (not pydantic's validator/union tags)."""
+    return [
+        p
+        for p in loc
+        if isinstance(p, int) or (p not in ("function-after", "function-before") and "[" not in p)
+    ]
+
+
+def problems_of(exc: ValidationError, data: Any, line_of: LineOf | None = None) -> list[str]:
     """``place: message`` per error, places written as in the file (``tasks[2].success[0]``),
-    a task named by its id when it has one."""
+    a task named by its id when it has one, and the place's line when ``line_of`` knows it
+    (a YAML file: yaml_source.py)."""
     lines = []
     for err in exc.errors(include_url=False, include_input=False):
         loc = tuple(err["loc"])
         where = _place(loc)
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        said: list[str] = []
         if len(loc) >= 2 and loc[0] == "tasks" and isinstance(loc[1], int):
             try:
                 tid = data["tasks"][loc[1]]["id"]
             except (KeyError, IndexError, TypeError):
                 tid = None
             if isinstance(tid, str):
-                where = f"{where} (task {tid!r})"
-        msg = str(err["msg"]).removeprefix("Value error, ")
+                said.append(f"task {tid!r}")
+        if line_of is not None:
+            found = line_of(_tagless((*loc, *_inner_loc(msg))))
+            if found is not None:
+                said.append(f"line {found}")
+        if said:
+            where = f"{where} ({', '.join(said)})"
         lines.append(f"{where}: {msg}")
     return lines
 
 
-def parse_suite(data: Any, source: str = "suite") -> Suite:
+def parse_suite(data: Any, source: str = "suite", line_of: LineOf | None = None) -> Suite:
     try:
         return Suite.model_validate(data)
     except ValidationError as exc:
-        raise SuiteError(source, problems_of(exc, data)) from None
+        raise SuiteError(source, problems_of(exc, data, line_of)) from None
 
 
 def load_suite(path: Path) -> Suite:
-    """Read and validate a suite file, or raise :class:`SuiteError` saying what is wrong."""
+    """Read and validate a suite file — YAML when it is named ``*.yaml``/``*.yml``, JSON
+    otherwise — or raise :class:`SuiteError` saying what is wrong (and where)."""
     try:
         text = path.read_text("utf-8")
-    except OSError as exc:
-        raise SuiteError(str(path), [f"cannot read it: {exc.strerror or exc}"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise SuiteError(str(path), [f"cannot read it: {why}"]) from None
+    if path.suffix.lower() in YAML_SUFFIXES:
+        try:
+            source = read_yaml(text)
+        except YamlError as exc:
+            raise SuiteError(str(path), [str(exc)]) from None
+        return parse_suite(source.data, str(path), source.line_of)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
