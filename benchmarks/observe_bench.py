@@ -46,12 +46,15 @@ from deskpilot.host.atspi.vocab import ROLE_NUMBER, State, bit
 ITEMS = 300
 
 
-def page_html() -> str:
+def page_html(
+    title: str = "Bench page",
+    controls: str = "<button onclick=\"this.textContent='done'\">Press me</button>",
+) -> str:
+    """The bench page: a heading, ``controls``, then ITEMS list items (~1,730 nodes)."""
     items = "".join(f'<li><a href="#i{i}">Item {i}</a> detail {i}</li>' for i in range(ITEMS))
     return (
-        "<!doctype html><html><head><title>Bench page</title></head><body><h1>Items</h1>"
-        "<button onclick=\"this.textContent='done'\">Press me</button>"
-        f"<ul>{items}</ul></body></html>"
+        f"<!doctype html><html><head><title>{title}</title></head><body><h1>Items</h1>"
+        f"{controls}<ul>{items}</ul></body></html>"
     )
 
 
