@@ -211,17 +211,37 @@ async def _prepare_a11y(dbus_address: str, timeout: float) -> None:
     await enable_accessibility(dbus_address)
 
 
+def _group_running(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs. A member that ended but is not reaped
+    yet (a zombie) does not count: it holds no display, socket or bus, only its pid. The
+    at-spi launcher's own dbus-daemon is one: when the launcher ends first, the daemon is
+    re-parented to init, and an init that reaps slowly (1.3–2 s seen on this machine's)
+    kept ``killpg(pgid, 0)`` answering long after everything had ended."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
 def _kill_group(pid: int, grace: float = 2.0) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
-        try:
-            os.killpg(pid, 0)
-        except (ProcessLookupError, PermissionError):
-            break
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
+        if not _group_running(pid):
+            break
         time.sleep(0.02)
     else:
         with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -17,6 +17,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from deskpilot.eval import procfs
+
 #: a task desktop's memory (PSS, MiB), rounded up: the starter suite's largest, a Chromium
 #: task, peaked at 623 MiB (docs/benchmarks.md, "deskpilot eval")
 DESKTOP_MB = 700
@@ -94,41 +96,13 @@ def _rss_kb(pid: int) -> int:
     return 0
 
 
-def _display_of(pid: int) -> str | None:
-    try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return None
-    for item in raw.split(b"\0"):
-        if item.startswith(b"DISPLAY="):
-            return item[8:].decode("utf-8", "replace")
-    return None
-
-
-def _parents() -> dict[int, int]:
-    """pid → parent pid of every process of this user."""
-    me = os.getuid()
-    out: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if entry.stat().st_uid != me:
-                continue
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        out[int(entry.name)] = int(fields[1])
-    return out
-
-
 def desktop_pids(display: str, roots: tuple[int, ...] = ()) -> set[int]:
     """Every process of this user on ``display`` (its ``DISPLAY``), the ``roots`` (the Xvfb
     and the buses run without one; the task's apps), and all their descendants (Chromium's
     renderers and zygotes run with an environment of their own)."""
-    parents = _parents()
+    parents = procfs.parents()
     found = {p for p in roots if p in parents}
-    found |= {p for p in parents if p not in found and _display_of(p) == display}
+    found |= {p for p in parents if p not in found and procfs.display_of(p) == display}
     children: dict[int, list[int]] = {}
     for pid, ppid in parents.items():
         children.setdefault(ppid, []).append(pid)

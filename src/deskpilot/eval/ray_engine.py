@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deskpilot.eval import procfs
 from deskpilot.eval.engine import EvalOptions, EvalOutcome, PendingRun, RunPlan, plan_runs
 from deskpilot.eval.results import ERROR, TaskRecord
 from deskpilot.eval.suite import SuiteTask
@@ -168,19 +169,7 @@ def sweep_actor(token: str, task_root: str | None) -> list[int]:
     desktop, apps, server and agent), then move the lost attempt's directory aside so the
     retry starts from nothing. Runs on the lost actor's node; returns the pids it ended."""
     mark = f"{ACTOR_TOKEN}={token}".encode()
-    uid = os.getuid()
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if entry.stat().st_uid != uid:
-                continue
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if mark in environ:
-            found.append(int(entry.name))
+    found = [pid for pid in procfs.user_pids() if mark in procfs.environ(pid)]
     for sig in (signal.SIGTERM, signal.SIGKILL):
         alive = []
         for pid in found:
@@ -192,7 +181,7 @@ def sweep_actor(token: str, task_root: str | None) -> list[int]:
         deadline = time.monotonic() + SWEEP_GRACE_S
         while sig == signal.SIGTERM and alive and time.monotonic() < deadline:
             time.sleep(0.1)
-            alive = [p for p in alive if Path(f"/proc/{p}").exists() and not _zombie(p)]
+            alive = [p for p in alive if not procfs.is_zombie(p)]
         if not alive:
             break
     if task_root is not None:
@@ -203,14 +192,6 @@ def sweep_actor(token: str, task_root: str | None) -> list[int]:
                 n += 1
             root.rename(aside)
     return found
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[-1].split()[0] == "Z"
 
 
 def start_ray(address: str | None, desktops: int) -> dict[str, Any]:

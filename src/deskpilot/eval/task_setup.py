@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from deskpilot.desktop.apps import CHROMIUM_FLAGS, wait_accessible
+from deskpilot.eval import procfs
 from deskpilot.eval.suite import LaunchSpec, TaskSetup
 from deskpilot.kernel.policy.launch_rules import LaunchRequest, evaluate_launch
 from deskpilot.protocol.errors import DeskpilotError
@@ -94,18 +95,6 @@ def decide(request: LaunchRequest) -> tuple[str, str]:
             "a suite starts apps, not shells, interpreters or command runners"
         )
     return decision.risk.label, rating
-
-
-def proc_display(pid: int) -> str | None:
-    """The ``DISPLAY`` in a process's environment as the kernel sees it (/proc/PID/environ)."""
-    try:
-        raw = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return None
-    for item in raw.split(b"\0"):
-        if item.startswith(b"DISPLAY="):
-            return item[len(b"DISPLAY=") :].decode("utf-8", "replace")
-    return None
 
 
 def write_files(setup: TaskSetup, work: Path) -> None:
@@ -201,11 +190,11 @@ def _wait_display(proc: subprocess.Popen[bytes]) -> str | None:
     """/proc/PID/environ is readable once the exec happened; a moment after the spawn."""
     deadline = time.monotonic() + 2.0
     while time.monotonic() < deadline and proc.poll() is None:
-        shown = proc_display(proc.pid)
+        shown = procfs.display_of(proc.pid)
         if shown is not None:
             return shown
         time.sleep(0.02)
-    return proc_display(proc.pid)
+    return procfs.display_of(proc.pid)
 
 
 def _end(proc: subprocess.Popen[bytes]) -> None:

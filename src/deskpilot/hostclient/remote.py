@@ -230,44 +230,44 @@ def read_log_since(path: Path, offset: int, limit: int = 16384) -> str:
 
 def ssh_failure(stderr: str, known_hosts: Path | None = None) -> DeskpilotError:
     """ssh ended with 255: name the reason from what it said (no secrets in its stderr)."""
-    pin_hint = (
-        "pin it once with --pin-host-key (trust on first use), or add the machine's key to "
-        f"{known_hosts or known_hosts_path()} (ssh-keyscan)"
-    )
+    path = known_hosts or known_hosts_path()
     text = stderr.lower()
     said = " ".join(line.strip() for line in stderr.splitlines() if line.strip())[-400:]
-    if "remote host identification has changed" in text or (
-        "host key for" in text and "has changed" in text
-    ):
-        return DeskpilotError(
+    # (what ssh said, the error's code, its reason, the sentence), the first match wins
+    known: tuple[tuple[bool, ErrorCode, str, str], ...] = (
+        (
+            "remote host identification has changed" in text
+            or ("host key for" in text and "has changed" in text),
             ErrorCode.NATIVE_HOST_UNTRUSTED,
+            "host_key_mismatch",
             "the remote machine's SSH host key does not match the pinned one: refusing to "
-            "connect (if the machine was reinstalled, remove its line from "
-            f"{known_hosts or known_hosts_path()} and pin again)",
-            retryable=False,
-            details={"reason": "host_key_mismatch", "ssh": said},
-        )
-    if "host key verification failed" in text or "host key is known" in text:
-        return DeskpilotError(
+            f"connect (if the machine was reinstalled, remove its line from {path} and pin "
+            "again)",
+        ),
+        (
+            "host key verification failed" in text or "host key is known" in text,
             ErrorCode.NATIVE_HOST_UNTRUSTED,
-            f"the remote machine's SSH host key is not pinned: {pin_hint}",
-            retryable=False,
-            details={"reason": "host_key_unknown", "ssh": said},
-        )
-    if "permission denied" in text or "too many authentication failures" in text:
-        return DeskpilotError(
+            "host_key_unknown",
+            "the remote machine's SSH host key is not pinned: pin it once with --pin-host-key "
+            f"(trust on first use), or add the machine's key to {path} (ssh-keyscan)",
+        ),
+        (
+            "permission denied" in text or "too many authentication failures" in text,
             ErrorCode.NATIVE_HOST_UNAVAILABLE,
+            "ssh_auth_failed",
             "ssh could not log in to the remote machine (authentication failed; deskpilot "
             "runs ssh in batch mode, so use a key or an agent, not a password)",
-            retryable=False,
-            details={"reason": "ssh_auth_failed", "ssh": said},
-        )
-    return DeskpilotError(
-        ErrorCode.NATIVE_HOST_UNAVAILABLE,
-        f"ssh failed to reach the remote host (exit 255): {said or 'no message'}",
-        retryable=False,
-        details={"reason": "ssh_failed", "ssh": said},
+        ),
     )
+    code, reason, message = next(
+        ((c, r, m) for hit, c, r, m in known if hit),
+        (
+            ErrorCode.NATIVE_HOST_UNAVAILABLE,
+            "ssh_failed",
+            f"ssh failed to reach the remote host (exit 255): {said or 'no message'}",
+        ),
+    )
+    return DeskpilotError(code, message, retryable=False, details={"reason": reason, "ssh": said})
 
 
 def remote_location(command: Sequence[str]) -> str:
