@@ -61,9 +61,28 @@ def _prefix(dest: str | None, iface: str, member: str, sig: str) -> bytes:
     return cached
 
 
+_body_cache: dict[tuple[str, tuple[Any, ...]], bytes | None] = {}
+
+
 def _body(sig: str, body: Any) -> bytes | None:
+    """The encoded body; a snapshot sends the same few bodies thousands of times (``GetAll``
+    of one interface, ``GetExtents(0)``), so each is encoded once."""
     if not sig:
         return b""
+    key = (sig, tuple(body))
+    try:
+        return _body_cache[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable value: not a simple body anyway
+        return None
+    out = _encode_body(sig, body)
+    if len(_body_cache) < 1024:
+        _body_cache[key] = out
+    return out
+
+
+def _encode_body(sig: str, body: Any) -> bytes | None:
     if len(sig) != len(body) or not _SIMPLE.issuperset(sig):
         return None
     out = bytearray()
