@@ -16,6 +16,10 @@ Each host observes mousepad (complete), mousepad is stopped, and the host is ask
 times for mousepad (time to the answer, what the answer is) and for the calculator meanwhile
 (an app that answers: it must stay fast). mousepad runs again before the next host.
 
+Then ``list_windows`` with a stopped app (a zenity dialog stopped before the host ever listed
+it) beside the calculator: the first listing's time, the next listings' median, and whether
+the calculator keeps its name and the stopped app is marked (``appUnresponsiveMs``).
+
 Usage: ``.venv/bin/python benchmarks/deadline_bench.py [--runs N] [--before-rev REV]``.
 """
 
@@ -93,6 +97,40 @@ def measure(label: str, extra_env: dict[str, str], mousepad: int, calc: int, run
     )
 
 
+def timed_list(host: HostProcess) -> tuple[list[dict[str, Any]], float]:
+    t0 = time.perf_counter()
+    windows: list[dict[str, Any]] = host.call({"type": "list_windows"}, 30.0)["windows"]
+    return windows, (time.perf_counter() - t0) * 1000
+
+
+def measure_listing(label: str, extra_env: dict[str, str], calc: int, runs: int) -> None:
+    """``runs`` listings by a new host of a desktop where a never-listed app is stopped."""
+    dialog = launch_accessible(["zenity", "--info", "--text", "stopped before any listing"])
+    time.sleep(0.5)  # mapped
+    os.kill(dialog.pid, signal.SIGSTOP)
+    try:
+        with HostProcess(extra_env) as host:
+            host.call({"type": "ping"})  # started: its connect is not the listing's time
+            listed = [timed_list(host) for _ in range(runs)]
+    finally:
+        os.kill(dialog.pid, signal.SIGCONT)
+        dialog.stop()
+    named = sum(
+        1 for ws, _ in listed for w in ws if w["app"].get("pid") == calc and w["app"].get("name")
+    )
+    marked = sum(
+        1
+        for ws, _ in listed
+        for w in ws
+        if w["app"].get("pid") == dialog.pid and w.get("appUnresponsiveMs")
+    )
+    rest = [ms for _, ms in listed[1:]]
+    print(
+        f"| {label} | {listed[0][1]:.0f} ms | {statistics.median(rest):.1f} ms "
+        f"({min(rest):.1f}–{max(rest):.1f}) | {named}/{runs} | {marked}/{runs} |"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
@@ -119,6 +157,20 @@ def main() -> None:
             "after (DESKPILOT_TREE_DEADLINE_MS=300)",
             {"DESKPILOT_TREE_DEADLINE_MS": "300"},
             mousepad.pid,
+            calc.pid,
+            args.runs,
+        )
+        print()
+        print(f"list_windows with a never-listed app stopped, {args.runs} listings per host")
+        print("| host | first | next, median (min–max) | calculator named | stopped app marked |")
+        print("|---|---|---|---|---|")
+        measure_listing(
+            f"before ({args.before_rev})", {"PYTHONPATH": str(before)}, calc.pid, args.runs
+        )
+        measure_listing("after", {}, calc.pid, args.runs)
+        measure_listing(
+            "after (DESKPILOT_TREE_DEADLINE_MS=300)",
+            {"DESKPILOT_TREE_DEADLINE_MS": "300"},
             calc.pid,
             args.runs,
         )

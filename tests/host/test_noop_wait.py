@@ -16,18 +16,16 @@ on the same app still waits for its events and carries the new state.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from host_harness import HostProcess, launch_accessible, line_id, observe_until
+from host_harness import HostProcess, line_id, observe_until
 
 from deskpilot.desktop import apps
+from desktop_kit import GTK3_NOOP_ARGV, app_fixture, page_fixture
 
 pytestmark = pytest.mark.desktop
 
-GTK3_APP = Path(__file__).with_name("noop_gtk_app.py")
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>noop</title></head><body>
 <button id="n">Nothing</button>
 <button onclick="document.getElementById('o').textContent = 'Pressed ' + (++k)">Count</button>
@@ -66,34 +64,9 @@ def press(
     return click(host, obs, line_id(obs["tree"], pattern), session, observe=observe)
 
 
-@pytest.fixture(scope="module")
-def calculator(desktop: object) -> Iterator[apps.App]:
-    app = launch_accessible(["gnome-calculator"])
-    try:
-        yield app
-    finally:
-        app.stop()
-
-
-@pytest.fixture(scope="module")
-def gtk3(desktop: object) -> Iterator[apps.App]:
-    app = launch_accessible(["/usr/bin/python3", str(GTK3_APP)])
-    try:
-        yield app
-    finally:
-        app.stop()
-
-
-@pytest.fixture(scope="module")
-def chromium(desktop: object, tmp_path_factory: pytest.TempPathFactory) -> Iterator[apps.App]:
-    page = tmp_path_factory.mktemp("noop") / "noop.html"
-    page.write_text(PAGE)
-    app = apps.launch_chromium(page.as_uri())
-    try:
-        apps.wait_accessible(pid=app.pid, timeout=60)
-        yield app
-    finally:
-        app.stop()
+calculator = app_fixture("calculator", ["gnome-calculator"])
+gtk3 = app_fixture("gtk3", GTK3_NOOP_ARGV)
+chromium = page_fixture("chromium", PAGE)
 
 
 def test_gtk4_no_effect_ends_after_the_activation_not_600_ms(

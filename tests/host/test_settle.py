@@ -201,13 +201,12 @@ async def test_chromium_window_widens_with_the_apps_typical_reaction() -> None:
 
     acc = FakeAcc()
     acc_any = cast(Any, acc)
-    acc_any.client = SimpleNamespace(applications=None)
-    apps = [SimpleNamespace(bus_name=APP, toolkit="Chromium", toolkit_version="1.0")]
+    app = SimpleNamespace(bus_name=APP, toolkit="Chromium", toolkit_version="1.0")
 
-    async def applications() -> list[Any]:
-        return apps
+    async def application(bus_name: str) -> Any:
+        return app if bus_name == APP else None
 
-    acc_any.client.applications = applications
+    acc_any.client = SimpleNamespace(application=application)
     acc_any.still_valid = lambda element: asyncio.sleep(0, True)
     s = settler(acc)
     element = ElementRef(

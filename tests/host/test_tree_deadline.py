@@ -9,26 +9,22 @@ accessibility answers.
 from __future__ import annotations
 
 import asyncio
-import http.server
-import os
-import shutil
-import signal
-import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from host_harness import HostProcess, act, launch_accessible, observe, observe_until, wait_for
+from host_harness import HostProcess, act, line_id, observe, observe_until, wait_for
 
 from deskpilot.desktop import apps
+from deskpilot.host.accessibility import TREE_DEADLINE_ENV
 from deskpilot.host.atspi import AtspiClient, FrameInfo, collect
 from deskpilot.host.atspi.collect import RawNode
 from deskpilot.host.atspi.model import NodeRef, TreeSnapshot
 from deskpilot.host.atspi.render import render
 from deskpilot.host.atspi.vocab import ROLE_NUMBER, State, bit
 from deskpilot.host.last_trees import LastTrees
-from deskpilot.host.observer import TREE_DEADLINE_ENV, tree_deadline_s
+from deskpilot.host.observer import tree_deadline_s
+from deskpilot.host.window_list import APP_NAME_TIMEOUT_S
 from deskpilot.hostclient.config import HostConfig
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import (
@@ -44,6 +40,7 @@ from deskpilot.protocol.wire import (
 from deskpilot.runtime.refusals import refused_before_dispatch, safe_error
 from deskpilot.runtime.state_reuse import reuse_refusals
 from deskpilot.runtime.verification.text import tree_view
+from desktop_kit import Stopped, app_fixture, page_fixture, running
 
 #: what a stopped app's observe may take beyond its deadline: the screenshot, the window list,
 #: the frame around the read (measured ≈ 60 ms here; a loaded CI machine gets room)
@@ -186,36 +183,8 @@ def test_the_agent_is_told_why_an_element_of_a_partial_tree_was_refused() -> Non
 # ------------------------------------------------------------------------------ real apps
 
 
-@pytest.fixture(scope="module")
-def calculator(desktop: object) -> Iterator[apps.App]:
-    app = launch_accessible(["gnome-calculator"])
-    try:
-        yield app
-    finally:
-        app.stop()
-
-
-@pytest.fixture(scope="module")
-def mousepad(desktop: object) -> Iterator[apps.App]:
-    app = launch_accessible(["mousepad"])
-    try:
-        yield app
-    finally:
-        app.stop()
-
-
-class Stopped:
-    """SIGSTOP for the ``with`` block; SIGCONT on the way out, whatever happened."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-
-    def __enter__(self) -> Stopped:
-        os.kill(self.pid, signal.SIGSTOP)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        os.kill(self.pid, signal.SIGCONT)
+calculator = app_fixture("calculator", ["gnome-calculator"])
+mousepad = app_fixture("mousepad", ["mousepad"])
 
 
 def _timed_observe(
@@ -254,6 +223,13 @@ def test_a_stopped_app_answers_in_time_with_its_last_tree_and_others_stay_fast(
         assert obs["tree"] == fresh["tree"] and obs["treeVersion"] == fresh["treeVersion"]
         assert obs["treeVersion"] != "t-none"
         assert png is not None  # the screenshot is read now, not remembered
+        # the listing names it as it was known, says it is silent, and names the others
+        listing, listed_in = _timed_list(host)
+        assert listed_in < APP_NAME_TIMEOUT_S + SLACK_S, listed_in
+        frozen = _window_of(listing, mousepad.pid)
+        assert frozen["app"].get("name") == "mousepad" and frozen.get("appUnresponsiveMs"), frozen
+        assert _window_of(listing, calculator.pid)["app"].get("name") == "gnome-calculator"
+        assert _window_of(listing, calculator.pid).get("appUnresponsiveMs") is None
         # meanwhile the calculator answers as fast as ever, read now
         for _ in range(3):
             other, _, calc_took = _timed_observe(host, calc, "calc")
@@ -286,8 +262,7 @@ def test_a_stopped_app_answers_in_time_with_its_last_tree_and_others_stay_fast(
 def test_a_stopped_app_never_read_is_unavailable_within_the_deadline(
     host: HostProcess, calculator: apps.App
 ) -> None:
-    dialog = launch_accessible(["zenity", "--info", "--text", "Frozen before any look"])
-    try:
+    with running(["zenity", "--info", "--text", "Frozen before any look"]) as dialog:
         _visible_window(host, dialog.pid)
         with Stopped(dialog.pid):
             time.sleep(0.2)
@@ -298,8 +273,80 @@ def test_a_stopped_app_never_read_is_unavailable_within_the_deadline(
             assert png is not None
             other, _, calc_took = _timed_observe(host, {"pid": calculator.pid}, "calc2")
             assert calc_took < 1.0 and 'button "7' in other["tree"]
-    finally:
-        dialog.stop()
+
+
+def _timed_list(host: HostProcess) -> tuple[list[dict[str, Any]], float]:
+    t0 = time.monotonic()
+    response = host.call({"type": "list_windows"})
+    assert response["type"] == "windows", response
+    windows: list[dict[str, Any]] = response["windows"]
+    return windows, time.monotonic() - t0
+
+
+def _window_of(windows: list[dict[str, Any]], pid: int) -> dict[str, Any]:
+    found = [w for w in windows if w["app"].get("pid") == pid and w["visible"]]
+    assert found, windows
+    return found[0]
+
+
+@pytest.mark.desktop
+def test_a_stopped_app_never_asked_is_listed_in_time_and_the_others_keep_their_names(
+    host: HostProcess, calculator: apps.App
+) -> None:
+    observe_until(host, {"pid": calculator.pid}, r'button "7', "listing")
+    with running(["zenity", "--info", "--text", "Listed while frozen"]) as dialog:
+        with HostProcess() as scout:  # finds the window: this test's host never asks the app
+            _visible_window(scout, dialog.pid)
+        with Stopped(dialog.pid):
+            time.sleep(0.2)
+            listing, took = _timed_list(host)
+            # one wait for the app's answer, then what is known: no name (never asked)
+            assert took < APP_NAME_TIMEOUT_S + SLACK_S, took
+            frozen = _window_of(listing, dialog.pid)
+            assert frozen["app"].get("name") is None, frozen
+            assert frozen["appUnresponsiveMs"] >= APP_NAME_TIMEOUT_S * 1000 * 0.9, frozen
+            calc = _window_of(listing, calculator.pid)
+            assert calc["app"].get("name") == "gnome-calculator", calc  # not dropped with it
+            assert calc.get("appUnresponsiveMs") is None
+            # the question stays asked: the next listings do not wait for it again
+            silent = frozen["appUnresponsiveMs"]
+            for _ in range(3):
+                listing, took = _timed_list(host)
+                assert took < APP_NAME_TIMEOUT_S * 0.8, took
+                again = _window_of(listing, dialog.pid)["appUnresponsiveMs"]
+                assert again > silent, (again, silent)
+                silent = again
+        # running again: its answer names it, and it is no longer silent
+        named = wait_for(
+            lambda: (
+                (w := _window_of(_timed_list(host)[0], dialog.pid))["app"].get("name") == "zenity"
+                and w.get("appUnresponsiveMs") is None
+                and w
+            ),
+            timeout=10,
+        )
+        assert named["app"]["pid"] == dialog.pid
+
+
+@pytest.mark.desktop
+def test_a_stopped_app_does_not_put_anothers_action_back_on_the_600_ms_rule(
+    calculator: apps.App,
+) -> None:
+    """The wait after a semantic action learns the acting app's toolkit from that app alone:
+    asking every app (as it did) waited for a stopped one, gave up, and fell back to the
+    600 ms rule (``first_event``) for the calculator."""
+    with running(["zenity", "--info", "--text", "Frozen beside"]) as dialog:
+        with HostProcess() as scout:
+            _visible_window(scout, dialog.pid)
+        with Stopped(dialog.pid), HostProcess() as fresh:  # knows no toolkit yet
+            bounds = []
+            for _ in range(2):  # "=" on an empty display changes nothing
+                obs = observe_until(fresh, {"pid": calculator.pid}, r'button "= =', "eq")
+                element = line_id(obs["tree"], r'button "= ="')
+                result = act(fresh, obs, {"kind": "click", "elementId": element}, session="eq")
+                assert result["type"] == "action_result" and result["method"] == "semantic"
+                bounds.append(result["waitBound"])
+            assert "first_event" not in bounds and "toolkit_gtk" in bounds, bounds
 
 
 # ------------------------------------------------------------------------------ Chromium
@@ -307,42 +354,13 @@ def test_a_stopped_app_never_read_is_unavailable_within_the_deadline(
 BIG_PAGE_ITEMS = 600  # ≈ 2,400 nodes, a 30k-character tree (inside the text budget)
 
 
-@pytest.fixture(scope="module")
-def big_page_url() -> Iterator[str]:
-    rows = "".join(f"<li><button>R{i}</button> t{i}</li>" for i in range(BIG_PAGE_ITEMS))
-    body = (
-        "<!doctype html><html><head><title>Deadline page</title></head><body>"
-        f"<h1>Deadline page</h1><ul>{rows}</ul><p>Last line</p></body></html>"
-    ).encode()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-
-
-@pytest.fixture(scope="module")
-def big_page(desktop: object, big_page_url: str) -> Iterator[apps.App]:
-    if not (shutil.which("chromium") or shutil.which("chromium-browser")):
-        pytest.skip("chromium is not installed")
-    app = apps.launch_chromium(big_page_url)
-    try:
-        yield app
-    finally:
-        app.stop()
+BIG_PAGE = (
+    "<!doctype html><html><head><title>Deadline page</title></head><body>"
+    "<h1>Deadline page</h1><ul>"
+    + "".join(f"<li><button>R{i}</button> t{i}</li>" for i in range(BIG_PAGE_ITEMS))
+    + "</ul><p>Last line</p></body></html>"
+)
+big_page = page_fixture("big_page", BIG_PAGE)
 
 
 @pytest.mark.desktop

@@ -25,9 +25,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from dataclasses import dataclass
 
+from deskpilot.host.atspi.apps import AppStatus
 from deskpilot.host.atspi.client import AtspiClient
 from deskpilot.host.atspi.collect import until
 from deskpilot.host.atspi.combo import ComboParts
@@ -41,7 +43,7 @@ from deskpilot.host.atspi.model import (
 from deskpilot.host.last_trees import LastTrees
 from deskpilot.host.x11.windows import XWindow, executable_of
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
-from deskpilot.protocol.wire import Rect
+from deskpilot.protocol.wire import MAX_TREE_DEADLINE_MS, Rect
 
 log = logging.getLogger("deskpilot.host.accessibility")
 
@@ -51,6 +53,8 @@ FRAME_LOOKUP_TIMEOUT_S = 3.0
 SNAPSHOT_TIMEOUT_S = 15.0
 #: the default deadline of a tree read, from the start of the lookup to the answer
 TREE_DEADLINE_S = 1.5
+#: a tree deadline for every observe of this host that does not give its own (ms)
+TREE_DEADLINE_ENV = "DESKPILOT_TREE_DEADLINE_MS"
 
 
 @dataclass(slots=True)
@@ -84,6 +88,21 @@ class TreeUnavailable:
     reason: str
 
 
+def host_tree_deadline_s() -> float:
+    """This host's tree deadline in seconds: ``DESKPILOT_TREE_DEADLINE_MS``, else
+    ``TREE_DEADLINE_S``; never above ``MAX_TREE_DEADLINE_MS``."""
+    ms: float = TREE_DEADLINE_S * 1000
+    raw = os.environ.get(TREE_DEADLINE_ENV, "").strip()
+    if raw:
+        try:
+            ms = float(raw)
+        except ValueError:
+            log.warning("%s=%r is not a number of ms; using the default", TREE_DEADLINE_ENV, raw)
+        else:
+            ms = ms if ms > 0 else TREE_DEADLINE_S * 1000
+    return min(ms, MAX_TREE_DEADLINE_MS) / 1000
+
+
 def frame_score(frame: FrameInfo, window: XWindow) -> float:
     """Lower is better: title equality first, then how far the extents are from the bounds."""
     score = 0.0
@@ -115,13 +134,22 @@ class Accessibility:
             return None
         return cls(client)
 
-    async def app_names(self) -> dict[int, str]:
+    async def app_statuses(self, wait_s: float) -> dict[int, AppStatus]:
+        """Each app's status by pid (atspi/apps.py ``statuses``): every app answers or is
+        marked silent within ``wait_s``, apart from the registry's and the bus daemon's own
+        round trips; {} when the bus itself does not answer by then."""
         try:
-            apps = await asyncio.wait_for(self.client.applications(), FRAME_LOOKUP_TIMEOUT_S)
+            statuses = await asyncio.wait_for(self.client.app_statuses(wait_s), wait_s + 0.5)
         except Exception as exc:
             log.info("listing AT-SPI applications failed: %s", type(exc).__name__)
             return {}
-        return {int(a.pid): str(a.name) for a in apps}
+        by_pid: dict[int, AppStatus] = {}
+        for status in statuses:
+            # a process with several bus names (rare): an answering one speaks for it
+            seen = by_pid.get(status.pid)
+            if seen is None or (seen.silent_ms is not None and status.silent_ms is None):
+                by_pid[status.pid] = status
+        return by_pid
 
     async def fill_missing_pids(
         self, windows: list[XWindow], timeout: float = FRAME_LOOKUP_TIMEOUT_S
@@ -130,12 +158,14 @@ class Accessibility:
 
         Neither XRes nor ``_NET_WM_PID`` answers for some clients (remote ones, old
         toolkits); the frame with the same title and the closest extents names the process.
+        Only the frames of apps that answer within ``timeout`` are read: a stopped app holds
+        up nothing.
         """
         missing = [w for w in windows if w.pid is None]
         if not missing:
             return
         try:
-            frames = await asyncio.wait_for(self.client.frames(), timeout)
+            frames = await asyncio.wait_for(self.client.answering_frames(timeout), timeout + 0.5)
         except Exception:
             return
         for window in missing:

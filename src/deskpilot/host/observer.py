@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import secrets
 import threading
 import time
@@ -24,10 +23,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from deskpilot.host.accessibility import (
-    TREE_DEADLINE_S,
     Accessibility,
     TreeResult,
     TreeUnavailable,
+    host_tree_deadline_s,
 )
 from deskpilot.host.atspi.model import FrameInfo
 from deskpilot.host.x11.capture import JPEG_QUALITY, Frame, encode_jpeg, encode_png, paint_out
@@ -57,8 +56,6 @@ EARLY_RETRY = 8
 MAX_EARLY_WINDOWS = 64
 DEFAULT_MAX_ELEMENTS = 2000
 DEFAULT_TEXT_BUDGET = 48_000
-#: a tree deadline for every observe of this host that does not give its own (ms)
-TREE_DEADLINE_ENV = "DESKPILOT_TREE_DEADLINE_MS"
 
 
 @dataclass(slots=True)
@@ -365,23 +362,10 @@ class Observer:
 
 def tree_deadline_s(request: Observe) -> float:
     """The observe's tree deadline in seconds: the request's, else this host's
-    (``DESKPILOT_TREE_DEADLINE_MS``), else ``TREE_DEADLINE_S``; never above
-    ``MAX_TREE_DEADLINE_MS``."""
-    ms: float = TREE_DEADLINE_S * 1000
+    (:func:`host_tree_deadline_s`); never above ``MAX_TREE_DEADLINE_MS``."""
     if request.tree_deadline_ms is not None:
-        ms = request.tree_deadline_ms
-    else:
-        raw = os.environ.get(TREE_DEADLINE_ENV, "").strip()
-        if raw:
-            try:
-                ms = float(raw)
-            except ValueError:
-                log.warning(
-                    "%s=%r is not a number of ms; using the default", TREE_DEADLINE_ENV, raw
-                )
-            else:
-                ms = ms if ms > 0 else TREE_DEADLINE_S * 1000
-    return min(ms, MAX_TREE_DEADLINE_MS) / 1000
+        return min(request.tree_deadline_ms, MAX_TREE_DEADLINE_MS) / 1000
+    return host_tree_deadline_s()
 
 
 def tree_read(tree: TreeResult | None, deadline_s: float | None) -> TreeRead:

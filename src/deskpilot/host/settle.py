@@ -191,8 +191,9 @@ class Settler:
 
     async def _toolkit(self, acc: Accessibility, bus_name: str) -> tuple[str, str]:
         """The app's toolkit name (lower case) and version; ("", "") when it cannot be told.
-        Asked once per app: the applications are read already, so this costs one call to
-        the registry."""
+        Asked once per app, of that app only (usually known already from its tree read, so
+        no call at all): another app that is stopped — and would never answer a question to
+        every app — cannot push the acting app back to the 600 ms rule."""
         known = self._toolkits.get(bus_name)
         if known is not None:
             return known
@@ -200,15 +201,14 @@ class Settler:
         if client is None:
             return "", ""
         try:
-            apps = await asyncio.wait_for(client.applications(), TOOLKIT_LOOKUP_S)
+            app = await asyncio.wait_for(client.application(bus_name), TOOLKIT_LOOKUP_S)
         except Exception:
             return "", ""  # not remembered: the next action asks again
-        for app in apps:
-            self._toolkits[app.bus_name] = (
-                (app.toolkit or "").lower(),
-                app.toolkit_version or "",
-            )
-        return self._toolkits.setdefault(bus_name, ("", ""))
+        if app is None:
+            return "", ""
+        found = ((app.toolkit or "").lower(), app.toolkit_version or "")
+        self._toolkits[bus_name] = found
+        return found
 
     async def settle(
         self,

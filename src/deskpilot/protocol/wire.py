@@ -78,6 +78,12 @@ class WindowInfo(WireModel):
     app: AppIdentity = Field(default_factory=AppIdentity)
     #: the window this one is a dialog of (ICCCM WM_TRANSIENT_FOR), "0x…" hex
     transient_for: str | None = None
+    #: only in ``list_windows``: the window's app has left the host's accessibility question
+    #: unanswered for this many ms (stopped, deadlocked, stuck in a long handler), so
+    #: ``app.name`` is what it was last known as (absent if never) and an observe of it
+    #: answers by its deadline from its last complete tree, stale; None: the app answered
+    #: (or has no accessibility tree)
+    app_unresponsive_ms: float | None = None
 
 
 class TargetSpec(WireModel):

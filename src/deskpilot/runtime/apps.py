@@ -53,9 +53,15 @@ class AppEntry:
             return dialogs[0]  # windows are listed topmost first
         return max(shown or self.windows, key=lambda w: w.bounds.width * w.bounds.height)
 
+    def unresponsive_ms(self) -> float | None:
+        """How long the app has left the host's accessibility question unanswered (stopped,
+        hung), when it has; None when it answered."""
+        silent = [w.app_unresponsive_ms for w in self.windows if w.app_unresponsive_ms]
+        return max(silent) if silent else None
+
     def to_json(self) -> dict[str, Any]:
         ident = self.identity
-        return {
+        out: dict[str, Any] = {
             "pid": self.pid,
             "name": ident.name,
             "executable": ident.executable,
@@ -63,6 +69,10 @@ class AppEntry:
             "desktopId": ident.desktop_id,
             "windows": len(self.windows),
         }
+        silent = self.unresponsive_ms()
+        if silent is not None:
+            out["unresponsiveMs"] = silent
+        return out
 
 
 def dialogs_of(windows: list[WindowInfo], window_id: str) -> list[WindowInfo]:

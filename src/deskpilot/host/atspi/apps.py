@@ -5,11 +5,19 @@ needs them (the toolkit picks how the tree is read and how names are cleaned,
 docs/host-tree.md), and asking again would cost round trips each time. The pid is asked
 afresh only where it is the question: whether an element is still the one observed
 (docs/host-tree.md, "Staleness").
+
+A window listing asks every app one question (``Applications.statuses``): its name when it
+was never read, else a ``Peer.Ping``. An app that leaves its question unanswered past the
+listing's bound — stopped (SIGSTOP), deadlocked, stuck in a long handler — is listed with
+what is known of it and how long it has been silent, and the question stays asked: the next
+listing does not wait for it again, and its answer, when the app runs again, fills the name
+in. So one frozen app costs one listing at most that bound, and never the other apps' names.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 from deskpilot.host.atspi.bus import (
@@ -24,6 +32,30 @@ from deskpilot.host.atspi.bus import (
 from deskpilot.host.atspi.model import AppInfo, ElementRef
 from deskpilot.host.atspi.vocab import State, bit, state_mask
 
+I_PEER = "org.freedesktop.DBus.Peer"
+
+
+@dataclass(frozen=True, slots=True)
+class AppStatus:
+    """One app on the bus as a window listing knows it.
+
+    ``info``: its name and toolkit, once it answered (now or in an earlier listing);
+    ``silent_ms``: how long it has left the listing's question unanswered (None: answered).
+    """
+
+    pid: int
+    bus_name: str
+    info: AppInfo | None
+    silent_ms: float | None
+
+
+@dataclass(slots=True)
+class _Question:
+    """A listing's question to one app, kept until it is answered (``sent``: loop time)."""
+
+    sent: float
+    answer: asyncio.Future[object]
+
 
 class Applications:
     """What is known of each app by its bus name: its ``AppInfo`` and its pid."""
@@ -32,6 +64,8 @@ class Applications:
         self._bus = bus
         self._apps: dict[str, AppInfo] = {}
         self._pids: dict[str, int] = {}
+        #: each app's open question from a window listing (``statuses``)
+        self._questions: dict[str, _Question] = {}
 
     async def applications(self, pid: int | None = None) -> list[AppInfo]:
         """Every app the registry lists that answers and has a pid (only ``pid``'s, when
@@ -44,6 +78,58 @@ class Applications:
             refs = [r for r, p in zip(refs, pids, strict=True) if p == pid]
         infos = await asyncio.gather(*(self.info(b, p) for b, p in refs))
         return [i for i in infos if i is not None]
+
+    async def statuses(self, wait_s: float) -> list[AppStatus]:
+        """Every app the registry lists that has a pid, each as far as it answers within
+        ``wait_s``: one question per app (its info when never read, else a ping), all at
+        once. A question an earlier call asked and that is still unanswered is not asked
+        again, and waited for only until ``wait_s`` after it was sent — so an app that does
+        not answer costs one call at most ``wait_s``, and the others are never held up."""
+        body = await self._bus.call(REGISTRY, ROOT_PATH, I_ACCESSIBLE, "GetChildren")
+        refs = [(str(b), str(p)) for b, p in body[0]]
+        pids = await asyncio.gather(*(self.pid(b) for b, _ in refs))
+        on_bus = {b for b, _ in refs}
+        for gone in [b for b in self._questions if b not in on_bus]:
+            del self._questions[gone]
+        loop = asyncio.get_running_loop()
+        asked = [
+            (bus, pid, self._question(bus, path, loop.time()))
+            for (bus, path), pid in zip(refs, pids, strict=True)
+            if pid is not None
+        ]
+        # wait only for questions still inside their own bound: one left unanswered past it
+        # by an earlier listing is not waited for again
+        now = loop.time()
+        waited = [q for _, _, q in asked if not q.answer.done() and q.sent + wait_s > now]
+        if waited:
+            until = max(q.sent for q in waited) + wait_s
+            await asyncio.wait([q.answer for q in waited], timeout=until - now)
+        now = loop.time()
+        return [
+            AppStatus(
+                pid,
+                bus,
+                self._apps.get(bus),
+                None if q.answer.done() else round((now - q.sent) * 1000, 1),
+            )
+            for bus, pid, q in asked
+        ]
+
+    def _question(self, bus: str, path: str, now: float) -> _Question:
+        """The app's open question, else a new one: its info when it was never read (a name
+        for the listing), else a ping (does it answer at all?)."""
+        question = self._questions.get(bus)
+        if question is not None and not question.answer.done():
+            return question
+        if bus in self._apps:
+            ask: Any = self._bus.call(bus, "/", I_PEER, "Ping")
+        else:
+            ask = self.info(bus, path)
+        answer: asyncio.Future[object] = asyncio.ensure_future(ask)
+        answer.add_done_callback(_retrieved)
+        question = _Question(now, answer)
+        self._questions[bus] = question
+        return question
 
     def known(self, bus: str) -> AppInfo | None:
         """The app's info if it was already read (no call)."""
@@ -118,3 +204,10 @@ class Applications:
         if state_mask(state[0]) & bit(State.DEFUNCT):
             return False
         return pid is not None and pid == element.pid
+
+
+def _retrieved(future: asyncio.Future[object]) -> None:
+    """An answer nobody may be waiting for any more: its error is read, never logged as
+    "never retrieved" (an app that left the bus answers with one)."""
+    if not future.cancelled():
+        future.exception()

@@ -20,8 +20,8 @@ import os
 from dbus_fast.aio import MessageBus
 
 from deskpilot.host.atspi.app_events import AppEvents
-from deskpilot.host.atspi.apps import Applications
-from deskpilot.host.atspi.bus import Conn
+from deskpilot.host.atspi.apps import Applications, AppStatus
+from deskpilot.host.atspi.bus import ROOT_PATH, Conn
 from deskpilot.host.atspi.combo import ComboParts
 from deskpilot.host.atspi.connections import Connections, open_buses
 from deskpilot.host.atspi.element_reads import ElementReads
@@ -99,9 +99,22 @@ class AtspiClient:
     async def applications(self) -> list[AppInfo]:
         return await self._apps.applications()
 
+    async def application(self, bus_name: str) -> AppInfo | None:
+        """One app's name, toolkit and pid (asked once, then remembered); None when it does
+        not answer with them. Asks only that app: another app that is stopped costs nothing."""
+        return await self._apps.info(bus_name, ROOT_PATH)
+
+    async def app_statuses(self, wait_s: float) -> list[AppStatus]:
+        """Every app on the bus as far as it answers within ``wait_s`` (see apps.py)."""
+        return await self._apps.statuses(wait_s)
+
     async def frames(self, pid: int | None = None) -> list[FrameInfo]:
         """Top-level frames/windows/dialogs of every app (or of one process)."""
         return await self._frames.frames(pid)
+
+    async def answering_frames(self, wait_s: float) -> list[FrameInfo]:
+        """The top-level frames of the apps that answer within ``wait_s``."""
+        return await self._frames.answering(wait_s)
 
     # ------------------------------------------------------------------ snapshot
 

@@ -44,6 +44,24 @@ class FrameLookup:
         per_app = await asyncio.gather(*(self._frames_of(a) for a in apps))
         return [f for fs in per_app for f in fs]
 
+    async def answering(self, wait_s: float) -> list[FrameInfo]:
+        """The top-level frames of the apps that answer within ``wait_s`` of this call; an
+        app that does not (stopped, hung) is left out instead of holding the others up."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + wait_s
+        statuses = await self._apps.statuses(wait_s)
+        reads = [
+            asyncio.ensure_future(self._frames_of(s.info))
+            for s in statuses
+            if s.silent_ms is None and s.info is not None
+        ]
+        if not reads:
+            return []
+        done, pending = await asyncio.wait(reads, timeout=max(0.0, end - loop.time()))
+        for read in pending:
+            read.cancel()
+        return [f for read in done if read.exception() is None for f in read.result()]
+
     async def _frames_of(self, app: AppInfo) -> list[FrameInfo]:
         try:
             body = await self._bus.call(app.bus_name, app.path, I_ACCESSIBLE, "GetChildren")
