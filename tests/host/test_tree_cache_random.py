@@ -13,8 +13,9 @@ match — a stale cache never heals by waiting, since it learns of changes only 
   relabelled, widgets hidden, shown, added, removed and moved, check buttons toggled, entry
   texts set, on a line on its stdin.
 
-``DESKPILOT_CACHE_STEPS`` (default 150) sets the steps per app; each step makes up to three
-changes. ``DESKPILOT_CACHE_SEED`` picks the seed (default: random, printed on failure).
+``DESKPILOT_CACHE_STEPS`` (default 1,000 per app: 2,000 steps in CI, ~3 min) sets the steps
+per app; each step makes up to three changes. ``DESKPILOT_CACHE_SEED`` picks the seed (default:
+random, printed on failure).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from deskpilot.host.atspi import AtspiClient, FrameInfo, SemanticOp, TreeSnapsho
 
 pytestmark = pytest.mark.desktop
 
-STEPS = int(os.environ.get("DESKPILOT_CACHE_STEPS", "150"))
+STEPS = int(os.environ.get("DESKPILOT_CACHE_STEPS", "1000"))
 SEED = int(os.environ.get("DESKPILOT_CACHE_SEED", str(random.randrange(1 << 30))))
 
 PAGE = """<!doctype html><html><head><title>Mutating page</title></head><body>
