@@ -21,6 +21,7 @@ import asyncio
 import dataclasses
 import hashlib
 import time
+from collections.abc import Callable
 from typing import Final
 
 from deskpilot.host.atspi import collect
@@ -129,38 +130,53 @@ class Snapshots:
             t0 = time.perf_counter()
             conn = await collect.until(self._connections.conn_for(root.bus_name), deadline)
             chromium = await self._chromium(root)
-            # Chromium changes its tree's shape without events: a hit or patch of it needs the
-            # kept nodes to still be its tree. That check (one GetMatches, the largest part of
-            # a Chromium hit) goes out at once, beside the plan's calls, not after them.
-            shape = (
-                asyncio.ensure_future(same_shape(conn, entry.nodes, limit))
-                if chromium and cache.enabled and entry.snapshot is not None and entry.conn is conn
-                else None
-            )
-            if shape is not None:
-                shape.add_done_callback(_retrieved)
+            # Chromium changes its tree's shape without events: a hit or patch of it stands
+            # only if the kept nodes are still exactly its tree (one GetMatches, ~7 ms of
+            # Chromium's time on 1,733 nodes: most of a hit). It is sent once the plan's and
+            # the patch's own small calls are answered, so that Chromium computes it while we
+            # render the patch.
+            shape: list[asyncio.Future[bool]] = []
+
+            def check_shape() -> None:
+                if chromium and not shape:
+                    shape.append(asyncio.ensure_future(same_shape(conn, entry.nodes, limit)))
+                    shape[0].add_done_callback(_retrieved)
+
             try:
-                plan = await collect.until(
-                    self._plan(cache, entry, root, conn, chromium, shape), deadline
-                )
+                plan = await collect.until(self._plan(cache, entry, root, conn, chromium), deadline)
                 plan_ms = _ms_since(t0)
                 served: TreeSnapshot | None = None
                 try:
                     if plan.kind == "hit":
+                        check_shape()
                         served = await collect.until(self._hit(entry, conn, origin), deadline)
                     elif plan.kind == "patched":
                         served = await collect.until(
                             self._patch(
-                                entry, plan, conn, origin, max_elements, text_budget, max_children
+                                entry,
+                                plan,
+                                conn,
+                                origin,
+                                max_elements,
+                                text_budget,
+                                max_children,
+                                before_render=check_shape,
                             ),
                             deadline,
                         )
+                    if served is not None and shape:
+                        t1 = time.perf_counter()
+                        if await collect.until(shape[0], deadline):
+                            served.timings_ms["shape_wait"] = _ms_since(t1)
+                        else:
+                            entry.drop()
+                            served, plan = None, dataclasses.replace(plan, kind="full", dirt=None)
                 except BaseException:
                     entry.drop()  # a patch may have changed some nodes and not others
                     raise
             finally:
-                if shape is not None and not shape.done():
-                    shape.cancel()
+                if shape and not shape[0].done():
+                    shape[0].cancel()
             if served is not None:
                 cache.served(entry, plan, served)
                 timings = {"plan": plan_ms, **served.timings_ms, "total": _ms_since(t0)}
@@ -174,17 +190,11 @@ class Snapshots:
             return dataclasses.replace(snap, cache_state=kind, cache_note=note or plan.note)
 
     async def _plan(
-        self,
-        cache: TreeCache,
-        entry: Entry,
-        root: NodeRef,
-        conn: Conn,
-        chromium: bool,
-        shape: asyncio.Future[bool] | None,
+        self, cache: TreeCache, entry: Entry, root: NodeRef, conn: Conn, chromium: bool
     ) -> Plan:
-        """The cache's plan, made a full read when the focus moved to a node not kept or
-        (Chromium) the tree's shape is not the kept one; a patch of the nodes whose focus
-        changed otherwise."""
+        """The cache's plan, made a full read when the focus moved to a node not kept; a
+        patch of the nodes whose focus changed otherwise. (A Chromium hit or patch also
+        needs its shape checked: the caller does, see ``_snapshot``.)"""
         plan = await cache.plan(entry, root.bus_name, conn)
         if plan.kind not in ("hit", "patched") or entry.snapshot is None:
             return plan
@@ -192,7 +202,7 @@ class Snapshots:
         # its cache, but it has Collection)
         collection = entry.snapshot.strategy == "collection" or chromium
         moved = await focus_moved(conn, entry.nodes, entry.index, collection)
-        if moved is None or (chromium and (shape is None or not await shape)):
+        if moved is None:
             return dataclasses.replace(plan, kind="full", dirt=None)
         return cache.also(plan, moved) if moved else plan
 
@@ -236,9 +246,12 @@ class Snapshots:
         max_elements: int,
         text_budget: int,
         max_children: int,
+        before_render: Callable[[], None] | None = None,
     ) -> TreeSnapshot | None:
         """The kept tree with the nodes events marked dirty read again (atspi/tree_patch.py),
-        then rendered and finished as a full read is; None when a patch would not be exact."""
+        then rendered and finished as a full read is; None when a patch would not be exact.
+        ``before_render`` is called once the re-reads are back (the caller's moment to send
+        a check it wants answered while we render)."""
         snap = entry.snapshot
         if snap is None or snap.root is None:
             return None
@@ -274,6 +287,8 @@ class Snapshots:
         await _enrich(conn, nodes, todo, info, keep)
         entry.derived = entry.derived or keep.derived
         timings = {"patch_read": _ms_since(t0)}
+        if before_render is not None:
+            before_render()
         t1 = time.perf_counter()
         gtk4 = bool(info and info.toolkit == "GTK" and (info.toolkit_version or "").startswith("4"))
         out = render(
