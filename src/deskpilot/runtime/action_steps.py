@@ -62,6 +62,7 @@ async def run_step(
                     kind,
                     ActionOutcome.CALL_RETURNED,
                     method=gate.result.method,
+                    wait_bound=gate.result.wait_bound,
                     healed=healed,
                     risk=gate.risk.label,
                     action_id=gate.action_id,

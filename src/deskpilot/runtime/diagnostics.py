@@ -132,11 +132,17 @@ class StepRecord:
     #: the kernel's rating of it (L0–L4) and its ledger row, once it was rated and recorded
     risk: str | None = None
     action_id: str | None = None
+    #: what ended the host's wait for the UI to settle after it (``ActionResult.wait_bound``:
+    #: ``event``, ``toolkit_gtk``, ``toolkit_none``, ``first_event``, ``pixels``, ``budget``);
+    #: None when there was no wait
+    wait_bound: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "outcome": self.outcome.value}
         if self.method:
             out["method"] = self.method
+        if self.wait_bound:
+            out["waitBound"] = self.wait_bound
         if self.risk:
             out["risk"] = self.risk
         if self.code:

@@ -13,7 +13,7 @@ import contextlib
 from dataclasses import dataclass, replace
 from typing import Any
 
-from deskpilot.kernel.broker.records import blocked_error, observed, outcome
+from deskpilot.kernel.broker.records import blocked_error, executed, observed, outcome
 from deskpilot.kernel.policy import PolicyDecision
 from deskpilot.kernel.rollout import RolloutController
 from deskpilot.kernel.session_manager import SessionManager
@@ -135,7 +135,7 @@ class Ledger:
                 session_id,
                 EventType.ACTION_EXECUTED,
                 action_id=aid,
-                payload={"kind": kind, "method": result.method, "risk": decision.risk.label},
+                payload=executed(kind, result, decision.risk.label),
                 conn=conn,
             )
             self.sessions.rows.count_step(session_id, noop=noop, conn=conn)

@@ -90,6 +90,17 @@ def outcome(result: ActionResult) -> dict[str, Any]:
     return out
 
 
+def executed(kind: str, result: ActionResult, risk: str) -> dict[str, Any]:
+    """The ``action_executed`` payload: the kind, how it ran, its level, and what ended the
+    host's wait for the UI to settle (``waitBound``, when there was a wait) — so a person
+    reading the timeline sees whether an action that changed nothing waited for its
+    toolkit, for events, or ran out of budget."""
+    out: dict[str, Any] = {"kind": kind, "method": result.method, "risk": risk}
+    if result.wait_bound is not None:
+        out["waitBound"] = result.wait_bound
+    return out
+
+
 def observed(obs: ObservationBody) -> dict[str, Any]:
     """The timeline payload of an observation: identity and size, never its text or pixels."""
     return {
