@@ -13,9 +13,15 @@ before and after each part.
    — a bare desktop, then with gnome-calculator, then with Chromium on a local page.
 3. the starter suite with the reference solver (``tests/eval/reference_solver.py``) for each
    ``--desktops`` value: wall time, the sum of task times, their ratio, peak memory per task.
+4. ``--engines threads,ray``: the same tasks on the same number of desktops with each engine,
+   the engines interleaved round by round (so both see the same load): the time until the
+   results are shown (what a person waits for: Ray's start included, its shutdown comes
+   after), until the process exits, the run's own wall, Ray's start; medians and ratios.
 
 Run (from the repo root): ``DESKPILOT_HOST_LOCAL_TRUST=1 .venv/bin/python
-benchmarks/eval_bench.py --rounds 5 --desktops 1,2,4`` (``--tasks a,b`` for fewer tasks).
+benchmarks/eval_bench.py --rounds 5 --desktops 1,2,4`` (``--tasks a,b`` for fewer tasks);
+the engines alone: ``… benchmarks/eval_bench.py --only-engines --engines threads,ray
+--engine-rounds 3`` (``--engine-desktops 2``, ``--engine-tasks`` three starter tasks by default).
 """
 
 from __future__ import annotations
@@ -156,6 +162,8 @@ def suite_runs(desktops: list[int], tasks: str | None) -> None:
                 str(Path(sys.executable).with_name("deskpilot")),
                 "eval",
                 str(ROOT / "suites" / "starter.json"),
+                "--engine",
+                "threads",  # the engines are compared apart (engine_runs)
                 "--desktops",
                 str(n),
                 "--agent",
@@ -187,20 +195,111 @@ def suite_runs(desktops: list[int], tasks: str | None) -> None:
             )
 
 
+def engine_runs(engines: list[str], tasks: str, desktops: int, rounds: int) -> None:
+    """Each engine on the same tasks, interleaved round by round; medians and the ratio."""
+    agent = "mcp:" + shlex.join([sys.executable, str(SOLVER)])
+    print(
+        f"## engines {', '.join(engines)}: tasks {tasks}, --desktops {desktops}, "
+        f"{rounds} rounds interleaved; load {load()}"
+    )
+    rows: dict[str, dict[str, list[float]]] = {e: {} for e in engines}
+    for r in range(rounds):
+        for engine in engines:
+            with tempfile.TemporaryDirectory(prefix="eval-bench-engine-") as tmp:
+                before = load()
+                argv = [
+                    str(Path(sys.executable).with_name("deskpilot")),
+                    "eval",
+                    str(ROOT / "suites" / "starter.json"),
+                    "--engine",
+                    engine,
+                    "--desktops",
+                    str(desktops),
+                    "--tasks",
+                    tasks,
+                    "--agent",
+                    agent,
+                    "--out",
+                    tmp,
+                    "--json",
+                ]
+                t0 = time.monotonic()
+                proc = subprocess.Popen(
+                    argv,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                    env=dict(os.environ),
+                )
+                assert proc.stdout is not None
+                proc.stdout.readline()  # --json: the path of results.json, once it is final
+                shown = time.monotonic() - t0
+                proc.wait()
+                elapsed = time.monotonic() - t0
+                data = json.loads((Path(tmp) / "results.json").read_text())
+            tot = data["totals"]
+            for t in data["tasks"]:
+                if t["outcome"] != "passed":
+                    said = t["error"] or json.dumps(t["verification"])[:300]
+                    print(f"  {engine} {t['id']}: {t['outcome']}: {said}")
+            start = float(data["engine"].get("startS") or 0.0)
+            got = rows[engine]
+            for key, value in (
+                ("shown", shown),
+                ("process", elapsed),
+                ("wall", float(data["wallS"])),
+                ("start", start),
+                ("sum", float(tot["sumTaskS"])),
+            ):
+                got.setdefault(key, []).append(value)
+            print(
+                f"round {r + 1} {engine}: exit {proc.returncode}, {tot['passed']}/{tot['tasks']} "
+                f"passed; results shown {shown:.1f} s, process {elapsed:.1f} s, run wall "
+                f"{data['wallS']:.1f} s, Ray start {start:.2f} s (driver waited "
+                f"{data['engine'].get('waitS', 0):.2f} s), sum of task times "
+                f"{tot['sumTaskS']:.1f} s; load {before} → {load()}"
+            )
+    medians = {e: {k: statistics.median(v) for k, v in rows[e].items()} for e in engines}
+    for engine, m in medians.items():
+        print(
+            f"{engine}: median results shown {m['shown']:.1f} s, process {m['process']:.1f} s, "
+            f"run wall {m['wall']:.1f} s, "
+            f"engine start {m['start']:.2f} s, sum of task times {m['sum']:.1f} s"
+        )
+    if len(engines) == 2:
+        a, b = engines
+        print(
+            f"{b} ÷ {a}: results shown {medians[b]['shown'] / medians[a]['shown']:.2f}, "
+            f"process {medians[b]['process'] / medians[a]['process']:.2f}, "
+            f"run wall {medians[b]['wall'] / medians[a]['wall']:.2f}"
+        )
+    print(f"load after: {load()}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--desktops", default="1,2,4", help="comma-separated --desktops values")
     ap.add_argument("--tasks", default=None, help="only these starter tasks (a,b)")
     ap.add_argument("--skip-suite", action="store_true")
+    ap.add_argument("--engines", default="threads,ray", help="engines to compare (part 4)")
+    ap.add_argument("--engine-rounds", type=int, default=3)
+    ap.add_argument("--engine-desktops", type=int, default=2)
+    ap.add_argument("--engine-tasks", default="zenity-entry-name,zenity-scale,calculator-add")
+    ap.add_argument("--only-engines", action="store_true", help="part 4 only")
     args = ap.parse_args()
     for key in PERSON_KEYS:
         os.environ.pop(key, None)  # every part runs on its own private desktops
     print(f"cores {os.cpu_count()}, load {load()}")
-    start_to_observation(args.rounds)
-    memory()
-    if not args.skip_suite:
-        suite_runs([int(n) for n in args.desktops.split(",")], args.tasks)
+    if not args.only_engines:
+        start_to_observation(args.rounds)
+        memory()
+        if not args.skip_suite:
+            suite_runs([int(n) for n in args.desktops.split(",")], args.tasks)
+    if args.engines:
+        engine_runs(
+            args.engines.split(","), args.engine_tasks, args.engine_desktops, args.engine_rounds
+        )
 
 
 if __name__ == "__main__":

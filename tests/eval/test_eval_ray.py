@@ -1,8 +1,8 @@
-"""``deskpilot eval --engine ray`` on a real, local multi-process Ray: the embedded Ray with two
-desktop actors runs tasks of the starter suite with the reference solver; an actor killed
-(SIGKILL) mid-task loses only that attempt — its processes are swept, the task runs once more
-on another actor and its record says so; ``--ray ADDRESS`` joins a ``ray start --head``
-cluster on loopback started here."""
+"""``deskpilot eval``'s Ray engine on a real, local multi-process Ray: the default engine (no
+``--engine``: an embedded Ray) with two desktop actors runs tasks of the starter suite with the
+reference solver; an actor killed (SIGKILL) mid-task loses only that attempt — its processes
+are swept, the task runs once more on another actor and its record says so; ``--ray ADDRESS``
+joins a ``ray start --head`` cluster on loopback started here."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ import pytest
 
 pytest.importorskip("ray")
 
+from deskpilot.eval import procfs
 from deskpilot.eval.ray_engine import ACTOR_TOKEN, actor_base_env, actor_worker_config
 
 pytestmark = [pytest.mark.desktop]
@@ -49,34 +50,29 @@ def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**env, **(extra or {})}
 
 
+def eval_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
+    """``deskpilot eval`` on the starter suite, as a person runs it."""
+    return subprocess.run(
+        [str(BIN / "deskpilot"), "eval", str(STARTER), *args],
+        env=env or cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 def results(out: Path) -> dict[str, Any]:
     data = json.loads((out / "results.json").read_text())
     assert isinstance(data, dict)
     return data
 
 
-def _environ(pid: int) -> list[bytes]:
-    try:
-        return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return []
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
 def _with_token(token: str) -> list[int]:
     mark = f"{ACTOR_TOKEN}={token}".encode()
-    return [
-        int(p.name)
-        for p in Path("/proc").iterdir()
-        if p.name.isdigit() and _alive(int(p.name)) and mark in _environ(int(p.name))
-    ]
+    return [p for p in procfs.user_pids() if not procfs.is_zombie(p) and mark in procfs.environ(p)]
 
 
 class ActorKiller(threading.Thread):
@@ -100,7 +96,9 @@ class ActorKiller(threading.Thread):
                     parent = (Path(f"/proc/{ppid}") / "cmdline").read_bytes()
                 except (OSError, ValueError, IndexError):
                     continue
-                token = [e for e in _environ(int(entry.name)) if e.startswith(ACTOR_TOKEN.encode())]
+                token = [
+                    e for e in procfs.environ(int(entry.name)) if e.startswith(ACTOR_TOKEN.encode())
+                ]
                 if not token or not parent.startswith(b"ray::DesktopActor"):
                     continue
                 time.sleep(1.5)  # the task is under way: its setup, its agent
@@ -122,27 +120,9 @@ def lost_actor_run(
     killer = ActorKiller()
     killer.start()
     try:
-        proc = subprocess.run(
-            [
-                str(BIN / "deskpilot"),
-                "eval",
-                str(STARTER),
-                "--engine",
-                "ray",
-                "--desktops",
-                "2",
-                "--tasks",
-                TASKS,
-                "--agent",
-                solver_agent(),
-                "--out",
-                str(out),
-            ],
-            env=cli_env(),
-            capture_output=True,
-            text=True,
-            timeout=240,
-            stdin=subprocess.DEVNULL,
+        # no --engine: the default engine is the embedded Ray
+        proc = eval_cli(
+            "--desktops", "2", "--tasks", TASKS, "--agent", solver_agent(), "--out", str(out)
         )
     finally:
         killer.stop.set()
@@ -160,6 +140,8 @@ def test_tasks_run_on_two_ray_actors_and_pass(
     data = results(out)
     assert data["engine"]["kind"] == "ray" and data["engine"]["address"] == "embedded"
     assert data["engine"]["nodes"] == 1 and data["engine"]["startS"] > 0
+    # Ray was started while the driver prepared: the driver waited at most its whole start
+    assert 0 <= data["engine"]["waitS"] <= data["engine"]["startS"] + 0.5
     assert data["engine"]["cpus"] == 2 and data["engine"]["slots"] == 2  # sized to --desktops
     assert data["desktops"] == 2
     assert data["totals"]["tasks"] == 3 and data["totals"]["passed"] == 3
@@ -189,53 +171,21 @@ def test_a_lost_actors_task_is_retried_once_on_another_and_reported(
     assert (out / "tasks" / f"{task['id']}.lost").is_dir()
     assert (out / "tasks" / task["id"] / "work").is_dir()
     # the dead actor's desktop and every process it started were ended by the sweep
-    assert not _alive(killed["xvfb"])
+    assert procfs.is_zombie(killed["xvfb"])  # ended (or gone)
     assert _with_token(killed["token"]) == []
     assert "processes ended" in task["retriedAfter"]
     assert "(retried)" in shown  # the table marks it
 
 
 def test_an_unknown_engine_or_a_dead_address_is_a_usage_error(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [
-            str(BIN / "deskpilot"),
-            "eval",
-            str(STARTER),
-            "--engine",
-            "dask",
-            "--agent",
-            "mcp:true",
-            "--out",
-            str(tmp_path),
-        ],
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
+    out = ("--out", str(tmp_path))
+    proc = eval_cli("--engine", "dask", "--agent", "mcp:true", *out, timeout=60)
     assert proc.returncode == 2 and "--engine is threads or ray, not 'dask'" in proc.stderr
-    assert not (tmp_path / "results.json").exists()
+    proc = eval_cli("--engine", "threads", "--ray", "127.0.0.1:1", "--agent", "mcp:true", *out)
+    assert proc.returncode == 2 and "not with --engine threads" in proc.stderr
     port = _free_port()  # nothing listens there
-    proc = subprocess.run(
-        [
-            str(BIN / "deskpilot"),
-            "eval",
-            str(STARTER),
-            "--ray",
-            f"127.0.0.1:{port}",
-            "--agent",
-            "mcp:true",
-            "--tasks",
-            "zenity-entry-name",
-            "--out",
-            str(tmp_path),
-        ],
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
+    proc = eval_cli(
+        "--ray", f"127.0.0.1:{port}", "--agent", "mcp:true", "--tasks", "zenity-entry-name", *out
     )
     assert proc.returncode == 2 and f"nothing answers at 127.0.0.1:{port}" in proc.stderr
     assert not (tmp_path / "results.json").exists()
@@ -271,7 +221,7 @@ def _end_cluster(temp_dir: Path) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
         deadline = time.monotonic() + 5
-        while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        while not all(procfs.is_zombie(p) for p in pids) and time.monotonic() < deadline:
             time.sleep(0.2)
 
 
@@ -302,26 +252,18 @@ def test_ray_address_joins_a_running_cluster(tmp_path: Path) -> None:
             timeout=90,
             stdin=subprocess.DEVNULL,
         )
-        proc = subprocess.run(
-            [
-                str(BIN / "deskpilot"),
-                "eval",
-                str(STARTER),
-                "--ray",
-                f"127.0.0.1:{port}",
-                "--tasks",
-                "zenity-entry-name",
-                "--agent",
-                solver_agent(),
-                "--out",
-                str(out),
-                "--json",
-            ],
+        proc = eval_cli(
+            "--ray",
+            f"127.0.0.1:{port}",
+            "--tasks",
+            "zenity-entry-name",
+            "--agent",
+            solver_agent(),
+            "--out",
+            str(out),
+            "--json",
             env=env,
-            capture_output=True,
-            text=True,
             timeout=180,
-            stdin=subprocess.DEVNULL,
         )
         data = results(out)
         assert proc.returncode == 0, (proc.stderr[-3000:], data["tasks"])

@@ -40,7 +40,7 @@ def eval_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
     env["DESKPILOT_HOST_LOCAL_TRUST"] = "1"  # the test install is not a signed one
     return subprocess.run(
-        [DESKPILOT, "eval", *args],
+        [DESKPILOT, "eval", "--engine", "threads", *args],  # not a test of Ray (test_eval_ray)
         env=env,
         capture_output=True,
         text=True,

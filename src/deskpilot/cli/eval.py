@@ -13,6 +13,8 @@ are ended and their desktops torn down; ``--resume`` continues).
 from __future__ import annotations
 
 import os
+import signal
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,10 +28,11 @@ from rich.text import Text
 from deskpilot.eval.agents import AgentSpec
 from deskpilot.eval.capacity import CapacityError, Machine
 from deskpilot.eval.results import TaskRecord
-from deskpilot.eval.suite import SuiteError, SuiteTask, load_suite
+from deskpilot.eval.suite import Suite, SuiteError, SuiteTask, load_suite
 
 if TYPE_CHECKING:  # the engine pulls in the runtime: loaded only when eval runs
     from deskpilot.eval.engine import Progress
+    from deskpilot.eval.ray_start import RayStart
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -92,33 +95,40 @@ def _host_command(text: str | None, console: Console) -> tuple[str, ...] | None:
         raise typer.Exit(EXIT_USAGE) from None
 
 
-def remote_refusal(
-    host_command: str | None, desktops: int, engine: str, tasks: list[SuiteTask]
-) -> str | None:
-    """Why ``--host-command`` cannot run this eval consistently (None = it can). The agent's
-    server and the checks drive the remote's one desktop, but a task's setup runs here, on
-    its fresh private desktop: several desktops (or Ray actors on other nodes) would share
-    the one remote desktop, and a launched app or opened page would be on a desktop nobody
-    acts on or checks (docs/eval.md, "A host on another machine")."""
+def remote_refusal(host_command: str | None, engine: str, agent: AgentSpec) -> str | None:
+    """Why ``--host-command`` cannot run this eval (None = it can). Each task's desktop, its
+    setup and its check run on the remote machine (docs/eval.md, "Desktops on another
+    machine"); what cannot follow them there is refused."""
     if host_command is None:
         return None
     if engine == "ray":
-        return "--host-command cannot be used with Ray (--engine ray / --ray): use --desktops 1"
-    if desktops > 1:
         return (
-            "--host-command names one remote desktop: it cannot be used with "
-            f"--desktops {desktops} (use --desktops 1)"
+            "--host-command runs each task's desktop on the remote machine, driven over ssh "
+            "from this one by the thread engine: it cannot be used with --engine ray / --ray "
+            "(Ray places desktops on its own nodes)"
         )
-    local = [t.id for t in tasks if t.setup.launch or t.setup.open_url]
-    if local:
+    if agent.kind == "operator":
         return (
-            "--host-command: the setup of "
-            + ", ".join(local[:5])
-            + (" …" if len(local) > 5 else "")
-            + " starts apps on this machine's private desktop, which the remote host does not "
-            "show; choose tasks without setup apps (--tasks)"
+            "--host-command with --agent operator: the operator (deskpilot run) drives a host "
+            "on this machine only; use --agent mcp:COMMAND (its server runs the host over "
+            "ssh) or --agent none"
         )
     return None
+
+
+def choose_engine(engine: str | None, ray_address: str | None, host_command: str | None) -> str:
+    """The engine a run uses: an embedded Ray by default (``--ray ADDRESS``: that cluster),
+    the thread engine when asked for or with ``--host-command`` (its desktops are on the
+    remote machine, not on Ray's nodes)."""
+    if engine is not None and engine not in ("threads", "ray"):
+        raise ValueError(f"--engine is threads or ray, not {engine!r}")
+    if ray_address is not None:
+        if engine == "threads":
+            raise ValueError("--ray ADDRESS joins a Ray cluster: not with --engine threads")
+        return "ray"
+    if engine is not None:
+        return engine
+    return "threads" if host_command is not None else "ray"
 
 
 def eval_suite(
@@ -143,13 +153,15 @@ def eval_suite(
     host_command: str | None = typer.Option(
         None,
         "--host-command",
-        help='run the hosts over ssh: "ssh user@box deskpilot-host" (no shell; docs/host.md)',
+        help='each task\'s desktop on another machine, over ssh: "ssh user@box deskpilot-host" '
+        "(no shell; docs/eval.md)",
     ),
-    engine: str = typer.Option(
-        "threads",
+    engine: str | None = typer.Option(
+        None,
         "--engine",
-        help="threads (a thread per desktop, this machine) or ray (a Ray actor per desktop; "
-        "an embedded local Ray unless --ray).",
+        help="ray (the default: a Ray actor per desktop, on an embedded local Ray unless "
+        "--ray) or threads (a thread per desktop in this process: less to start on a small "
+        "machine; the default with --host-command).",
     ),
     ray_address: str | None = typer.Option(
         None, "--ray", help="Join this Ray cluster (ADDRESS, e.g. 127.0.0.1:6379): --engine ray."
@@ -172,20 +184,19 @@ def eval_suite(
         suite = load_suite(suite_path)
         chosen = suite.select([t for t in (tasks or "").split(",") if t.strip()] or None)
         spec = AgentSpec.parse(agent)
-        if ray_address is not None:
-            engine = "ray"
-        if engine not in ("threads", "ray"):
-            raise ValueError(f"--engine is threads or ray, not {engine!r}")
+        engine = choose_engine(engine, ray_address, host_command)
         if ray_address is not None and spec.kind == "operator" and not send_provider_key:
             # the key is in the actors' constructor argument: Ray ships it to every node
             raise ValueError(
                 "--ray ADDRESS with --agent operator sends the decision model's API key to "
                 "the cluster's machines: add --send-provider-key to allow it"
             )
-        refused = remote_refusal(host_command, desktops, engine, chosen)
+        refused = remote_refusal(host_command, engine, spec)
         if refused is not None:
             raise ValueError(refused)
-        if ray_address is None:  # a cluster's desktops run on its nodes, not here
+        parsed_host = _host_command(host_command, console)
+        if ray_address is None and parsed_host is None:
+            # a cluster's desktops run on its nodes, --host-command's on the remote machine
             Machine.here().check(desktops)
     except (SuiteError, ValueError) as exc:  # CapacityError is a ValueError
         kind = "capacity" if isinstance(exc, CapacityError) else "usage"
@@ -194,6 +205,65 @@ def eval_suite(
     if resume and out is None:
         console.print("[red]error:[/red] --resume needs the --out of the earlier run")
         raise typer.Exit(EXIT_USAGE)
+    ray_start: RayStart | None = None
+    if engine == "ray":
+        # Ray starts (2-5 s) while this process resolves the model, imports the engine and
+        # plans the runs (eval/ray_start.py)
+        from deskpilot.eval.ray_start import RayStart
+
+        ray_start = RayStart(ray_address, desktops)
+    try:
+        _run_and_show(
+            console,
+            suite,
+            suite_path,
+            chosen,
+            spec,
+            engine,
+            ray_address,
+            ray_start,
+            desktops=desktops,
+            provider=provider,
+            repeat=repeat,
+            out=out,
+            resume=resume,
+            as_json=as_json,
+            host_command=parsed_host,
+        )
+    finally:
+        if ray_start is not None:
+            ray_start.close()  # after the results were shown
+
+
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM ends a run the way Ctrl-C does: the agents stopped, the desktops torn down,
+    the runs recorded (``--resume`` continues) — not a process killed with its desktops
+    left behind."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+def _run_and_show(
+    console: Console,
+    suite: Suite,
+    suite_path: Path,
+    chosen: list[SuiteTask],
+    spec: AgentSpec,
+    engine: str,
+    ray_address: str | None,
+    ray_start: RayStart | None,
+    *,
+    desktops: int,
+    provider: str | None,
+    repeat: int,
+    out: Path | None,
+    resume: bool,
+    as_json: bool,
+    host_command: tuple[str, ...] | None,
+) -> None:
     provider_vars: dict[str, str] = {}
     if spec.kind == "operator":
         from deskpilot.eval.provider_env import provider_env, resolve_provider
@@ -215,7 +285,7 @@ def eval_suite(
         out_dir=out.resolve(),
         base_env=dict(os.environ),
         provider_env=provider_vars,
-        host_command=_host_command(host_command, console),
+        host_command=host_command,
     )
     slots = desktops
     live: Live | None = None
@@ -248,9 +318,10 @@ def eval_suite(
         if engine == "ray":
             from deskpilot.eval.ray_engine import run_eval_ray
 
-            return run_eval_ray(options, ray_address)
+            return run_eval_ray(options, ray_address, ray_start)
         return run_eval(options)
 
+    _interrupt_on_sigterm()
     try:
         if as_json:
             outcome = run()
@@ -267,6 +338,8 @@ def eval_suite(
     else:
         Console().print(_table(outcome.records))
         console.print(f"results: {outcome.results_path} (wall {outcome.wall_s:.1f} s)")
+    sys.stdout.flush()
+    outcome.close()  # Ray's shutdown, once the results are out
     if outcome.interrupted:
         console.print(f"interrupted: continue with --resume --out {out}", highlight=False)
         raise typer.Exit(EXIT_INTERRUPTED)

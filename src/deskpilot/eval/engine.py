@@ -79,10 +79,18 @@ class EvalOutcome:
     wall_s: float
     skipped: int
     interrupted: bool = False
+    #: what is left to end once the results are shown (the Ray engine's shutdown)
+    closer: Callable[[], None] | None = None
 
     @property
     def ok(self) -> bool:
         return all(r.outcome == "passed" for r in self.records)
+
+    def close(self) -> None:
+        """End what the engine kept running for after the results (idempotent)."""
+        closer, self.closer = self.closer, None
+        if closer is not None:
+            closer()
 
 
 def sha256_of(path: Path) -> str:

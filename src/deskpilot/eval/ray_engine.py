@@ -6,9 +6,10 @@ of a task all run on the actor's node. The driver (``deskpilot eval``) hands the
 run to whichever actor is free and takes each record back the moment it is done: the counts,
 the live view and ``results.json`` are updated per task, as with the thread engine.
 
-Ray is embedded by default (``ray.init`` on this machine, sized to ``--desktops``, bound to
-loopback, no dashboard, usage stats off, its files under :data:`RAY_TEMP_DIR`); ``--ray
-ADDRESS`` joins a running cluster instead (``ray start --head`` …).
+Ray is embedded by default (``ray.init`` on this machine, sized to ``--desktops``, no
+dashboard, usage stats off, its files in a directory of its own — ray_start.py, which also
+starts it while the driver prepares); ``--ray ADDRESS`` joins a running cluster instead
+(``ray start --head`` …).
 
 A lost actor — its process died mid-task (killed, out of memory, its node gone) — loses only
 that task's attempt: the processes the actor started are ended (each carries the actor's
@@ -21,13 +22,8 @@ actor takes the slot, and the task runs once more on another actor; its record s
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
-import secrets
-import shutil
 import signal
-import socket
-import tempfile
 import threading
 import time
 import uuid
@@ -39,16 +35,13 @@ from typing import Any
 
 from deskpilot.eval import procfs
 from deskpilot.eval.engine import EvalOptions, EvalOutcome, PendingRun, RunPlan, plan_runs
+from deskpilot.eval.ray_start import RayStart, ray_module
 from deskpilot.eval.results import ERROR, TaskRecord
 from deskpilot.eval.suite import SuiteTask
 from deskpilot.eval.worker import PROVIDER_PREFIX, DesktopWorker, WorkerConfig, task_dir_name
 
 #: set in an actor's environment and in its tasks': how a sweep finds a lost actor's processes
 ACTOR_TOKEN = "DESKPILOT_EVAL_ACTOR"
-#: the embedded Ray's session files and logs (never the person's home)
-RAY_TEMP_DIR = Path(tempfile.gettempdir()) / f"deskpilot-ray-{os.getuid()}"
-#: the embedded Ray's session dirs (logs) kept in :data:`RAY_TEMP_DIR`
-KEEP_SESSIONS = 5
 #: how long a sweep waits for SIGTERM before SIGKILL
 SWEEP_GRACE_S = 3.0
 
@@ -108,22 +101,6 @@ def actor_worker_config(worker: WorkerConfig) -> WorkerConfig:
     )
 
 
-class RayStartError(ValueError):
-    """Ray is not installed, did not start, or the cluster at ``--ray`` cannot be joined (a
-    usage error: the run has not begun)."""
-
-
-def _ray() -> Any:
-    """Ray, imported when a Ray run starts (it takes ~0.7 s; the thread engine never pays)."""
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no report leaves the machine
-    try:
-        return importlib.import_module("ray")
-    except ImportError:
-        raise RayStartError(
-            "--engine ray needs Ray: pip install 'deskpilot[ray]' (ray>=2.40,<3)"
-        ) from None
-
-
 class DesktopActor:
     """One desktop slot on a Ray node: a :class:`DesktopWorker` in the actor's process.
 
@@ -146,7 +123,7 @@ class DesktopActor:
 
     def where(self) -> tuple[int, str]:
         """The actor's pid and Ray node id."""
-        node = str(_ray().get_runtime_context().get_node_id())
+        node = str(ray_module().get_runtime_context().get_node_id())
         return os.getpid(), node
 
     def run(self, task: SuiteTask, repeat: int) -> TaskRecord:
@@ -194,68 +171,6 @@ def sweep_actor(token: str, task_root: str | None) -> list[int]:
     return found
 
 
-def start_ray(address: str | None, desktops: int) -> dict[str, Any]:
-    """Start the embedded Ray (``address`` None) or join a cluster; what the results header
-    says of the engine (kind, address, nodes, how long Ray took to start)."""
-    ray = _ray()
-    t0 = time.monotonic()
-    quiet: dict[str, Any] = {"log_to_driver": False, "logging_level": "WARNING"}
-    try:
-        if address is None:
-            RAY_TEMP_DIR.mkdir(mode=0o700, exist_ok=True)
-            _own_token()
-            ray.init(
-                num_cpus=desktops,
-                include_dashboard=False,
-                _node_ip_address="127.0.0.1",
-                _temp_dir=str(RAY_TEMP_DIR),
-                **quiet,
-            )
-        else:
-            _reachable(address)
-            ray.init(address=address, **quiet)
-    except RayStartError:
-        raise
-    except Exception as exc:  # Ray's own: a connection refused, a token it lacks …
-        where = "start an embedded Ray" if address is None else f"join the Ray at {address}"
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise RayStartError(f"could not {where}: {first[:300]}") from None
-    return {
-        "kind": "ray",
-        "address": address or "embedded",
-        "nodes": sum(1 for n in ray.nodes() if n.get("Alive")),
-        "cpus": int(ray.cluster_resources().get("CPU", 0)),
-        "startS": round(time.monotonic() - t0, 3),
-    }
-
-
-def _reachable(address: str, timeout: float = 5.0) -> None:
-    """A HOST:PORT that nothing listens on is refused at once (Ray itself would retry for
-    minutes). Ray rewrites a loopback HOST to this machine's own address, which the kernel
-    routes locally all the same."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or "://" in host:
-        return  # ray://… and the like: Ray's own
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
-    except OSError as exc:
-        raise RayStartError(f"nothing answers at {address}: {exc}") from None
-
-
-def _own_token() -> None:
-    """The embedded Ray's token authentication (on by default) reads its token from
-    :data:`RAY_TEMP_DIR` rather than writing one to ``~/.ray`` (a token of the person's own
-    is used as it is)."""
-    if os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH"):
-        return
-    path = RAY_TEMP_DIR / "auth_token"
-    if not path.exists():
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as out:
-            out.write(secrets.token_hex(32))
-    os.environ["RAY_AUTH_TOKEN_PATH"] = str(path)
-
-
 @dataclass
 class _Slot:
     handle: Any
@@ -272,24 +187,21 @@ class _Attempt:
     retried_after: str | None
 
 
-def run_eval_ray(options: EvalOptions, address: str | None = None) -> EvalOutcome:
-    """Run the suite on Ray actors (see the module doc); Ray is shut down (or left, for a
-    cluster: the actors end with the driver) whatever happened."""
-    engine = start_ray(address, max(1, options.desktops))
+def run_eval_ray(
+    options: EvalOptions, address: str | None = None, started: RayStart | None = None
+) -> EvalOutcome:
+    """Run the suite on Ray actors (see the module doc). ``started``: the Ray the caller
+    began starting earlier (ray_start.py), else it is started here. The outcome's
+    :meth:`~EvalOutcome.close` shuts Ray down (or leaves a cluster: the actors end with the
+    driver), so the caller can show the results first; on an error it is shut down here."""
+    ray_start = started if started is not None else RayStart(address, options.desktops)
     try:
-        return _drive(_ray(), options, plan_runs(options, engine))
-    finally:
-        _ray().shutdown()
-        if address is None:
-            _prune_sessions()
-
-
-def _prune_sessions(keep: int = KEEP_SESSIONS) -> None:
-    """The embedded Ray's newest session dirs are kept (its logs, ~300 KiB each), the older
-    ones removed: /tmp does not fill up run after run."""
-    sessions = sorted(p for p in RAY_TEMP_DIR.glob("session_2*") if p.is_dir())
-    for old in sessions[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
+        outcome = _drive(ray_module(), options, plan_runs(options, ray_start.engine()))
+    except BaseException:
+        ray_start.close()
+        raise
+    outcome.closer = ray_start.close
+    return outcome
 
 
 def _drive(ray: Any, options: EvalOptions, plan: RunPlan) -> EvalOutcome:
