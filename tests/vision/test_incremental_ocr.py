@@ -15,7 +15,7 @@ from deskpilot.vision import ocr_ready, pool
 from deskpilot.vision.bands import split_row
 from deskpilot.vision.cursor import erase_block_cursor
 from deskpilot.vision.incremental import IncrementalReader
-from deskpilot.vision.ocr import PSM_SINGLE_BLOCK, OcrEngine, block_engine
+from deskpilot.vision.ocr import PSM_SINGLE_BLOCK, OcrEngine, terminal_engine
 
 pytestmark = pytest.mark.skipif(not ocr_ready(), reason="no OCR engine")
 
@@ -109,9 +109,10 @@ def test_a_block_cursor_after_the_typed_text_is_painted_out() -> None:
 
 
 def test_a_full_terminal_is_cut_between_rows_and_read_as_when_whole() -> None:
-    """The block engine cuts a terminal frame at a 4-row gap between two text rows (2 rows with
-    no ink above or below: ``split_min_band``) and pads each band at the cut, so the banded
-    reading is the whole frame's; the screenshot engine's rule (4 such rows) finds no cut."""
+    """A terminal frame with no grid of cells is read as a page: the terminal engine cuts it
+    at a 4-row gap between two text rows (2 rows with no ink above or below:
+    ``split_min_band``) and pads each band at the cut, so the banded reading is the whole
+    frame's; the screenshot engine's rule (4 such rows) finds no cut."""
     rows = [
         f"-rw-r--r-- 1 root root {1000 + 37 * i:6d} Dec  1 report-{i:03d}.txt" for i in range(33)
     ]
@@ -124,14 +125,16 @@ def test_a_full_terminal_is_cut_between_rows_and_read_as_when_whole() -> None:
     img.save(buf, "PNG")
     assert split_row(img) is None
     assert split_row(img, min_band=2) is not None
-    e = block_engine()
-    assert pool.start(e)
-    banded = e.read(buf.getvalue())
-    saved, e.split_min_pixels = e.split_min_pixels, None
+    e = terminal_engine()
+    e.glyphs = None  # the page path (Pillow's text layout has no whole-pixel grid anyway)
     try:
+        assert pool.start(e)
+        banded = e.read(buf.getvalue())
+        e.split_min_pixels = None
         whole = e.read(buf.getvalue())
     finally:
-        e.split_min_pixels = saved
+        pool.shutdown()
+        e.close()
     assert [ln.text for ln in banded.lines] == [ln.text for ln in whole.lines]
     assert len(whole.lines) == 33
     assert [ln.y for ln in banded.lines] == [ln.y for ln in whole.lines]

@@ -89,3 +89,32 @@ def desktop_frame() -> tuple[Image.Image, list[Box]]:
     panel = "Activities   Files   Terminal   10:42"
     boxes.append(draw_text(d, (10, 776), panel, size=14, fill=(255, 255, 255)))
     return img, boxes
+
+
+#: DejaVu Sans Mono at 19 px in cells of 12 x 23: tesseract reads its ``ls -l`` lines
+#: confidently (at 17-18 px it doubts ``-rw-r--r--`` and learns no glyph from it)
+TERMINAL_CELL = (12, 23)
+TERMINAL_FONT_SIZE = 19
+
+
+def terminal_frame(
+    rows: list[str],
+    *,
+    size: tuple[int, int] = (1280, 786),
+    origin: tuple[int, int] = (2, 2),
+    colours: dict[int, tuple[int, int, int]] | None = None,
+) -> Image.Image:
+    """``rows`` drawn as a terminal draws them: each character at its own cell (whole
+    pixels apart, as xterm does; Pillow's text layout would place them at fractional
+    advances), black on white, or row ``i`` in ``colours[i]``."""
+    img = Image.new("RGB", size, "white")
+    draw = ImageDraw.Draw(img)
+    mono = ImageFont.truetype(str(Path(_FONT_DIRS[0]) / "DejaVuSansMono.ttf"), TERMINAL_FONT_SIZE)
+    width, height = TERMINAL_CELL
+    for r, text in enumerate(rows):
+        fill = (colours or {}).get(r, (0, 0, 0))
+        for c, char in enumerate(text):
+            if char != " ":
+                at = (origin[0] + c * width, origin[1] + r * height)
+                draw.text(at, char, font=mono, fill=fill)
+    return img

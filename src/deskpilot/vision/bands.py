@@ -51,10 +51,13 @@ class Word:
 
 @dataclass
 class RawLine:
-    """One line as tesseract gives it: its box and its words (before any filtering)."""
+    """One line as tesseract gives it: its box and its words (before any filtering).
+    ``row``: a terminal's row of cells (vision/glyphs.py), whose least confident words are
+    dropped rather than the whole line."""
 
     box: Rect
     words: list[Word]
+    row: bool = False
 
 
 def shifted(lines: list[RawLine], dy: int) -> list[RawLine]:
@@ -65,6 +68,7 @@ def shifted(lines: list[RawLine], dy: int) -> list[RawLine]:
         RawLine(
             _shift(line.box, dy),
             [Word(w.text, w.confidence, _shift(w.box, dy)) for w in line.words],
+            line.row,
         )
         for line in lines
     ]

@@ -7,8 +7,9 @@ takes over a second. Between two observations such a window usually changes in a
 window is kept (its grayscale pixels and its reading) and the next frame is compared with it:
 
 * ``hit``: the same pixels: the last reading, no OCR;
-* ``patched``: the rows that differ (widened to every old line they touch, and a margin) are
-  read again as one band; the old lines above and below it are kept as they were;
+* ``patched``: the rows that differ (widened to every old line they touch, and a margin, and
+  for a terminal to whole rows of its cells) are read again as one band; the old lines
+  above and below it are kept as they were;
 * ``full``: the first frame of a window, another size, another engine, or a change over more
   than ``MAX_PATCH`` of the height (output scrolled): the whole frame is read.
 
@@ -105,9 +106,10 @@ class IncrementalReader:
         if box is None:
             return Reading(last.result, "hit", 0)
         top, bottom = _band(last.result.lines, box[1], box[3], gray.height)
+        top, bottom = engine.widened(top, bottom, gray.height)
         if bottom - top > MAX_PATCH * gray.height:
             return self._full(engine, img)
-        band = engine.recognize(img.crop((0, top, img.width, bottom)))
+        band = engine.recognize(img.crop((0, top, img.width, bottom)), top=top)
         kept = [ln for ln in last.result.lines if ln.y + ln.height <= top or ln.y >= bottom]
         lines = reading_order([*kept, *(_shifted(ln, top) for ln in band)])
         result = OcrResult(tuple(lines), img.width, img.height, 0.0, engine.min_confidence)

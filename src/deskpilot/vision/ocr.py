@@ -24,6 +24,11 @@ A large frame with a background band near its middle (:func:`~deskpilot.vision.b
 is read as two bands at once: the bottom one by a second tesseract API on a thread
 (:mod:`deskpilot.vision.pool`), the top one by this engine; the lines are the same as the
 whole frame's, in 0.5–0.6 of the time on two cores.
+
+A terminal's engine (:func:`terminal_engine`) reads its frame as a grid of character cells
+instead: tesseract reads a row only while it shows glyphs not read before, the other rows
+are written out from the glyphs (:mod:`deskpilot.vision.glyphs`); a full 1280x800 terminal
+in ~0.16 s of CPU instead of ~1.3 s.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PIL import Image, ImageFilter, ImageOps
+from PIL import Image, ImageChops, ImageFilter, ImageOps
 
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.vision import pool
@@ -44,6 +49,8 @@ from deskpilot.vision.bands import MIN_BAND, MIN_SPLIT_PIXELS, RawLine, Word, sp
 from deskpilot.vision.cursor import erase_block_cursor
 from deskpilot.vision.evidence import OcrLine, OcrResult, OcrWord
 from deskpilot.vision.frames import decode_image
+from deskpilot.vision.glyphs import GlyphCache, read_grid
+from deskpilot.vision.grid import background
 from deskpilot.vision.lines import join_fragments
 from deskpilot.vision.lines import reading_order as reading_order  # re-exported
 
@@ -97,6 +104,12 @@ class OcrEngine:
         #: cut edge (a cut 1 px from a line of text makes tesseract misread its first glyph)
         self.split_min_band = MIN_BAND
         self.band_pad = 0
+        #: a terminal's engine reads a grid of cells, each distinct glyph once, keeping what
+        #: it read here (vision/glyphs.py); ``None``: read as page segmentation says
+        self.glyphs: GlyphCache | None = None
+        #: grayscale by each pixel's strongest channel (:func:`colour_gray`), not luminance:
+        #: a terminal's coloured text (``ls --color``) stays as dark as its black text
+        self.colour_text = False
 
     def read(self, image: bytes) -> OcrResult:
         """OCR of encoded image bytes (PNG, JPEG, WebP, BMP). Blocking: use off the loop."""
@@ -112,33 +125,62 @@ class OcrEngine:
             min_confidence=self.min_confidence,
         )
 
-    def recognize(self, img: Image.Image) -> list[OcrLine]:
-        """The lines of a decoded image, in reading order."""
-        gray = dark_text_on_light(img if img.mode == "L" else img.convert("L"))
+    def recognize(self, img: Image.Image, *, top: int = 0) -> list[OcrLine]:
+        """The lines of a decoded image, in reading order. ``top``: the image is a band of a
+        frame starting at that row (a terminal's grid is then where the frame's was)."""
+        if img.mode == "L":
+            gray = img
+        else:
+            gray = colour_gray(img) if self.colour_text else img.convert("L")
+        gray = dark_text_on_light(gray)
         if self.erase_cursor:
             gray = erase_block_cursor(gray)
+        raw = read_grid(self, gray, self.glyphs, top=top) if self.glyphs is not None else None
+        if raw is None:  # no glyph cache, or no grid of cells: the frame as a page
+            raw = self._recognize_page(gray)
+        return join_fragments([line for line in (self._line(r) for r in raw) if line is not None])
+
+    def widened(self, top: int, bottom: int, height: int) -> tuple[int, int]:
+        """Rows ``[top, bottom)`` of a frame ``height`` rows high, widened to whole rows of
+        the terminal's cells last found (a band read again must cut its cells as the frame
+        did: glyphs are known by whole cells); unchanged for other engines."""
+        grid = self.glyphs.grid if self.glyphs is not None else None
+        if grid is None:
+            return top, bottom
+        first = grid.row_span(grid.row_of(top), height)[0]
+        last = grid.row_span(grid.row_of(bottom - 1), height)[1]
+        return min(top, first), max(bottom, last)
+
+    def _recognize_page(self, gray: Image.Image) -> list[RawLine]:
         row = None
         if self.split_min_pixels is not None:
             row = split_row(gray, min_pixels=self.split_min_pixels, min_band=self.split_min_band)
         raw = pool.recognize_split(self, gray, row) if row is not None else None
         if raw is None:  # not split, or the partner failed: the whole frame, here
             raw = self.recognize_gray(gray)
-        return join_fragments([line for line in (self._line(r) for r in raw) if line is not None])
+        return raw
 
-    def recognize_gray(self, gray: Image.Image) -> list[RawLine]:
-        """Tesseract's lines of a prepared grayscale image, in its coordinates."""
+    def recognize_gray(self, gray: Image.Image, psm: int | None = None) -> list[RawLine]:
+        """Tesseract's lines of a prepared grayscale image, in its coordinates; ``psm``: a
+        page segmentation mode for this call instead of the engine's."""
         with self._lock:
             api = self._loaded()
-            api.SetImageBytes(gray.tobytes(), gray.width, gray.height, 1, gray.width)
-            if not api.Recognize():
-                raise DeskpilotError(
-                    ErrorCode.VISION_UNAVAILABLE,
-                    "tesseract failed to recognise the image",
-                    retryable=True,
-                    details={"cause": "ocr_failed"},
-                )
-            raw = _raw_lines(api)
-            api.Clear()
+            if psm is not None:
+                api.SetPageSegMode(psm)
+            try:
+                api.SetImageBytes(gray.tobytes(), gray.width, gray.height, 1, gray.width)
+                if not api.Recognize():
+                    raise DeskpilotError(
+                        ErrorCode.VISION_UNAVAILABLE,
+                        "tesseract failed to recognise the image",
+                        retryable=True,
+                        details={"cause": "ocr_failed"},
+                    )
+                raw = _raw_lines(api)
+            finally:
+                api.Clear()
+                if psm is not None:
+                    api.SetPageSegMode(self.psm)
         return raw
 
     @property
@@ -201,26 +243,59 @@ class OcrEngine:
 
     def _line(self, raw: RawLine) -> OcrLine | None:
         """The line's box is tesseract's line box (its ink, from layout analysis; LSTM word
-        boxes can stray), narrowed past any border glyphs dropped at either end."""
+        boxes can stray), narrowed past any border glyphs dropped at either end. A line
+        under ``min_confidence`` is dropped, except a terminal's row of cells (``raw.row``):
+        one misread word does not make a row garbage, so its least confident words are
+        dropped until it passes, and its box is its words' (a row's word boxes are its
+        cells' ink)."""
         keep = [bool(w.text) and not set(w.text) <= _BORDER_GLYPHS for w in raw.words]
         kept = [w for w, k in zip(raw.words, keep, strict=True) if k]
-        if not kept:
-            return None
-        chars = sum(len(w.text) for w in kept)
-        confidence = sum(w.confidence * len(w.text) for w in kept) / chars
-        if confidence < self.min_confidence:
+        if raw.row:
+            kept = _confident(kept, self.min_confidence)
+        if not kept or _confidence(kept) < self.min_confidence:
             return None
         left, top, right, bottom = raw.box
-        if not keep[0]:
-            left = max(left, kept[0].box[0])
-        if not keep[-1]:
-            right = min(right, kept[-1].box[2])
+        if raw.row:
+            left, right = kept[0].box[0], kept[-1].box[2]
+        else:
+            if not keep[0]:
+                left = max(left, kept[0].box[0])
+            if not keep[-1]:
+                right = min(right, kept[-1].box[2])
         text = " ".join(w.text for w in kept)
         words = tuple(
             OcrWord(w.text, w.box[0], w.box[1], w.box[2] - w.box[0], w.box[3] - w.box[1])
             for w in kept
         )
-        return OcrLine(text, round(confidence, 1), left, top, right - left, bottom - top, words)
+        confidence = round(_confidence(kept), 1)
+        return OcrLine(text, confidence, left, top, right - left, bottom - top, words)
+
+
+def _confidence(words: list[Word]) -> float:
+    """The words' confidences weighted by their lengths."""
+    chars = sum(len(w.text) for w in words)
+    return sum(w.confidence * len(w.text) for w in words) / chars if chars else 0.0
+
+
+def _confident(words: list[Word], minimum: float) -> list[Word]:
+    """``words`` without the least confident ones, dropped one by one until the rest reach
+    ``minimum`` (in their order)."""
+    kept = list(words)
+    while kept and _confidence(kept) < minimum:
+        kept.remove(min(kept, key=lambda w: w.confidence))
+    return kept
+
+
+def colour_gray(img: Image.Image) -> Image.Image:
+    """``img`` in grayscale by the channel farthest from a light background (the darkest of
+    R, G, B) or a dark one (the lightest). Luminance makes bright green or cyan text on
+    white a light gray tesseract does not see (``ls --color`` file names: 1,725 of 1,904
+    characters read, 1,891 this way); here every colour is as far from the background as
+    black is."""
+    rgb = img.convert("RGB")
+    red, green, blue = rgb.split()
+    pick = ImageChops.darker if background(rgb.convert("L")) >= 128 else ImageChops.lighter
+    return pick(pick(red, green), blue)
 
 
 def dark_text_on_light(gray: Image.Image) -> Image.Image:
@@ -287,17 +362,28 @@ def default_engine() -> OcrEngine:
 _BLOCK_ENGINE: OcrEngine | None = None
 
 
+def terminal_engine() -> OcrEngine:
+    """A new engine for a terminal's text: a grid of cells whose distinct glyphs tesseract
+    reads once (vision/glyphs.py), coloured text kept dark (:func:`colour_gray`), the block
+    cursor painted out; a frame with no grid is read as one uniform block of text, in two
+    bands at once (a terminal's rows are ~4 px apart, 2 of them with no ink above or
+    below)."""
+    engine = OcrEngine(psm=PSM_SINGLE_BLOCK)
+    engine.erase_cursor = True
+    engine.colour_text = True
+    engine.glyphs = GlyphCache()
+    engine.split_min_band = 2
+    engine.band_pad = 8
+    return engine
+
+
 def block_engine() -> OcrEngine:
-    """The process's engine for a terminal's grid of text: read as one uniform block, its
-    block cursor painted out first; loaded on first use."""
+    """The process's engine for a terminal (:func:`terminal_engine`), loaded on first use:
+    its glyphs serve every terminal window read."""
     global _BLOCK_ENGINE
     with _ENGINE_LOCK:
         if _BLOCK_ENGINE is None:
-            _BLOCK_ENGINE = OcrEngine(psm=PSM_SINGLE_BLOCK)
-            _BLOCK_ENGINE.erase_cursor = True
-            # a terminal's rows are ~4 px apart, 2 of them with no ink above or below
-            _BLOCK_ENGINE.split_min_band = 2
-            _BLOCK_ENGINE.band_pad = 8
+            _BLOCK_ENGINE = terminal_engine()
         return _BLOCK_ENGINE
 
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import atexit
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from PIL import Image
 
@@ -31,6 +32,9 @@ from deskpilot.vision.bands import RawLine, shifted
 
 if TYPE_CHECKING:
     from deskpilot.vision.ocr import OcrEngine
+
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -64,17 +68,26 @@ def _partner(engine: OcrEngine) -> _Partner:
         return partner
 
 
+def submit(engine: OcrEngine, work: Callable[[OcrEngine], T]) -> Future[T] | None:
+    """``work(partner)`` on the partner's thread, or ``None`` when ``engine``'s partner is
+    not ready (its load is started then, in the background): the caller does the work
+    itself. A terminal's rows (vision/glyphs.py) are read two at a time this way."""
+    partner = _partner(engine)
+    if not partner.usable():
+        return None
+    return partner.thread.submit(work, partner.engine)
+
+
 def recognize_split(engine: OcrEngine, gray: Image.Image, row: int) -> list[RawLine] | None:
     """Tesseract's lines of ``gray`` read as ``[0, row)`` by ``engine`` and ``[row, height)``
     by its partner at the same time, in the frame's coordinates; ``None`` when the partner is
     not ready or could not do its part (the caller then reads the whole frame). ``engine``'s
     own typed errors propagate."""
-    partner = _partner(engine)
-    if not partner.usable():
-        return None
     pad = engine.band_pad
     bottom = _padded(gray.crop((0, row, gray.width, gray.height)), pad, top=True)
-    future = partner.thread.submit(partner.engine.recognize_gray, bottom)
+    future = submit(engine, lambda partner: partner.recognize_gray(bottom))
+    if future is None:
+        return None
     top_lines = engine.recognize_gray(_padded(gray.crop((0, 0, gray.width, row)), pad))
     try:
         bottom_lines = future.result()
