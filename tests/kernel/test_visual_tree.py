@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from deskpilot import desktop as vdesk
-from deskpilot.desktop.apps import App, launch
+from deskpilot.desktop.apps import App
 from deskpilot.hostclient.backend import HostBackend
 from deskpilot.hostclient.client import HostClient
 from deskpilot.hostclient.config import LOCAL_TRUST_ENV, HostConfig
@@ -34,13 +33,11 @@ from deskpilot.runtime.state_view import tree_read_lines
 from deskpilot.runtime.verification import Evidence, verify
 from deskpilot.store.db import Database
 from deskpilot.vision import ocr_ready
+from xterm_kit import MARKER, WORDS, launch_xterm, primary_selection
 
 from .real_apps import zenity
 
 pytestmark = pytest.mark.desktop
-
-MARKER = "DESKPILOT-VISUAL-4711"
-WORDS = "alpha bravo charlie"
 
 
 @pytest.fixture
@@ -66,13 +63,7 @@ async def kernel(backend: HostBackend, tmp_path: Path) -> AsyncIterator[Kernel]:
 
 @pytest.fixture
 def xterm(desktop: vdesk.DesktopState) -> Iterator[App]:
-    path = shutil.which("xterm")
-    if path is None:
-        pytest.skip("xterm is not installed")
-    script = f"echo {MARKER}; echo {WORDS}; exec sleep 600"
-    # 116x34 cells of DejaVu Sans Mono 14 fill a 1280x800 screen
-    argv = [path, "-geometry", "116x34+0+0", "-fa", "DejaVu Sans Mono", "-fs", "14"]
-    app = launch([*argv, "-e", "sh", "-c", script])
+    app = launch_xterm()
     try:
         yield app
     finally:
@@ -119,37 +110,6 @@ def _element(state: ObservedState, role: str, text: str) -> int:
     ids = [e.id for e in tree.elements.values() if e.role == role and e.name == text]
     assert ids, f"no {role} {text!r} in:\n{state.observation.tree}"
     return ids[0]
-
-
-def _primary_selection(display: str, timeout: float = 3.0) -> str | None:
-    """The X PRIMARY selection's text, asked of its owner (xterm) as UTF8_STRING."""
-    from Xlib import X, Xatom
-    from Xlib import display as xdisplay
-
-    d = xdisplay.Display(display)
-    try:
-        window = d.screen().root.create_window(0, 0, 1, 1, 0, X.CopyFromParent)
-        prop = d.intern_atom("DESKPILOT_TEST_SELECTION")
-        window.convert_selection(Xatom.PRIMARY, d.intern_atom("UTF8_STRING"), prop, X.CurrentTime)
-        d.flush()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if not d.pending_events():
-                time.sleep(0.02)
-                continue
-            event = d.next_event()
-            if event.type != X.SelectionNotify:
-                continue
-            if event.property == X.NONE:
-                return None
-            data = window.get_full_property(prop, X.AnyPropertyType)
-            if data is None:
-                return None
-            value = data.value
-            return value.decode() if isinstance(value, bytes) else str(value)
-        return None
-    finally:
-        d.close()
 
 
 async def test_an_xterm_is_observed_as_a_visual_tree(kernel: Kernel, xterm: App) -> None:
@@ -261,7 +221,7 @@ async def test_a_double_click_on_an_ocr_word_selects_that_word(
     assert abs(aimed.y - (origin.y + y + h // 2)) <= 1
     # xterm's double-click selects the word under the pointer: PRIMARY holds it
     display = os.environ.get("DISPLAY") or desktop.env["DISPLAY"]
-    assert await asyncio.to_thread(_primary_selection, display) == "bravo"
+    assert await asyncio.to_thread(primary_selection, display) == "bravo"
     # the post-action state is visual too, and the current frame
     post = done.post
     assert post is not None and post.observation.tree_read.source == "visual"

@@ -93,11 +93,14 @@ async def outlined(state: ObservedState, engine: OcrEngine | None = None) -> Obs
     started = time.perf_counter()
     try:
         reading = await asyncio.to_thread(window_reader().read, chosen, key, png)
-    except DeskpilotError as exc:
-        log.warning("visual tree: OCR failed (%s); the observation keeps no tree", exc.code)
-        return state
-    except Exception:  # an engine bug must not fail the observation (nor an action)
-        log.exception("visual tree: OCR failed; the observation keeps no tree")
+    except Exception as exc:  # typed, or an engine bug: neither may fail the observation
+        typed = exc.code if isinstance(exc, DeskpilotError) else None
+        log.log(
+            logging.WARNING if typed else logging.ERROR,
+            "visual tree: OCR failed (%s); the observation keeps no tree",
+            typed or type(exc).__name__,
+            exc_info=typed is None,  # a bug's traceback; a typed failure says enough
+        )
         return state
     result = reading.result
     outline = build_outline(result, obs.window.title)
@@ -145,20 +148,10 @@ def for_host(state: ObservedState | None, request: ExecuteAction) -> ExecuteActi
 
 def _pointed(action: Action, visual: VisualTree) -> Action:
     match action:
-        case ClickAction(element_id=int(element_id)):
-            return ClickAction(
-                point=centre(visual, element_id),
-                button=action.button,
-                count=action.count,
-                duration_ms=action.duration_ms,
-            )
-        case ScrollAction(element_id=int(element_id)):
-            return ScrollAction(
-                point=centre(visual, element_id),
-                direction=action.direction,
-                amount=action.amount,
-                duration_ms=action.duration_ms,
-            )
+        case ClickAction(element_id=int(element_id)) | ScrollAction(element_id=int(element_id)):
+            # the same click or scroll (button, count, direction, amount…) at the point
+            point = centre(visual, element_id)
+            return action.model_copy(update={"element_id": None, "point": point})
         case InvokeElementAction() if _clicks(action.action):
             return ClickAction(
                 point=centre(visual, action.element_id), duration_ms=action.duration_ms
