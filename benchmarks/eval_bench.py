@@ -42,13 +42,13 @@ from deskpilot import desktop as vdesk
 from deskpilot.eval.capacity import desktop_rss_mb
 from deskpilot.eval.checking import host_config
 from deskpilot.eval.suite import LaunchSpec
+from deskpilot.eval.task_env import DESKTOP_KEYS, task_environment
 from deskpilot.eval.task_setup import Launched, chromium_launch, launch_one
 from deskpilot.hostclient.backend import HostBackend
 from deskpilot.protocol.wire import TargetSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLVER = ROOT / "tests" / "eval" / "reference_solver.py"
-PERSON_KEYS = ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XAUTHORITY", "WAYLAND_DISPLAY")
 
 
 def load() -> str:
@@ -56,17 +56,7 @@ def load() -> str:
 
 
 def task_env(state: vdesk.DesktopState, scratch: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in PERSON_KEYS}
-    env.update(state.env)
-    env.update(
-        {
-            "DESKPILOT_DATA_DIR": str(scratch / "data"),
-            "XDG_CONFIG_HOME": str(scratch / "config"),
-            "XDG_CACHE_HOME": str(scratch / "cache"),
-            "GSETTINGS_BACKEND": "memory",
-        }
-    )
-    return env
+    return task_environment(os.environ, state.env, scratch)
 
 
 async def first_observation(env: dict[str, str], app: str, log: Path) -> None:
@@ -288,7 +278,7 @@ def main() -> None:
     ap.add_argument("--engine-tasks", default="zenity-entry-name,zenity-scale,calculator-add")
     ap.add_argument("--only-engines", action="store_true", help="part 4 only")
     args = ap.parse_args()
-    for key in PERSON_KEYS:
+    for key in DESKTOP_KEYS:
         os.environ.pop(key, None)  # every part runs on its own private desktops
     print(f"cores {os.cpu_count()}, load {load()}")
     if not args.only_engines:

@@ -23,11 +23,15 @@ DESKPILOT = str(Path(sys.executable).with_name("deskpilot"))
 
 
 def eval_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``deskpilot eval`` with the thread engine unless the test names one (these tests are
+    not about Ray: tests/eval/test_eval_ray.py runs the default engine)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("DESKPILOT_PROVIDER_")}
     base.pop("DESKPILOT_API_KEY", None)  # no model of the developer's reaches these runs
     base["DESKPILOT_HOST_LOCAL_TRUST"] = "1"
+    named = {"--engine", "--ray", "--host-command"} & set(args)  # (threads with an ssh host)
+    engine = [] if named else ["--engine", "threads"]
     return subprocess.run(
-        [DESKPILOT, "eval", *args],
+        [DESKPILOT, "eval", *engine, *args],
         env={**base, **(env or {})},
         capture_output=True,
         text=True,
@@ -128,23 +132,30 @@ def test_repeat_runs_each_task_on_its_own_desktop_and_shows_a_table(tmp_path: Pa
     assert f"results: {out / 'results.json'}" in proc.stderr.replace("\n", "")
 
 
-def test_a_host_command_is_refused_where_the_remote_desktop_cannot_be_the_tasks(
+def test_a_host_command_is_refused_where_the_task_cannot_follow_its_desktop(
     tmp_path: Path,
 ) -> None:
-    """The setup runs on this machine's private desktop, the agent and the checks on the
-    remote's one desktop: several desktops, Ray, or a setup that starts apps are refused
-    (exit 2) before anything runs."""
-    ssh = ("--host-command", "ssh user@box deskpilot-host", "--agent", "mcp:true")
+    """Each task's desktop is on the remote machine, driven over ssh by the thread engine:
+    Ray (which places desktops on its own nodes) and the operator (``deskpilot run`` drives
+    a local host only) are refused (exit 2) before anything runs; the default engine with
+    --host-command is the thread engine (the ssh then fails: no such machine)."""
+    ssh = ("--host-command", "ssh user@box.invalid deskpilot-host")
     out = ("--out", str(tmp_path / "out"))
-    proc = eval_cli(str(STARTER), *ssh, "--desktops", "2", *out)
-    assert proc.returncode == 2, proc.stderr
-    assert "error (usage)" in proc.stderr and "--desktops 2" in proc.stderr
     for ray in (("--engine", "ray"), ("--ray", "127.0.0.1:1")):
-        proc = eval_cli(str(STARTER), *ssh, *ray, *out)
-        assert proc.returncode == 2 and "cannot be used with Ray" in proc.stderr, proc.stderr
-    proc = eval_cli(str(STARTER), *ssh, *out)
-    assert proc.returncode == 2 and "starts apps on this machine" in proc.stderr, proc.stderr
+        proc = eval_cli(str(STARTER), *ssh, "--agent", "mcp:true", *ray, *out)
+        said = " ".join(proc.stderr.split())  # the console wraps long lines
+        assert proc.returncode == 2 and "cannot be used with --engine ray" in said, said
+    proc = eval_cli(str(STARTER), *ssh, "--agent", "operator", *out)
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 2 and "drives a host on this machine only" in said, said
     assert not (tmp_path / "out").exists()  # refused before anything ran
+    proc = eval_cli(
+        str(STARTER), *ssh, "--agent", "mcp:true", "--tasks", "zenity-entry-name", *out, "--json"
+    )
+    data = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert proc.returncode == 1 and data["engine"] == {"kind": "threads"}
+    (task,) = data["tasks"]
+    assert task["outcome"] == "error" and task["error"].startswith("remote: "), task
 
 
 def test_the_operators_key_goes_to_a_ray_cluster_only_when_asked(tmp_path: Path) -> None:

@@ -15,12 +15,8 @@ from __future__ import annotations
 import io
 import os
 import shlex
-import shutil
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -28,7 +24,6 @@ from mcp_types import TextContent
 
 from deskpilot import desktop as vdesk
 from deskpilot.desktop.apps import launch_accessible
-from deskpilot.eval.worker import check_host_config
 from deskpilot.hostclient.client import HostClient
 from deskpilot.hostclient.config import LOCAL_TRUST_ENV, HostConfig
 from deskpilot.hostclient.remote import (
@@ -40,115 +35,20 @@ from deskpilot.hostclient.remote import (
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.frames import FrameReader, FrameWriter
 from mcp import Client, StdioServerParameters
+from sshd_kit import SSHD, VENV_PYTHON, Sshd, start_sshd
 
 pytestmark = [
     pytest.mark.desktop,
-    pytest.mark.skipif(not Path("/usr/sbin/sshd").exists(), reason="openssh-server missing"),
+    pytest.mark.skipif(not SSHD.exists(), reason="openssh-server missing"),
 ]
 
 REPO = Path(__file__).resolve().parents[2]
-VENV_PYTHON = REPO / ".venv" / "bin" / "python"
 DESKPILOT = REPO / ".venv" / "bin" / "deskpilot"
-ENTRY = ("-I", "-m", "deskpilot.hostclient.remote_host")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@dataclass
-class Sshd:
-    root: Path
-    port: int
-    client_key: Path
-    proc: subprocess.Popen[bytes] | None = None
-
-    def host_key(self, name: str) -> Path:
-        key = self.root / name
-        if not key.exists():
-            subprocess.run(
-                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True
-            )
-        return key
-
-    def start(self, host_key: Path) -> None:
-        self.stop()
-        config = self.root / "sshd_config"
-        config.write_text(
-            f"ListenAddress 127.0.0.1\nPort {self.port}\nHostKey {host_key}\n"
-            f"AuthorizedKeysFile {self.root / 'authorized_keys'}\n"
-            f"PidFile {self.root / 'sshd.pid'}\nUsePAM no\nStrictModes no\n"
-            "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
-            "PermitRootLogin prohibit-password\nLogLevel ERROR\n"
-        )
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation dir
-        log = (self.root / "sshd.log").open("ab")
-        self.proc = subprocess.Popen(
-            ["/usr/sbin/sshd", "-D", "-e", "-f", str(config)], stdout=log, stderr=log
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, (self.root / "sshd.log").read_text()
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("sshd did not listen")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(5)
-        self.proc = None
-
-    def pin(self, host_key: Path) -> None:
-        """What ``ssh-keyscan`` + appending to deskpilot's known_hosts does, from the key."""
-        kind, blob = host_key.with_suffix(".pub").read_text().split()[:2]
-        known_hosts_path().write_text(f"[127.0.0.1]:{self.port} {kind} {blob}\n")
-
-    def command(
-        self,
-        env: dict[str, str],
-        *,
-        python: Path = VENV_PYTHON,
-        key: Path | None = None,
-        trust: bool = True,
-    ) -> str:
-        """The ``--host-command`` text: ssh to the loopback sshd, the host on our desktop."""
-        remote_env = [f"{k}={v}" for k, v in env.items()]
-        if trust:
-            remote_env.append(f"{LOCAL_TRUST_ENV}=1")
-        argv = [
-            "ssh",
-            "-p",
-            str(self.port),
-            "-i",
-            str(key or self.client_key),
-            "-o",
-            "IdentitiesOnly=yes",
-            "root@127.0.0.1" if os.getuid() == 0 else f"{os.environ['USER']}@127.0.0.1",
-            "env",
-            *remote_env,
-            str(python),
-            *ENTRY,
-        ]
-        return shlex.join(argv)
 
 
 @pytest.fixture(scope="module")
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
-    root = tmp_path_factory.mktemp("sshd")
-    os.chmod(root, 0o700)
-    client_key = root / "client_key"
-    subprocess.run(
-        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(client_key)], check=True
-    )
-    shutil.copy(client_key.with_suffix(".pub"), root / "authorized_keys")
-    server = Sshd(root, _free_port(), client_key)
-    server.start(server.host_key("host_a"))
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
     try:
         yield server
     finally:
@@ -247,13 +147,10 @@ def test_the_allowed_ssh_flags_pass_unchanged(text: str) -> None:
 
 
 def test_ssh_runs_without_this_machines_display(tmp_path: Path) -> None:
-    """X forwarding is off: ssh is not given DISPLAY (nor the eval's private one); its agent
-    socket stays (authentication, never forwarded)."""
+    """X forwarding is off: ssh is not given DISPLAY (serve's nor an eval task's); its
+    agent socket stays (authentication, never forwarded)."""
     base = {"DISPLAY": ":0", "XAUTHORITY": "/x", "SSH_AUTH_SOCK": "/a", "PATH": "/bin"}
     assert ssh_environment(base) == {"SSH_AUTH_SOCK": "/a", "PATH": "/bin"}
-    config = check_host_config(base, ("ssh", "box", "deskpilot-host"), tmp_path / "log")
-    assert config.env is not None and "DISPLAY" not in config.env
-    assert config.env["PATH"] == "/bin"
     from deskpilot.cli.serve import remote_kernel
     from deskpilot.hostclient import backend
 
@@ -313,18 +210,6 @@ def test_the_console_entry_refuses_and_answers_the_handshake(tmp_path: Path) -> 
     assert reply["id"] == 1 and reply["code"] == "native_host_untrusted"
     assert reply["details"] == {"reason": "development_install", "remote": True}
     assert b"refused to start" in proc.stderr
-
-
-def test_eval_checks_use_the_remote_command(tmp_path: Path) -> None:
-    ssh = ("ssh", "user@box", "deskpilot-host")
-    config = check_host_config({}, ssh, tmp_path / "log")
-    assert config.remote_command == ssh and config.argv is None
-    local = check_host_config({}, ("/usr/bin/python3", "-m", "deskpilot.host"), tmp_path / "l")
-    assert local.remote_command is None and local.argv == (
-        "/usr/bin/python3",
-        "-m",
-        "deskpilot.host",
-    )
 
 
 # ---------------------------------------------------------------------- pinning
@@ -404,6 +289,103 @@ async def test_the_remote_verifies_a_wheel_install_by_its_record(
         await client.close()
     log = (tmp_path / "host.log").read_text()
     assert "deskpilot-host: verified install 0.1.0" in log
+
+
+WHERE = "import deskpilot, os; print(os.path.dirname(deskpilot.__file__))"
+
+
+def _wheel_package(python: Path) -> Path:
+    """Where the wheel venv's interpreter imports deskpilot from (its site-packages)."""
+    out = subprocess.run(
+        [
+            str(python),
+            "-I",
+            "-c",
+            "import deskpilot, os; print(os.path.dirname(deskpilot.__file__))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return Path(out.stdout.strip())
+
+
+async def test_an_eval_task_checks_the_whole_package_not_only_the_host(
+    sshd: Sshd, remote_env: dict[str, str], wheel_venv: Path, tmp_path: Path
+) -> None:
+    """``deskpilot-host --eval-task`` runs the setup's launch policy and the verification
+    engine on the remote too: its install check covers every module of the package. A
+    changed eval module refuses an eval task (with the file named) while a plain host, whose
+    modules are intact, still starts."""
+    from deskpilot.eval.remote_desktop import RemoteTaskDesktop, RemoteTaskError
+    from deskpilot.eval.suite import SuiteTask
+
+    sshd.pin(sshd.host_key("host_a"))
+    command = parse_host_command(sshd.command({}, python=wheel_venv, trust=False))
+    task = SuiteTask.model_validate(
+        {
+            "id": "t",
+            "instruction": "nothing",
+            "success": [{"kind": "file", "path": "${TASK_DIR}/x", "assertion": "exists"}],
+        }
+    )
+    env = {k: v for k, v in os.environ.items() if k != LOCAL_TRUST_ENV}
+    remote = RemoteTaskDesktop(command, env, tmp_path / "ok.log")
+    try:
+        ready = remote.open(task, 800, 600)
+        assert ready.version == "0.1.0" and ready.display.startswith(":")
+    finally:
+        remote.close()
+    said = (tmp_path / "ok.log").read_text()
+    checked = int(said.split("verified install 0.1.0 (")[1].split(" files")[0])
+    host_only = len(list((_wheel_package(wheel_venv) / "host").rglob("*.py")))
+    assert checked > 2 * host_only, said  # the package, not the host's trees only
+    assert "an eval task's desktop" in said
+    changed = _wheel_package(wheel_venv) / "eval" / "task_setup.py"
+    original = changed.read_bytes()
+    try:
+        changed.write_bytes(original + b"\n# changed after install\n")
+        remote = RemoteTaskDesktop(command, env, tmp_path / "changed.log")
+        try:
+            with pytest.raises(RemoteTaskError) as info:
+                remote.open(task, 800, 600)
+        finally:
+            remote.close()
+        assert info.value.stage == "trust"
+        assert "deskpilot/eval/task_setup.py" in str(info.value), info.value
+        # the host's own modules are intact: a plain host starts
+        plain = sshd.command(remote_env, python=wheel_venv, trust=False)
+        client = HostClient(_config(sshd, plain, tmp_path))
+        caps = await client.start()
+        await client.close()
+        assert caps.available is True
+    finally:
+        changed.write_bytes(original)
+
+
+async def test_a_host_attaches_only_to_a_private_desktop(
+    sshd: Sshd, dp_desktop: vdesk.DesktopState, tmp_path: Path
+) -> None:
+    """``--desktop=:N``: the remote host takes that private desktop's display and buses from
+    its state file (the remote command names none); a display that is not one is refused."""
+    sshd.pin(sshd.host_key("host_a"))
+    base = sshd.command({})
+    client = HostClient(_config(sshd, f"{base} --desktop={dp_desktop.display}", tmp_path))
+    app = launch_accessible(["gnome-calculator"])
+    try:
+        await client.start()
+        windows = await client.list_windows()
+        assert any(w.app.pid == app.pid for w in windows), windows
+    finally:
+        await client.close()
+        app.stop()
+    assert f"attached to {dp_desktop.display}" in (tmp_path / "host.log").read_text()
+    err = await _start_fails(_config(sshd, f"{base} --desktop=:987", tmp_path))
+    assert err.code is ErrorCode.ENVIRONMENT_UNAVAILABLE, err
+    assert err.details["reason"] == "no_private_desktop" and err.details["remote"] is True
+    err = await _start_fails(_config(sshd, f"{base} --desktop=:abc", tmp_path))
+    assert err.code is ErrorCode.INVALID_REQUEST and "takes no argument" in err.message, err
 
 
 # ---------------------------------------------------------------------- end to end

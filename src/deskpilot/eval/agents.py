@@ -50,15 +50,6 @@ ENV_TIME_S = "DESKPILOT_EVAL_TIME_S"
 SERVER_START_S = 60.0
 #: how the eval gives ``deskpilot serve`` its bearer token (= cli.serve.SERVE_TOKEN_ENV)
 SERVE_TOKEN_ENV = "DESKPILOT_SERVE_TOKEN"
-#: what the person's session holds that an MCP agent command must not see: it reaches the
-#: desktop only through the server
-DESKTOP_KEYS = (
-    "DISPLAY",
-    "DBUS_SESSION_BUS_ADDRESS",
-    "AT_SPI_BUS_ADDRESS",
-    "WAYLAND_DISPLAY",
-    "XAUTHORITY",
-)
 _URL = re.compile(r"(http://127\.0\.0\.1:\d+/mcp)")
 _TOKEN = re.compile(r"bearer token \(shown once[^)]*\): (\S+)")
 
@@ -132,7 +123,11 @@ class AgentJob:
     #: the environment without any desktop (for an MCP agent command)
     agent_env: Mapping[str, str]
     task_dir: Path
+    #: the agent's working directory (this machine's ``work/``)
     work: Path
+    #: ``${TASK_DIR}`` as the task's apps see it: ``work`` here, a path on the remote machine
+    #: when the desktop is there (``--host-command``)
+    shown_task_dir: str | None = None
     #: set when the whole run is interrupted: the agent is ended at once
     cancel: threading.Event | None = None
 
@@ -301,7 +296,7 @@ def run_mcp(job: AgentJob, command: tuple[str, ...], data_dir: Path) -> AgentRun
             ENV_TASK_ID: job.task_id,
             ENV_INSTRUCTION: job.instruction,
             ENV_TARGET: job.target or "",
-            ENV_TASK_DIR: str(job.work),
+            ENV_TASK_DIR: job.shown_task_dir or str(job.work),
             ENV_MAX_STEPS: str(job.max_steps),
             ENV_TIME_S: str(job.time_s),
         }

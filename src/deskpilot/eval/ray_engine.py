@@ -38,7 +38,8 @@ from deskpilot.eval.engine import EvalOptions, EvalOutcome, PendingRun, RunPlan,
 from deskpilot.eval.ray_start import RayStart, ray_module
 from deskpilot.eval.results import ERROR, TaskRecord
 from deskpilot.eval.suite import SuiteTask
-from deskpilot.eval.worker import PROVIDER_PREFIX, DesktopWorker, WorkerConfig, task_dir_name
+from deskpilot.eval.task_env import PROVIDER_PREFIX
+from deskpilot.eval.worker import DesktopWorker, WorkerConfig, task_dir_name
 
 #: set in an actor's environment and in its tasks': how a sweep finds a lost actor's processes
 ACTOR_TOKEN = "DESKPILOT_EVAL_ACTOR"

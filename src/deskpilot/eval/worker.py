@@ -6,8 +6,10 @@ the task its own directory and data dir, runs the setup through the launch polic
 agent against that desktop only, checks the success criteria with its own host, measures what
 the desktop used, and tears everything down, by pid, whatever happened. Nothing of a task
 outlives it but its teardown (which may run in the background while the next task starts),
-so the local thread pool (engine.py) runs one per slot and a future Ray actor can wrap one as
-it is; the host command is a parameter (a future ``ssh … deskpilot-host``).
+so the local thread pool (engine.py) runs one per slot and a Ray actor (ray_engine.py) wraps
+one as it is. With an ssh ``host_command`` (``--host-command``) the desktop, its setup and
+its check are on the remote machine instead (remote_desktop.py): this side keeps the task's
+directory, runs the agent, and holds the channel that keeps the remote's desktop up.
 
 Directory of a task run (``OUT/tasks/ID[-rK]/``, mode 0700)::
 
@@ -20,43 +22,30 @@ Directory of a task run (``OUT/tasks/ID[-rK]/``, mode 0700)::
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from deskpilot import desktop as vdesk
-from deskpilot.eval.agents import (
-    DESKTOP_KEYS,
-    AgentError,
-    AgentJob,
-    AgentSpec,
-    Interrupted,
-    run_agent,
-)
+from deskpilot.eval.agents import AgentError, AgentJob, AgentRun, AgentSpec, Interrupted, run_agent
 from deskpilot.eval.capacity import PeakMemory
-from deskpilot.eval.checking import check, host_config
+from deskpilot.eval.checking import Checked, check, host_config
+from deskpilot.eval.remote_desktop import RemoteTaskDesktop, RemoteTaskError, attached_command
 from deskpilot.eval.results import ERROR, FAILED, PASSED, TaskRecord
 from deskpilot.eval.suite import SuiteTask
-from deskpilot.eval.task_setup import SetupRefused, SetupResult, run_setup
-from deskpilot.hostclient.config import HostConfig
-from deskpilot.hostclient.remote import HOST_COMMAND_ENV, is_remote_command, ssh_environment
-
-#: the person's session variables a task's processes never inherit (desktop, config homes)
-PERSON_KEYS = (
-    *DESKTOP_KEYS,
-    "XDG_CONFIG_HOME",
-    "XDG_CACHE_HOME",
-    "DESKPILOT_DATA_DIR",
+from deskpilot.eval.task_env import DESKTOP_KEYS, private_dir, task_dirs, task_environment
+from deskpilot.eval.task_setup import SetupRefused, run_setup
+from deskpilot.hostclient.remote import (
+    HOST_COMMAND_ENV,
+    KNOWN_HOSTS_ENV,
+    is_remote_command,
+    known_hosts_path,
+    remote_location,
 )
-PROVIDER_PREFIX = "DESKPILOT_PROVIDER_"
-#: the decision model's key under its other name: only the operator gets a key, as
-#: ``DESKPILOT_PROVIDER_API_KEY`` (provider_env.py)
-PROVIDER_KEYS = ("DESKPILOT_API_KEY",)
 
 
 @dataclass(frozen=True)
@@ -67,7 +56,9 @@ class WorkerConfig:
     base_env: Mapping[str, str]
     #: the decision model's variables (operator only)
     provider_env: Mapping[str, str] = field(default_factory=dict)
-    #: the host program the eval's own checks spawn; None = ``python -I -m deskpilot.host``
+    #: an ssh argv (``--host-command``): each task's desktop on that machine; any other
+    #: argv is the host program the eval's own checks spawn (None: ``python -I -m
+    #: deskpilot.host``)
     host_command: Sequence[str] | None = None
     width: int = 1280
     height: int = 800
@@ -79,26 +70,13 @@ class WorkerConfig:
     #: verdict is in: the apps and buses only have to end); :meth:`DesktopWorker.close` waits
     background_teardown: bool = False
 
-
-def check_host_config(
-    env: Mapping[str, str], command: Sequence[str] | None, log_path: Path
-) -> HostConfig:
-    """The checks' host: an ssh ``--host-command`` runs it remotely, anything else locally."""
-    config = host_config(env, command, log_path)
-    if command is not None and is_remote_command(command):
-        # ssh gets the task's environment without the private display (ssh_environment)
-        return replace(config, argv=None, remote_command=tuple(command), env=ssh_environment(env))
-    return config
+    @property
+    def remote(self) -> bool:
+        return self.host_command is not None and is_remote_command(self.host_command)
 
 
 def task_dir_name(task_id: str, repeat: int) -> str:
     return task_id if repeat == 0 else f"{task_id}-r{repeat}"
-
-
-def _private_dir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(path, 0o700)
-    return path
 
 
 class DesktopWorker:
@@ -113,26 +91,7 @@ class DesktopWorker:
     def task_env(self, state: vdesk.DesktopState, root: Path) -> dict[str, str]:
         """The setup's environment (the apps under test start with it): never a model key,
         which only :meth:`with_provider` adds, for the agent's side."""
-        cfg = self.config
-        env = {
-            k: v
-            for k, v in cfg.base_env.items()
-            if k not in PERSON_KEYS and k not in PROVIDER_KEYS and not k.startswith(PROVIDER_PREFIX)
-        }
-        env.update(state.env)
-        env.update(
-            {
-                "DESKPILOT_DATA_DIR": str(root / "data"),
-                "XDG_CONFIG_HOME": str(root / "config"),
-                "XDG_CACHE_HOME": str(root / "cache"),
-                # settings live in memory: an app must not write the person's dconf database
-                "GSETTINGS_BACKEND": "memory",
-            }
-        )
-        if cfg.host_command is not None and is_remote_command(cfg.host_command):
-            # the task's ``deskpilot serve`` runs its host over the same ssh (docs/host.md)
-            env[HOST_COMMAND_ENV] = shlex.join(cfg.host_command)
-        return env
+        return task_environment(self.config.base_env, state.env, root)
 
     def with_provider(self, env: Mapping[str, str]) -> dict[str, str]:
         """The agent's side of a task (the operator and its ``deskpilot serve``): the task's
@@ -148,52 +107,45 @@ class DesktopWorker:
     def run(self, task: SuiteTask, repeat: int = 0) -> TaskRecord:
         """The task's record; never raises for the task's own failures (they are recorded)."""
         t0 = time.monotonic()
-        tasks = _private_dir(self.config.out_dir / "tasks")
-        root = _private_dir(tasks / task_dir_name(task.id, repeat))
-        for sub in ("work", "data", "config", "cache"):
-            _private_dir(root / sub)
+        tasks = private_dir(self.config.out_dir / "tasks")
+        root = task_dirs(tasks / task_dir_name(task.id, repeat))
         record = TaskRecord(task.id, repeat, ERROR, 0.0, trajectory=str(root / "data"))
+        stops: list[Callable[[], object]] = []
         try:
-            state = vdesk.up(self.config.width, self.config.height)
-        except Exception as exc:  # a missing binary, a bus that never came up
-            record.error = f"the private desktop could not start: {exc}"
-            record.time_s = time.monotonic() - t0
-            return record
-        record.desktop = {"display": state.display, "startS": round(time.monotonic() - t0, 3)}
-        started: list[SetupResult] = []
-        try:
-            self._run_on(task, state, root, record, started)
+            if self.config.remote:
+                self._run_remote(task, root, record, stops, t0)
+            else:
+                self._run_local(task, root, record, stops, t0)
         except Exception as exc:  # a fault of ours: recorded, and the next task still runs
             record.outcome = ERROR
             record.error = f"internal: {type(exc).__name__}: {exc}"
         finally:
             record.time_s = time.monotonic() - t0
-            if self.config.background_teardown:
+            if stops and self.config.background_teardown:
                 th = threading.Thread(
                     target=self._teardown,
-                    args=(started, state, root, None),
-                    name=f"eval-teardown-{state.display}",
+                    args=(stops, root, None),
+                    name=f"eval-teardown-{root.name}",
                     daemon=True,
                 )
                 th.start()
                 self._teardowns.append(th)
-            else:
-                self._teardown(started, state, root, record)
+            elif stops:
+                self._teardown(stops, root, record)
         return record
 
     def _teardown(
         self,
-        started: list[SetupResult],
-        state: vdesk.DesktopState,
+        stops: list[Callable[[], object]],
         root: Path,
         record: TaskRecord | None,
     ) -> None:
-        """End the task's apps and its desktop. In the background (``record`` None) the time
-        is kept aside (the record may be being written) and put on the record by ``close``."""
+        """End the task's apps and its desktop (newest first). In the background (``record``
+        None) the time is kept aside (the record may be being written) and put on the
+        record by ``close``."""
         t_down = time.monotonic()
-        for setup in started:
-            setup.stop()
-        vdesk.down(state)
+        for stop in reversed(stops):
+            stop()
         took = round(time.monotonic() - t_down, 3)
         if record is not None:
             record.desktop["teardownS"] = took
@@ -216,15 +168,62 @@ class DesktopWorker:
                 if took is not None:
                     r.desktop["teardownS"] = took
 
-    def _run_on(
+    def _job(self, task: SuiteTask, env: Mapping[str, str], root: Path, task_dir: str) -> AgentJob:
+        """The agent's run: ``task_dir`` is ``${TASK_DIR}`` where the desktop is (this
+        machine's ``work/``, or the remote's)."""
+        return AgentJob(
+            task_id=task.id,
+            instruction=task.instruction,
+            target=task.target,
+            criteria=[c.wire() for c in task.criteria(task_dir)],
+            max_steps=task.limits.steps,
+            time_s=task.limits.time_s,
+            env=self.with_provider(env),
+            agent_env=self.agent_env(env),
+            task_dir=root,
+            work=root / "work",
+            shown_task_dir=task_dir,
+            cancel=self.config.cancel,
+        )
+
+    def _agent(self, job: AgentJob, root: Path, record: TaskRecord) -> AgentRun | None:
+        """The agent's run on the record; None when it could not run (said on the record)."""
+        try:
+            agent = run_agent(self.config.agent, job, root / "data")
+        except (AgentError, Interrupted) as exc:
+            record.error = f"agent: {exc}"
+            return None
+        record.agent = agent.record()
+        record.steps, record.model_calls = agent.steps, agent.model_calls
+        return agent
+
+    @staticmethod
+    def _decide(record: TaskRecord, checked: Checked, agent: AgentRun, task: SuiteTask) -> None:
+        record.verification = checked.verdicts
+        if checked.observe_error is not None:
+            record.desktop["observeError"] = checked.observe_error
+        if checked.first_observation_s is not None:
+            record.desktop["checkObserveS"] = round(checked.first_observation_s, 3)
+        record.outcome = PASSED if checked.passed else FAILED
+        if agent.timed_out and not checked.passed:
+            record.error = f"the agent ran out of its {task.limits.time_s:g} s"
+
+    def _run_local(
         self,
         task: SuiteTask,
-        state: vdesk.DesktopState,
         root: Path,
         record: TaskRecord,
-        started: list[SetupResult],
+        stops: list[Callable[[], object]],
+        t0: float,
     ) -> None:
         cfg = self.config
+        try:
+            state = vdesk.up(cfg.width, cfg.height)
+        except Exception as exc:  # a missing binary, a bus that never came up
+            record.error = f"the private desktop could not start: {exc}"
+            return
+        stops.append(lambda: vdesk.down(state))
+        record.desktop = {"display": state.display, "startS": round(time.monotonic() - t0, 3)}
         work = root / "work"
         env = self.task_env(state, root)
         t_setup = time.monotonic()
@@ -235,51 +234,79 @@ class DesktopWorker:
         except SetupRefused as exc:
             record.error = f"setup: {exc}"
             return
-        started.append(setup)
+        stops.append(setup.stop)
         record.setup = {
             "launched": [a.record() for a in setup.launched],
             "setupS": round(time.monotonic() - t_setup, 3),
         }
-        criteria = task.criteria(str(work))
-        job = AgentJob(
-            task_id=task.id,
-            instruction=task.instruction,
-            target=task.target,
-            criteria=[c.wire() for c in criteria],
-            max_steps=task.limits.steps,
-            time_s=task.limits.time_s,
-            env=self.with_provider(env),
-            agent_env=self.agent_env(env),
-            task_dir=root,
-            work=work,
-            cancel=cfg.cancel,
-        )
+        job = self._job(task, env, root, str(work))
         started_at = time.time()
-        roots = (*state.pids.values(), *(a.pid for a in setup.launched))
-        memory = PeakMemory(state.display, roots)
+        memory = PeakMemory(state.display, (*state.pids.values(), *(a.pid for a in setup.launched)))
         try:
             with memory:
-                agent = run_agent(cfg.agent, job, root / "data")
-        except (AgentError, Interrupted) as exc:
-            record.error = f"agent: {exc}"
-            return
+                agent = self._agent(job, root, record)
         finally:
             record.desktop["memoryMb"] = memory.peak
-        record.agent = agent.record()
-        record.steps, record.model_calls = agent.steps, agent.model_calls
+        if agent is None:
+            return
         t_check = time.monotonic()
         checked = check(
-            criteria,
+            task.criteria(str(work)),
             task.target,
             started_at,
-            check_host_config(env, cfg.host_command, root / "check-host.log"),
+            host_config(env, cfg.host_command, root / "check-host.log"),
         )
-        record.verification = checked.verdicts
         record.desktop["checkS"] = round(time.monotonic() - t_check, 3)
-        if checked.observe_error is not None:
-            record.desktop["observeError"] = checked.observe_error
-        if checked.first_observation_s is not None:
-            record.desktop["checkObserveS"] = round(checked.first_observation_s, 3)
-        record.outcome = PASSED if checked.passed else FAILED
-        if agent.timed_out and not checked.passed:
-            record.error = f"the agent ran out of its {task.limits.time_s:g} s"
+        self._decide(record, checked, agent, task)
+
+    def _run_remote(
+        self,
+        task: SuiteTask,
+        root: Path,
+        record: TaskRecord,
+        stops: list[Callable[[], object]],
+        t0: float,
+    ) -> None:
+        """The task's desktop, setup and check on the remote machine (remote_desktop.py); the
+        agent here, its server's host attached to that desktop over ssh."""
+        cfg = self.config
+        assert cfg.host_command is not None
+        known_hosts = known_hosts_path()  # the person's pins (the tasks' data dirs are new)
+        env = task_environment(cfg.base_env, {}, root)
+        remote = RemoteTaskDesktop(
+            cfg.host_command, env, root / "remote-task.log", known_hosts=known_hosts
+        )
+        stops.append(remote.close)
+        try:
+            ready = remote.open(task, cfg.width, cfg.height)
+        except RemoteTaskError as exc:
+            prefix = "setup" if exc.stage == "setup" else "remote"
+            record.error = f"{prefix}: {exc}"
+            return
+        record.desktop = {
+            "display": ready.display,
+            "startS": round(time.monotonic() - t0, 3),
+            "remote": remote_location(cfg.host_command),
+            "remoteVersion": ready.version,
+            "remoteTaskDir": ready.task_dir,
+            "remoteStartS": ready.start_s,
+            "remoteMachine": ready.machine,
+        }
+        record.setup = ready.setup
+        env[HOST_COMMAND_ENV] = shlex.join(attached_command(cfg.host_command, ready.display))
+        env[KNOWN_HOSTS_ENV] = str(known_hosts)
+        job = self._job(task, env, root, ready.task_dir)
+        try:
+            remote.agent_started()
+            agent = self._agent(job, root, record)
+            if agent is None:
+                return
+            t_check = time.monotonic()
+            checked, figures = remote.check()
+        except RemoteTaskError as exc:
+            record.error = f"remote: {exc}"
+            return
+        record.desktop["checkS"] = round(time.monotonic() - t_check, 3)
+        record.desktop["memoryMb"] = figures.get("memoryMb")
+        record.desktop["remoteCheckS"] = figures.get("checkS")
+        self._decide(record, checked, agent, task)

@@ -46,6 +46,9 @@ MAX_TOTAL_BYTES = 64 * 1024 * 1024
 # The trees the host process executes. The package root's __init__ runs on every import.
 HOST_FILES = ("deskpilot/__init__.py",)
 HOST_TREES = ("deskpilot/host/", "deskpilot/protocol/")
+#: the whole package: what a remote eval task runs (its setup's launch policy, the
+#: verification engine, the private desktop) besides the host (hostclient/remote_host.py)
+PACKAGE_TREES = ("deskpilot/",)
 REQUIRED = ("deskpilot/host/__main__.py", "deskpilot/protocol/__init__.py")
 
 #: remote: checked by the remote machine itself (hostclient/remote_host.py)
@@ -132,8 +135,11 @@ def local_trust_requested(env: Mapping[str, str]) -> bool:
     return env.get(LOCAL_TRUST_ENV) == "1"
 
 
-def verify_host_artifact(env: Mapping[str, str] | None = None) -> ArtifactReport:
-    """Check the installed host before spawning it; raises native_host_untrusted/missing."""
+def verify_host_artifact(
+    env: Mapping[str, str] | None = None, trees: tuple[str, ...] = HOST_TREES
+) -> ArtifactReport:
+    """Check the installed host (the modules under ``trees``) before spawning it; raises
+    native_host_untrusted/missing."""
     env = os.environ if env is None else env
     dist = find_distribution()
     version = dist.version or ""
@@ -165,7 +171,7 @@ def verify_host_artifact(env: Mapping[str, str] | None = None) -> ArtifactReport
             "(editable) install may skip verification",
             reason="local_trust_refused",
         )
-    files, total = _verify_record(dist)
+    files, total = _verify_record(dist, trees)
     return ArtifactReport(
         mode="verified",
         version=version,
@@ -200,8 +206,8 @@ def _dist_info_dir(dist: metadata.Distribution) -> str:
     raise untrusted("the installed distribution has no RECORD", reason="no_record")
 
 
-def _is_host_path(path: str) -> bool:
-    return path in HOST_FILES or any(path.startswith(t) for t in HOST_TREES)
+def _is_host_path(path: str, trees: tuple[str, ...] = HOST_TREES) -> bool:
+    return path in HOST_FILES or any(path.startswith(t) for t in trees)
 
 
 def _check_file(path: Path, limit: int, label: str) -> os.stat_result:
@@ -236,12 +242,14 @@ def _sha256_b64(path: Path) -> str:
     return base64.urlsafe_b64encode(h.digest()).rstrip(b"=").decode()
 
 
-def _verify_record(dist: metadata.Distribution) -> tuple[int, int]:
+def _verify_record(
+    dist: metadata.Distribution, trees: tuple[str, ...] = HOST_TREES
+) -> tuple[int, int]:
     root = Path(str(dist.locate_file(""))).resolve()
     listed: dict[str, tuple[str, str]] = {}
     for path, digest, size in _record_rows(dist):
         norm = path.replace("\\", "/")
-        if _is_host_path(norm) and "/__pycache__/" not in norm:
+        if _is_host_path(norm, trees) and "/__pycache__/" not in norm:
             listed[norm] = (digest, size)
     for required in REQUIRED:
         if required not in listed:
@@ -267,7 +275,7 @@ def _verify_record(dist: metadata.Distribution) -> tuple[int, int]:
             raise untrusted(f"the host's modules exceed {MAX_TOTAL_BYTES} bytes in total")
     # Nothing may sit in the host's trees that RECORD does not vouch for.
     _check_dir(root / "deskpilot")
-    for tree in HOST_TREES:
+    for tree in trees:
         base = root / tree
         _check_dir(base)
         for dirpath, dirnames, filenames in os.walk(base, followlinks=False):

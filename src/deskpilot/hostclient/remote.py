@@ -32,6 +32,7 @@ a changed or unknown host key, an authentication failure, an unreachable machine
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shlex
 from collections.abc import Mapping, Sequence
@@ -43,6 +44,8 @@ from deskpilot.store.paths import data_dir
 SSH_FAILURE_EXIT = 255
 #: how ``deskpilot eval --host-command`` reaches the ``deskpilot serve`` each task starts
 HOST_COMMAND_ENV = "DESKPILOT_HOST_COMMAND"
+#: the known_hosts file a process checks remote keys against, when not its data dir's
+KNOWN_HOSTS_ENV = "DESKPILOT_SSH_KNOWN_HOSTS"
 #: tokens a shell would treat as operators: meaningless (and a sign of a mistake) in an argv
 SHELL_OPERATORS = frozenset({"|", "||", "&", "&&", ";", ";;", ">", ">>", "<", "<<", "(", ")"})
 _SHELL_CHARS = ("`", "$(", "\n")
@@ -79,7 +82,14 @@ SSH_DROPPED_ENV = ("DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY")
 
 
 def known_hosts_path() -> Path:
-    """deskpilot's own known_hosts: the only file ssh consults for a remote host's key."""
+    """deskpilot's own known_hosts: the only file ssh consults for a remote host's key.
+
+    :data:`KNOWN_HOSTS_ENV` names it for a process whose data dir is not the person's: a
+    ``deskpilot serve`` that ``deskpilot eval`` starts for a task runs with the task's own
+    data dir, and must still check the keys the person pinned."""
+    given = os.environ.get(KNOWN_HOSTS_ENV)
+    if given:
+        return Path(given)
     d = data_dir() / "ssh"
     d.mkdir(parents=True, exist_ok=True, mode=0o700)
     return d / "known_hosts"
