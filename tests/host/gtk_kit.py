@@ -1,4 +1,5 @@
-"""A GTK 3 window that changes on command, for the tree cache's tests (one kit, not copies).
+"""A GTK 3 window that changes on command, and finding an app's window, for the host tests
+(one kit, not copies).
 
 tests/host/mutating_gtk_app.py runs under the system python3 (GTK 3 comes from Debian's gi,
 not the venv): each line on its stdin makes up to that many random changes (seeded) and it

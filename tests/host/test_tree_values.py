@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from gtk_kit import frame_titled
 from Xlib import XK, X, display
 from Xlib.ext import xtest
 
@@ -91,17 +92,6 @@ def _focus_window_of(pid: int) -> None:
         d.close()
 
 
-async def _frame(client: AtspiClient, pid: int, title: str = "", timeout: float = 45) -> FrameInfo:
-    deadline = time.monotonic() + timeout
-    while True:
-        for f in await client.frames(pid=pid):
-            if f.title.startswith(title) and {"visible", "showing"} & f.states:
-                return f
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no frame {title!r} for pid {pid}")
-        await asyncio.sleep(0.2)
-
-
 async def _until(
     client: AtspiClient, frame: FrameInfo, ok: Callable[[TreeSnapshot], bool], timeout: float = 20
 ) -> TreeSnapshot:
@@ -162,7 +152,7 @@ async def test_chromium_select_date_and_number_values(
     try:
         await asyncio.to_thread(dapps.wait_accessible, pid=app.pid, timeout=60)
         async with await AtspiClient.connect() as client:
-            frame = await _frame(client, app.pid, "Values page")
+            frame = await frame_titled(client, app.pid, "Values page")
             snap = await _until(client, frame, lambda s: "Volume" in s.text)
             combo = _find(snap, "comboBox", "Color")
             assert _line(snap, combo).startswith('- comboBox "Color" = "--"')
@@ -200,7 +190,7 @@ async def test_zenity_form_fields_are_named_after_their_labels(desktop: DesktopS
     )  # fmt: skip
     try:
         async with await AtspiClient.connect() as client:
-            frame = await _frame(client, app.pid, "Sign up")
+            frame = await frame_titled(client, app.pid, "Sign up")
             snap = await _until(client, frame, lambda s: "OK" in s.text)
             assert _line(snap, _find(snap, "textField", "Name")).startswith(
                 '- textField "Name" = ""'
@@ -226,14 +216,14 @@ async def test_mousepad_find_dialog_uses_labelled_by(desktop: DesktopState) -> N
     app = await _launch(["mousepad"])
     try:
         async with await AtspiClient.connect() as client:
-            main = await _frame(client, app.pid, "Untitled")
+            main = await frame_titled(client, app.pid, "Untitled")
             await _until(client, main, lambda s: "menuBar" in s.text)
             dialog = None
             for _ in range(5):  # the first key may arrive before the window takes focus
                 _focus_window_of(app.pid)
                 _keys("Control_L", "r")
                 try:
-                    dialog = await _frame(client, app.pid, "Find and Replace", timeout=4)
+                    dialog = await frame_titled(client, app.pid, "Find and Replace", timeout=4)
                     break
                 except AssertionError:
                     continue
@@ -260,7 +250,7 @@ async def test_calculator_mode_popover_items_are_shown_and_invokable(
     app = await _launch(["gnome-calculator"])
     try:
         async with await AtspiClient.connect() as client:
-            frame = await _frame(client, app.pid, "Calculator")
+            frame = await frame_titled(client, app.pid, "Calculator")
             snap = await _until(client, frame, lambda s: "Mode selection" in s.text)
             assert "radioMenuItem" not in snap.text  # closed: nothing of the popover
             mode = _find(snap, "button", "Mode selection")

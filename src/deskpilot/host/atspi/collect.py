@@ -263,21 +263,29 @@ async def has_collection(conn: Conn, bus: str, path: str) -> bool:
     return I_COLLECTION in body[0]
 
 
+async def get_matches(
+    conn: Conn, bus: str, path: str, rule: tuple[Any, ...] | list[Any], count: int
+) -> list[tuple[str, str]]:
+    """``Collection.GetMatches`` under ``path``: at most ``count`` objects (0: all) matching
+    ``rule``, in canonical order (preorder), as (bus name, path); raises AtspiCallError."""
+    body = await conn.call(
+        bus,
+        path,
+        I_COLLECTION,
+        "GetMatches",
+        _RULE_SIG + "uib",
+        (list(rule), _SORT_CANONICAL, max(0, count), True),
+    )
+    return [(b or bus, p) for b, p in body[0]]
+
+
 async def read_collection(conn: Conn, bus: str, root_path: str, limit: int) -> list[RawNode]:
     """Preorder refs from one GetMatches, then name/parent/child count, states and role of
     every node, all issued at once. (Roles by eight bit-slice GetMatches — the nodes whose
     role number has bit k set — were tried: no faster than GetRole per node once calls are
     cheap on our side, since Chromium walks its whole tree for each GetMatches.)"""
-    body = await conn.call(
-        bus,
-        root_path,
-        I_COLLECTION,
-        "GetMatches",
-        _RULE_SIG + "uib",
-        (list(_MATCH_ALL_RULE), _SORT_CANONICAL, max(0, limit - 1), True),
-    )
     refs: list[tuple[str, str]] = [(bus, root_path)]
-    refs.extend((b or bus, p) for b, p in body[0])
+    refs.extend(await get_matches(conn, bus, root_path, _MATCH_ALL_RULE, limit - 1))
     calls: list[Call] = []
     for b, p in refs:
         calls.append((b, p, I_PROPERTIES, "GetAll", "s", (I_ACCESSIBLE,)))

@@ -104,7 +104,10 @@ class EventWatcher:
             return
         self._started = True
         self._bus.add_message_handler(self._on_message)
-        for iface in _EVENT_IFACES:
+        # the apps' events, and (a long-lived host sees many apps come and go) the names
+        # that leave the bus, so that an app's records leave with it
+        rules = [f"type='signal',interface='{iface}'" for iface in _EVENT_IFACES]
+        for rule in (*rules, _NAME_GONE_RULE):
             await self._bus.call(
                 Message(
                     destination="org.freedesktop.DBus",
@@ -112,21 +115,9 @@ class EventWatcher:
                     interface="org.freedesktop.DBus",
                     member="AddMatch",
                     signature="s",
-                    body=[f"type='signal',interface='{iface}'"],
+                    body=[rule],
                 )
             )
-        # an app that leaves the bus leaves its records here too (a long-lived host sees
-        # many apps come and go)
-        await self._bus.call(
-            Message(
-                destination="org.freedesktop.DBus",
-                path="/org/freedesktop/DBus",
-                interface="org.freedesktop.DBus",
-                member="AddMatch",
-                signature="s",
-                body=[_NAME_GONE_RULE],
-            )
-        )
         for event in _REGISTERED_EVENTS:
             await self._register(event)
         self._registered_seq = dict(self._seq)

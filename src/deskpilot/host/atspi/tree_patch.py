@@ -22,7 +22,6 @@ from typing import Any, Final
 from deskpilot.host.atspi import collect
 from deskpilot.host.atspi.bus import (
     I_ACCESSIBLE,
-    I_COLLECTION,
     I_PROPERTIES,
     AtspiCallError,
     Call,
@@ -317,17 +316,12 @@ async def same_shape(conn: Conn, nodes: list[RawNode], limit: int) -> bool:
     any event (a check box added to a container in the same task as other changes)."""
     root = nodes[0]
     try:
-        body = await conn.call(
-            root.bus,
-            root.path,
-            I_COLLECTION,
-            "GetMatches",
-            collect._RULE_SIG + "uib",
-            (list(collect._MATCH_ALL_RULE), collect._SORT_CANONICAL, max(0, limit - 1), True),
+        found = await collect.get_matches(
+            conn, root.bus, root.path, collect._MATCH_ALL_RULE, limit - 1
         )
     except AtspiCallError:
         return False
-    paths = [p for _b, p in body[0]]
+    paths = [p for _b, p in found]
     return len(paths) == len(nodes) - 1 and all(
         p == n.path for p, n in zip(paths, nodes[1:], strict=True)
     )
@@ -386,18 +380,11 @@ async def _focused_now(
         return []
     root = nodes[0]
     try:
-        body = await conn.call(
-            root.bus,
-            root.path,
-            I_COLLECTION,
-            "GetMatches",
-            collect._RULE_SIG + "uib",
-            (list(_FOCUSED_RULE), collect._SORT_CANONICAL, _MAX_PROBES, True),
-        )
+        matches = await collect.get_matches(conn, root.bus, root.path, _FOCUSED_RULE, _MAX_PROBES)
     except AtspiCallError:
         return None
     found: list[int] = []
-    for _b, p in body[0]:
+    for _b, p in matches:
         i = index.get(p)
         if i is None:
             return None
