@@ -234,7 +234,9 @@ def engine_runs(engines: list[str], tasks: str, desktops: int, rounds: int) -> N
                     print(f"  {engine} {t['id']}: {t['outcome']}: {said}")
             start = float(data["engine"].get("startS") or 0.0)
             got = rows[engine]
+            downs = [float(t["desktop"].get("teardownS") or 0) for t in data["tasks"]]
             for key, value in (
+                ("teardown", statistics.median(downs)),
                 ("shown", shown),
                 ("process", elapsed),
                 ("wall", float(data["wallS"])),
@@ -254,7 +256,8 @@ def engine_runs(engines: list[str], tasks: str, desktops: int, rounds: int) -> N
         print(
             f"{engine}: median results shown {m['shown']:.1f} s, process {m['process']:.1f} s, "
             f"run wall {m['wall']:.1f} s, "
-            f"engine start {m['start']:.2f} s, sum of task times {m['sum']:.1f} s"
+            f"engine start {m['start']:.2f} s, sum of task times {m['sum']:.1f} s, a task's "
+            f"teardown {m['teardown']:.2f} s"
         )
     if len(engines) == 2:
         a, b = engines

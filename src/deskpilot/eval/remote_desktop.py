@@ -21,6 +21,7 @@ import queue
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,8 +84,11 @@ class RemoteTaskDesktop:
         env: Mapping[str, str],
         log_path: Path,
         known_hosts: Path | None = None,
+        cancel: threading.Event | None = None,
     ) -> None:
         self.host_command = tuple(host_command)
+        #: set when the whole run is interrupted: a request stops waiting for its answer
+        self.cancel = cancel
         self.log_path = log_path
         self._log_at = log_offset(log_path)
         argv = ssh_argv((*self.host_command, EVAL_TASK_WORD), known_hosts=known_hosts)
@@ -121,12 +125,18 @@ class RemoteTaskDesktop:
             self._writer.write_json({**msg, "id": self._next_id})
         except OSError:
             raise self._channel_error(stage) from None
-        try:
-            reply = self._replies.get(timeout=timeout)
-        except queue.Empty:
-            raise RemoteTaskError(
-                stage, f"the remote did not answer {msg['type']!r} within {timeout:g} s"
-            ) from None
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                reply = self._replies.get(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
+                break
+            except queue.Empty:
+                if self.cancel is not None and self.cancel.is_set() and msg["type"] != "end":
+                    raise RemoteTaskError("interrupted", "interrupted") from None
+                if time.monotonic() >= deadline:
+                    raise RemoteTaskError(
+                        stage, f"the remote did not answer {msg['type']!r} within {timeout:g} s"
+                    ) from None
         if reply is None:
             raise self._channel_error(stage)
         if reply.get("type") == "error":

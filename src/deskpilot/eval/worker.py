@@ -274,7 +274,11 @@ class DesktopWorker:
         known_hosts = known_hosts_path()  # the person's pins (the tasks' data dirs are new)
         env = task_environment(cfg.base_env, {}, root)
         remote = RemoteTaskDesktop(
-            cfg.host_command, env, root / "remote-task.log", known_hosts=known_hosts
+            cfg.host_command,
+            env,
+            root / "remote-task.log",
+            known_hosts=known_hosts,
+            cancel=cfg.cancel,
         )
         stops.append(remote.close)
         try:
