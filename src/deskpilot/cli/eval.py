@@ -205,10 +205,20 @@ def eval_suite(
     if resume and out is None:
         console.print("[red]error:[/red] --resume needs the --out of the earlier run")
         raise typer.Exit(EXIT_USAGE)
+    provider_vars: dict[str, str] = {}
+    if spec.kind == "operator":
+        from deskpilot.eval.provider_env import provider_env, resolve_provider
+        from deskpilot.provider import ProviderError
+
+        try:
+            provider_vars = provider_env(resolve_provider(os.environ, provider))
+        except ProviderError as err:
+            console.print(f"[red]error:[/red] no decision model for the operator: {err.message}")
+            raise typer.Exit(EXIT_NO_MODEL) from None
     ray_start: RayStart | None = None
     if engine == "ray":
-        # Ray starts (2-5 s) while this process resolves the model, imports the engine and
-        # plans the runs (eval/ray_start.py)
+        # Ray starts (2-5 s) while this process imports the engine and plans the runs
+        # (eval/ray_start.py)
         from deskpilot.eval.ray_start import RayStart
 
         ray_start = RayStart(ray_address, desktops)
@@ -222,6 +232,7 @@ def eval_suite(
             engine,
             ray_address,
             ray_start,
+            provider_vars,
             desktops=desktops,
             provider=provider,
             repeat=repeat,
@@ -255,6 +266,7 @@ def _run_and_show(
     engine: str,
     ray_address: str | None,
     ray_start: RayStart | None,
+    provider_vars: dict[str, str],
     *,
     desktops: int,
     provider: str | None,
@@ -264,16 +276,6 @@ def _run_and_show(
     as_json: bool,
     host_command: tuple[str, ...] | None,
 ) -> None:
-    provider_vars: dict[str, str] = {}
-    if spec.kind == "operator":
-        from deskpilot.eval.provider_env import provider_env, resolve_provider
-        from deskpilot.provider import ProviderError
-
-        try:
-            provider_vars = provider_env(resolve_provider(os.environ, provider))
-        except ProviderError as err:
-            console.print(f"[red]error:[/red] no decision model for the operator: {err.message}")
-            raise typer.Exit(EXIT_NO_MODEL) from None
     from deskpilot.eval.engine import EvalOptions, EvalOutcome, run_eval
     from deskpilot.eval.worker import WorkerConfig
 

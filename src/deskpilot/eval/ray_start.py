@@ -1,10 +1,12 @@
 """Ray for an eval run: started (or joined) in a thread of its own while the driver prepares.
 
-``ray.init`` of the embedded Ray takes 2–5 s on this machine kind (its GCS, raylet and agent
+``ray.init`` of the embedded Ray takes 2–7 s on this machine kind (its GCS, raylet and agent
 processes start and register), so :class:`RayStart` begins it the moment ``deskpilot eval``
-knows its options are valid, and the driver meanwhile resolves the operator's model,
-imports the engine and the worker (≈0.9 s), and plans the runs (docs/benchmarks.md, "The
-Ray engine"). This module imports nothing heavy itself: Ray is imported in that thread.
+knows its options are valid and its model resolved, and the driver meanwhile imports the
+engine and plans the runs. That overlap is small in practice — the CLI has imported most of
+the package before ``eval`` runs, so ``engine.waitS`` is close to ``startS``
+(docs/benchmarks.md, "The Ray engine") — but it costs nothing. This module imports nothing
+heavy itself: Ray is imported in that thread.
 
 The thread lives as long as Ray does and is the one that shuts it down. That is not a
 style choice: Ray starts its processes with ``PR_SET_PDEATHSIG``, which the kernel fires
