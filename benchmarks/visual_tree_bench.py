@@ -9,7 +9,9 @@ in two states:
 
 * ``output``: a known command output, two short lines (the tests' xterm);
 * ``full``: every row of the terminal full of text (33 rows of ``ls -l``-like lines, ~2,900
-  characters): the worst case, OCR time grows with the text.
+  characters): the worst case, OCR time grows with the text;
+* ``colour``: 33 rows of ``ls -l --color``-like lines, the file names bold green, cyan,
+  blue or yellow as ``ls`` colours them (the terminal engine's grayscale, for accuracy).
 
 Measured per state, N runs of each path interleaved (after one warm-up each), median and p90
 of the wall time, and the CPU time of this process (all threads: the wall time a load of other
@@ -48,6 +50,7 @@ import argparse
 import asyncio
 import difflib
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -79,6 +82,12 @@ FULL = "\n".join(
     for i in range(33)
 )
 OUTPUT = "DESKPILOT-VISUAL-4711\nalpha bravo charlie\n"
+_COLOURS = ("01;32", "01;36", "01;34", "00;33")  # ls --color: executable, link, directory, fifo
+COLOUR = "\n".join(
+    f"-rwxr-xr-x 1 root root {2000 + 53 * i:6d} Dec  2 09:{i % 60:02d} "
+    f"\\033[{_COLOURS[i % 4]}mtool-{i:03d}.bin\\033[0m -> target window {i * 3}"
+    for i in range(33)
+)
 PATHS = ("full", "page", "known", "hit", "patched", "host", "ocr", "ocr-page", "sparse", "cli")
 
 
@@ -86,7 +95,7 @@ def _xterm(text: str) -> App:
     path = shutil.which("xterm")
     if path is None:
         raise SystemExit("xterm is not installed (apt-get install xterm)")
-    script = f"printf '%s' '{text}'; exec sleep 3600"
+    script = f"printf '%b' '{text}'; exec sleep 3600"
     argv = [path, "-geometry", "116x34+0+0", "-fa", "DejaVu Sans Mono", "-fs", "14"]
     return launch([*argv, "-e", "sh", "-c", script])
 
@@ -124,7 +133,8 @@ def _stats(values: list[float]) -> tuple[float, float]:
 def _accuracy(read: list[str], shown: str) -> str:
     """Characters of ``shown`` read correctly (in order, whitespace collapsed) and rows
     read exactly."""
-    expected = [" ".join(line.split()) for line in shown.splitlines() if line.strip()]
+    plain = re.sub(r"\\033\[[0-9;]*m", "", shown)  # the colours' escapes
+    expected = [" ".join(line.split()) for line in plain.splitlines() if line.strip()]
     got = [" ".join(line.split()) for line in read if line.strip()]
     a, b = "\n".join(expected), "\n".join(got)
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
@@ -262,6 +272,7 @@ def main() -> int:
         print(f"runs={args.runs} cpus={os.cpu_count()} load={load}")
         asyncio.run(_bench("output", OUTPUT, args.runs, args.save))
         asyncio.run(_bench("full", FULL, args.runs, args.save))
+        asyncio.run(_bench("colour", COLOUR, args.runs, args.save))
         load = tuple(round(v, 2) for v in os.getloadavg())
         print(f"load at the end={load}")
     finally:

@@ -18,7 +18,7 @@ and a screen of text uses a few dozen distinct glyphs. So:
   as many cells as the word has characters gives each cell its character. Then the rows are
   looked at again: most are now known.
 
-A cold full terminal (33 rows of ``ls -l``-like text) is read by tesseract in 3 of its rows,
+A cold full terminal (33 rows of ``ls -l``-like text) is read by tesseract in 2 of its rows,
 the rest from the glyphs those taught (docs/vision.md, "Terminals"). Rows are chosen in a
 fixed order (most unknown glyphs, then the upper row), so a frame reads the same each time.
 The cache lives as long as its engine: the next frame of any terminal in the same font
@@ -52,9 +52,11 @@ PSM_SINGLE_LINE = 7
 #: A word read at least this confidently teaches its cells their characters. Tesseract's
 #: confidence per character is 97-100 even where context misleads it (the first ``l`` of
 #: ``lrwxrwxrwx`` read as ``L``); a word's is lower there (41-58), so only a word's counts.
-#: Learning from two rows that agree at any confidence was measured too: the ``L`` then
-#: spread to every ``l`` of the screen (10 pt ``ls -l``: 22 rows exact instead of 26).
-LEARN_CONFIDENCE = 75.0
+#: On six xterm screens (docs/vision.md, "Terminals") 55, 65 and 75 read the same text, 65
+#: with fewer rows OCR'd than 75 (bold blue names come in at 64-74); 85 read less (more rows
+#: left to tesseract's own misreads). Learning from two rows that agree at any confidence
+#: spread that ``L`` to every ``l`` of the screen (10 pt ``ls -l``: 22 rows exact, not 26).
+LEARN_CONFIDENCE = 65.0
 #: Glyphs kept (the least recently used dropped): a screen of text uses a few dozen.
 MAX_GLYPHS = 4096
 #: Rows of background added above and below a row of cells given to tesseract.
