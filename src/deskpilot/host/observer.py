@@ -175,15 +175,17 @@ class Observer:
         image: ImageDescriptor | None = None
         frame: Frame | None = None
         if request.include_screenshot:
-            _, _, capturer = self.desktop.require()
-            t1 = time.perf_counter()
-            frame = capturer.grab(window.bounds)
-            timings["capture"] = _ms(t1)
+            # grabbed and encoded on the capture thread while this loop serves the tree's
+            # D-Bus replies: the grab no longer eats into the read's deadline
+            try:
+                frame, png, encode_ms = await self.desktop.require_shooter().grab_png(window.bounds)
+            except BaseException:
+                if tree_task is not None:
+                    tree_task.cancel()
+                raise
+            timings["capture"] = frame.capture_ms
+            timings["encode"] = encode_ms
             capture_rect = frame.rect
-            t2 = time.perf_counter()
-            # encode while the D-Bus replies for the tree come in
-            png = await asyncio.to_thread(encode_png, frame.image())
-            timings["encode"] = _ms(t2)
             image = ImageDescriptor(
                 width=frame.rect.width, height=frame.rect.height, byte_length=len(png)
             )
@@ -265,9 +267,8 @@ class Observer:
         shows once the app settled."""
         binding = self._current(session_id, body)
         kept, self._kept = self._kept, None
-        _, _, capturer = self.desktop.require()
         t1 = time.perf_counter()
-        frame = capturer.grab(binding.window.bounds)
+        frame = await self.desktop.require_shooter().grab(binding.window.bounds)
         if png is None or kept is None or kept[0] != body.frame_id:
             return await self._with_pixels(body, binding, frame)
         same = kept[1].rect == frame.rect and kept[1].bgrx == frame.bgrx
@@ -309,12 +310,11 @@ class Observer:
     async def _with_pixels(
         self, body: ObservationBody, binding: Binding, frame: Frame
     ) -> tuple[ObservationBody, bytes]:
-        t2 = time.perf_counter()
-        png = await asyncio.to_thread(encode_png, frame.image())
+        png, encode_ms = await self.desktop.require_shooter().encode(frame)
         timings = {
             **body.timings_ms,
             "capture": round(frame.capture_ms, 2),
-            "encode": round(_ms(t2), 2),
+            "encode": round(encode_ms, 2),
         }
         binding.capture_rect = frame.rect
         image = ImageDescriptor(
@@ -329,7 +329,7 @@ class Observer:
         anywhere on a screen capture) is painted out before the picture is encoded — its
         whole rectangle, also where a window above covers it: too much grey is harmless,
         too little would show a secret."""
-        _, _, capturer = self.desktop.require()
+        shooter = self.desktop.require_shooter()
         window: XWindow | None = None
         if request.screen:
             windows, _ = self.desktop.windows()
@@ -338,7 +338,7 @@ class Observer:
             window, windows = self.desktop.resolve(request.target)
             assert_capture_allowed(window.privacy_identity())
             area = window.bounds
-        frame = capturer.grab(area)
+        frame = await shooter.grab(area)
         pointer = self.desktop.pointer() if request.include_pointer else None
         if window is not None:  # the target and what is stacked above it
             above = next((i for i, w in enumerate(windows) if w.xid == window.xid), 0)

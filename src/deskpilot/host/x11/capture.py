@@ -10,6 +10,13 @@ PNG is written by the host itself: every row with filter type None, one zlib str
 text) costs more time than deflate saves: on a 1280×800 text page 29 ms vs 39 ms at the
 same size, on a mostly empty desktop 3.4 ms vs 8.6 ms (see docs/host.md).
 
+**Off the event loop.** A grab is a round trip to the X server that the calling thread
+waits out (XShmGetImage of a 2560×1600 screen ≈ 4–25 ms, a GetImage without MIT-SHM more,
+and up to ≈ 70 ms on a loaded machine). The host's event loop must not wait it out while a
+tree read's D-Bus replies queue up behind it and that read's deadline counts down, so the
+observer's grabs (and their PNG encoding) run on ``CaptureThread``: one thread of its own
+with its own mss connection, which nothing else touches.
+
 JPEG is for the dashboard's live view only (a frame every 100–200 ms, shown and dropped):
 libjpeg-turbo through Pillow writes a 1280×800 frame in ≈ 2–3 ms at quality 80, where PNG
 level 1 takes 8–30 ms depending on the content (benchmarks/ui_live_bench.py). Nothing stored
@@ -18,19 +25,24 @@ or shown to a model is ever a host JPEG.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import struct
 import time
 import zlib
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import mss
 from PIL import Image, ImageDraw
 
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import Rect
+
+T = TypeVar("T")
 
 PNG_COMPRESS_LEVEL = 1
 JPEG_QUALITY = 80
@@ -178,3 +190,63 @@ class Capturer:
             with contextlib.suppress(Exception):  # a broken connection cannot close cleanly
                 self._mss.close()
             self._mss = None
+
+
+class CaptureThread:
+    """Grabs, and encodes what it grabbed, on one thread of its own with its own X connection
+    (a ``Capturer`` created and used only there), so the caller's event loop goes on serving
+    D-Bus replies meanwhile. Jobs run one at a time, in order."""
+
+    def __init__(self, display_name: str) -> None:
+        self._display_name = display_name
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="deskpilot-capture")
+        self._capturer: Capturer | None = None  # the thread's own; touched only there
+        self._pool.submit(self._warm)  # its connection and shared memory, before any observe
+
+    def _warm(self) -> None:
+        with contextlib.suppress(DeskpilotError):  # a real grab says what is wrong
+            self._own().grab(Rect(x=0, y=0, width=1, height=1))
+
+    def _own(self) -> Capturer:
+        if self._capturer is None:
+            self._capturer = Capturer(self._display_name)
+        return self._capturer
+
+    async def _run(self, job: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, job)
+
+    async def grab(self, rect: Rect) -> Frame:
+        """The on-screen pixels of ``rect`` (``Capturer.grab``), grabbed on the thread."""
+        return await self._run(lambda: self._own().grab(rect))
+
+    async def grab_png(self, rect: Rect) -> tuple[Frame, bytes, float]:
+        """``rect`` grabbed and encoded as PNG on the thread: the frame, the PNG and the
+        encoding's own time in ms."""
+
+        def job() -> tuple[Frame, bytes, float]:
+            frame = self._own().grab(rect)
+            return (frame, *_timed_png(frame))
+
+        return await self._run(job)
+
+    async def encode(self, frame: Frame) -> tuple[bytes, float]:
+        """A frame grabbed earlier, encoded as PNG on the thread; the PNG and its time."""
+        return await self._run(lambda: _timed_png(frame))
+
+    def close(self) -> None:
+        """Close the thread's connection (on the thread, after the jobs before) and let the
+        thread go."""
+        with contextlib.suppress(RuntimeError):  # closed already
+            self._pool.submit(self._close_own)
+        self._pool.shutdown(wait=False)
+
+    def _close_own(self) -> None:
+        if self._capturer is not None:
+            self._capturer.close()
+            self._capturer = None
+
+
+def _timed_png(frame: Frame) -> tuple[bytes, float]:
+    start = time.perf_counter()
+    png = encode_png(frame.image())
+    return png, (time.perf_counter() - start) * 1000

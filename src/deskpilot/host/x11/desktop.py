@@ -14,7 +14,7 @@ import time
 from Xlib import X, error
 from Xlib.protocol import event as xevent
 
-from deskpilot.host.x11.capture import Capturer
+from deskpilot.host.x11.capture import Capturer, CaptureThread
 from deskpilot.host.x11.clipboard import ClipboardOwner
 from deskpilot.host.x11.connection import XConnection, XUnavailable
 from deskpilot.host.x11.input import HeldInputs, XInput, release_all
@@ -41,6 +41,8 @@ class X11Desktop:
             self.connect_error = exc.message
         self.lister = WindowLister(self.conn) if self.conn else None
         self.capturer = Capturer(self.conn.name) if self.conn else None
+        #: the observer's grabs and their encoding, off the event loop (x11/capture.py)
+        self.shooter = CaptureThread(self.conn.name) if self.conn else None
         if self.conn is not None and self.conn.extensions.xtest:
             self.input = XInput(self.conn, self.held)
         self._clipboard: ClipboardOwner | None = None
@@ -61,6 +63,12 @@ class X11Desktop:
                 self.connect_error or "no X server",
             )
         return self.conn, self.lister, self.capturer
+
+    def require_shooter(self) -> CaptureThread:
+        """The capture thread; ENVIRONMENT_UNAVAILABLE without an X server."""
+        self.require()
+        assert self.shooter is not None  # made with the connection
+        return self.shooter
 
     def require_input(self) -> XInput:
         if self.input is None:
@@ -238,6 +246,8 @@ class X11Desktop:
             self.input.ping.close()  # its listening connection, opened while typing
         if self.capturer is not None:
             self.capturer.close()
+        if self.shooter is not None:
+            self.shooter.close()
         for c in (self.conn, self.guard):
             if c is not None:
                 c.close()
