@@ -94,6 +94,7 @@ async def test_compute_and_two_actions_cost_three_calls(calculator: App) -> None
                 "kind": "click",
                 "outcome": "call_returned",
                 "method": "semantic",
+                "waitBound": "event",  # every press changes the display: its events end the wait
                 "risk": "L1",  # the kernel's rating, by value with the result
             }
             # GTK emits clicked 250 ms after the invoke: the toolkit's delay, reported apart

@@ -37,9 +37,14 @@ async def test_zenity_list_click_selects_and_says_so_count_2_activates(dp_deskto
             )
             assert not r.is_error, text_of(r)
             d = diag_of(r)
-            assert d["steps"] == [
-                {"kind": "click", "outcome": "call_returned", "method": "semantic", "risk": "L1"}
-            ]
+            (step,) = d["steps"]
+            assert step.pop("waitBound") in ("event", "toolkit_none"), step  # GTK 3
+            assert step == {
+                "kind": "click",
+                "outcome": "call_returned",
+                "method": "semantic",
+                "risk": "L1",
+            }
             text = text_of(r)
             assert "The click selected the item through accessibility; it did not activate" in text
             assert "The new state shows it [selected]." in text
