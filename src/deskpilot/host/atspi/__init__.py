@@ -4,7 +4,10 @@ Public API (the host's observer and dispatcher code against this; see docs/host-
 
     client = await AtspiClient.connect(session_address=None)  # enables org.a11y.Status
     await client.applications()            -> list[AppInfo]   # name, pid, bus_name, toolkit
+    await client.application(bus_name)     -> AppInfo | None  # that app only
+    await client.app_statuses(wait_s)      -> list[AppStatus] # each app answered, or silent
     await client.frames(pid=None)          -> list[FrameInfo] # top-level frames + states
+    await client.answering_frames(wait_s)  -> list[FrameInfo] # of the apps that answer
     snap = await client.snapshot(frame.ref, max_elements=2000, text_budget=48000,
                                  origin=(win_x, win_y))    -> TreeSnapshot
     snap.text / snap.tree_version / snap.elements[id] -> ElementRef / snap.truncation /
