@@ -132,7 +132,7 @@ def choose_engine(engine: str | None, ray_address: str | None, host_command: str
 
 
 def eval_suite(
-    suite_path: Path = typer.Argument(..., help="The suite file (JSON, docs/eval.md)."),
+    suite_path: Path = typer.Argument(..., help="The suite file (JSON or YAML, docs/eval.md)."),
     desktops: int = typer.Option(1, "--desktops", help="Private desktops side by side."),
     agent: str = typer.Option(
         "operator",

@@ -23,8 +23,8 @@ the ssh channel's stdin/stdout. The eval on the other machine sends one task; th
 The channel speaks the framed protocol (protocol/frames.py) with JSON frames, one request at
 a time: ``eval_task`` → ``desktop_ready``; ``agent_started`` → ``ok``; ``check`` →
 ``checked``; ``end`` → ``ended``. A failure is an ``error`` frame with ``details.stage``
-(``request``, ``capacity``, ``desktop``, ``setup``, ``check``) and the process goes on
-serving (a failed setup leaves nothing running: the eval then ends the channel).
+(``request``, ``capacity``, ``desktop``, ``setup``, ``check``, ``internal``) and the process
+goes on serving (a failed setup leaves nothing running: the eval then ends the channel).
 """
 
 from __future__ import annotations
@@ -240,6 +240,8 @@ def serve(channel_in: IO[bytes], channel_out: IO[bytes]) -> int:
                     reply = task.handle(msg)
                 except _Refused as exc:
                     reply = _error(exc.stage, str(exc))
+                except Exception as exc:  # a fault of ours: said, and the channel goes on
+                    reply = _error("internal", f"internal: {type(exc).__name__}: {exc}")
             try:
                 writer.write_json({**reply, "id": request_id})
             except OSError:
