@@ -143,25 +143,29 @@ def memory() -> None:
             vdesk.down(state)
 
 
+def eval_argv(engine: str, desktops: int, out: str) -> list[str]:
+    """``deskpilot eval`` of the starter suite with the reference solver, ``--json``."""
+    return [
+        str(Path(sys.executable).with_name("deskpilot")),
+        "eval",
+        str(ROOT / "suites" / "starter.json"),
+        "--engine",
+        engine,
+        "--desktops",
+        str(desktops),
+        "--agent",
+        "mcp:" + shlex.join([sys.executable, str(SOLVER)]),
+        "--out",
+        out,
+        "--json",
+    ]
+
+
 def suite_runs(desktops: list[int], tasks: str | None) -> None:
-    agent = "mcp:" + shlex.join([sys.executable, str(SOLVER)])
     for n in desktops:
         with tempfile.TemporaryDirectory(prefix="eval-bench-suite-") as tmp:
             before = load()
-            argv = [
-                str(Path(sys.executable).with_name("deskpilot")),
-                "eval",
-                str(ROOT / "suites" / "starter.json"),
-                "--engine",
-                "threads",  # the engines are compared apart (engine_runs)
-                "--desktops",
-                str(n),
-                "--agent",
-                agent,
-                "--out",
-                tmp,
-                "--json",
-            ]
+            argv = eval_argv("threads", n, tmp)  # the engines are compared apart
             if tasks:
                 argv += ["--tasks", tasks]
             t0 = time.monotonic()
@@ -187,7 +191,6 @@ def suite_runs(desktops: list[int], tasks: str | None) -> None:
 
 def engine_runs(engines: list[str], tasks: str, desktops: int, rounds: int) -> None:
     """Each engine on the same tasks, interleaved round by round; medians and the ratio."""
-    agent = "mcp:" + shlex.join([sys.executable, str(SOLVER)])
     print(
         f"## engines {', '.join(engines)}: tasks {tasks}, --desktops {desktops}, "
         f"{rounds} rounds interleaved; load {load()}"
@@ -197,22 +200,7 @@ def engine_runs(engines: list[str], tasks: str, desktops: int, rounds: int) -> N
         for engine in engines:
             with tempfile.TemporaryDirectory(prefix="eval-bench-engine-") as tmp:
                 before = load()
-                argv = [
-                    str(Path(sys.executable).with_name("deskpilot")),
-                    "eval",
-                    str(ROOT / "suites" / "starter.json"),
-                    "--engine",
-                    engine,
-                    "--desktops",
-                    str(desktops),
-                    "--tasks",
-                    tasks,
-                    "--agent",
-                    agent,
-                    "--out",
-                    tmp,
-                    "--json",
-                ]
+                argv = [*eval_argv(engine, desktops, tmp), "--tasks", tasks]
                 t0 = time.monotonic()
                 proc = subprocess.Popen(
                     argv,
