@@ -302,8 +302,11 @@ class Snapshots:
         )
         timings["render"] = _ms_since(t1)
         t2 = time.perf_counter()
-        same_url = in_place and not any(nodes[i].role in DOCUMENT_ROLES for i in plan.dirt.nodes)
-        secure, url, read = await _finish(conn, nodes, out, reuse_url=same_url, url=snap.url)
+        # a document's URL changes only with a load (document events: never a patch, a full
+        # read) — or with no event at all (history.pushState), which a hit does not see
+        # either: an in-place patch keeps the kept URL rather than queue a call behind the
+        # shape check
+        secure, url, read = await _finish(conn, nodes, out, reuse_url=in_place, url=snap.url)
         entry.secure = secure
         reread = {*plan.dirt.nodes, *todo, *read}
         elements = _elements(
