@@ -136,18 +136,15 @@ def test_a_host_command_is_refused_where_the_task_cannot_follow_its_desktop(
     tmp_path: Path,
 ) -> None:
     """Each task's desktop is on the remote machine, driven over ssh by the thread engine:
-    Ray (which places desktops on its own nodes) and the operator (``deskpilot run`` drives
-    a local host only) are refused (exit 2) before anything runs; the default engine with
-    --host-command is the thread engine (the ssh then fails: no such machine)."""
+    Ray (which places desktops on its own nodes) is refused (exit 2) before anything runs;
+    the default engine with --host-command is the thread engine (the ssh then fails: no such
+    machine). (The operator follows the desktop there: tests/eval/test_eval_ssh.py.)"""
     ssh = ("--host-command", "ssh user@box.invalid deskpilot-host")
     out = ("--out", str(tmp_path / "out"))
     for ray in (("--engine", "ray"), ("--ray", "127.0.0.1:1")):
         proc = eval_cli(str(STARTER), *ssh, "--agent", "mcp:true", *ray, *out)
         said = " ".join(proc.stderr.split())  # the console wraps long lines
         assert proc.returncode == 2 and "cannot be used with --engine ray" in said, said
-    proc = eval_cli(str(STARTER), *ssh, "--agent", "operator", *out)
-    said = " ".join(proc.stderr.split())
-    assert proc.returncode == 2 and "drives a host on this machine only" in said, said
     assert not (tmp_path / "out").exists()  # refused before anything ran
     proc = eval_cli(
         str(STARTER), *ssh, "--agent", "mcp:true", "--tasks", "zenity-entry-name", *out, "--json"

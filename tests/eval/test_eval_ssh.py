@@ -28,6 +28,9 @@ from deskpilot.eval.suite import SUITE_SCHEMA, TASK_DIR
 from deskpilot.hostclient.config import LOCAL_TRUST_ENV
 from sshd_kit import SSHD, Sshd, start_sshd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
+from scripted_model import Calculator, ScriptedModel
+
 pytestmark = [
     pytest.mark.desktop,
     pytest.mark.skipif(not SSHD.exists(), reason="openssh-server missing"),
@@ -50,13 +53,17 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
 
 
 def eval_over_ssh(
-    sshd: Sshd, suite: Path, out: Path, *args: str
+    sshd: Sshd, suite: Path, out: Path, *args: str, env: dict[str, str] | None = None
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     """``deskpilot eval`` with no desktop of its own: only the remote has desktops."""
     env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS", LOCAL_TRUST_ENV)
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS", LOCAL_TRUST_ENV)
+            and not k.startswith("DESKPILOT_PROVIDER_")
+        },
+        **(env or {}),
     }
     command = [DESKPILOT, "eval", str(suite), "--host-command", sshd.command({}), *args]
     proc = subprocess.run(
@@ -150,3 +157,34 @@ def test_the_remote_refuses_a_setup_and_checks_its_own_files(sshd: Sshd, tmp_pat
     assert read.startswith(remote["desktop"]["remoteTaskDir"])
     # nothing of it was written here: this side's work/ holds no note
     assert not (Path(remote["trajectory"]).parent / "work" / "note.txt").exists()
+
+
+@pytest.mark.timeout(300)
+def test_the_operator_drives_the_remote_desktop(sshd: Sshd, tmp_path: Path) -> None:
+    """``--agent operator`` over SSH: ``deskpilot run`` here, deciding with the (scripted)
+    model, acts through a host attached to the task's remote desktop; the check is the
+    remote's."""
+    with ScriptedModel(Calculator("17+25")) as model:
+        env = {
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "DESKPILOT_PROVIDER_KEY_STORAGE": "file",
+            "DESKPILOT_PROVIDER_BASE_URL": model.base_url,
+            "DESKPILOT_PROVIDER_MODEL": "scripted",
+            "DESKPILOT_PROVIDER_API_KEY": "test",
+        }
+        proc, data = eval_over_ssh(
+            sshd,
+            STARTER,
+            tmp_path / "out",
+            "--tasks",
+            "calculator-add",
+            "--agent",
+            "operator",
+            env=env,
+        )
+    (task,) = data["tasks"]
+    assert proc.returncode == 0, (proc.stderr[-2000:], task)
+    assert task["outcome"] == "passed" and task["agent"]["state"] == "completed", task
+    assert task["desktop"]["remote"].startswith("ssh:")
+    assert task["verification"][0]["passed"] is True
+    assert task["steps"] >= 4 and task["modelCalls"] >= 1

@@ -151,7 +151,7 @@ def test_ssh_runs_without_this_machines_display(tmp_path: Path) -> None:
     agent socket stays (authentication, never forwarded)."""
     base = {"DISPLAY": ":0", "XAUTHORITY": "/x", "SSH_AUTH_SOCK": "/a", "PATH": "/bin"}
     assert ssh_environment(base) == {"SSH_AUTH_SOCK": "/a", "PATH": "/bin"}
-    from deskpilot.cli.serve import remote_kernel
+    from deskpilot.cli.remote_host import remote_kernel
     from deskpilot.hostclient import backend
 
     given: list[HostConfig] = []

@@ -95,7 +95,7 @@ def _host_command(text: str | None, console: Console) -> tuple[str, ...] | None:
         raise typer.Exit(EXIT_USAGE) from None
 
 
-def remote_refusal(host_command: str | None, engine: str, agent: AgentSpec) -> str | None:
+def remote_refusal(host_command: str | None, engine: str) -> str | None:
     """Why ``--host-command`` cannot run this eval (None = it can). Each task's desktop, its
     setup and its check run on the remote machine (docs/eval.md, "Desktops on another
     machine"); what cannot follow them there is refused."""
@@ -106,12 +106,6 @@ def remote_refusal(host_command: str | None, engine: str, agent: AgentSpec) -> s
             "--host-command runs each task's desktop on the remote machine, driven over ssh "
             "from this one by the thread engine: it cannot be used with --engine ray / --ray "
             "(Ray places desktops on its own nodes)"
-        )
-    if agent.kind == "operator":
-        return (
-            "--host-command with --agent operator: the operator (deskpilot run) drives a host "
-            "on this machine only; use --agent mcp:COMMAND (its server runs the host over "
-            "ssh) or --agent none"
         )
     return None
 
@@ -191,7 +185,7 @@ def eval_suite(
                 "--ray ADDRESS with --agent operator sends the decision model's API key to "
                 "the cluster's machines: add --send-provider-key to allow it"
             )
-        refused = remote_refusal(host_command, engine, spec)
+        refused = remote_refusal(host_command, engine)
         if refused is not None:
             raise ValueError(refused)
         parsed_host = _host_command(host_command, console)

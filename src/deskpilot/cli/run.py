@@ -39,10 +39,12 @@ from rich.prompt import Prompt
 from rich.spinner import Spinner
 from rich.text import Text
 
+from deskpilot.cli.remote_host import host_command_option, pin_host_key_option, remote_kernel
 from deskpilot.protocol.session import TERMINAL_STATES, EventType, SessionState
 from deskpilot.runtime.diagnostics import DIAGNOSTIC_PREFIX
 
 if TYPE_CHECKING:
+    from deskpilot.kernel.kernel import Kernel
     from deskpilot.runtime.call import ToolOutcome
     from deskpilot.runtime.runtime import Runtime
     from deskpilot.store.timeline import TimelineEventRow
@@ -539,12 +541,13 @@ async def _follow(runtime: Runtime, task_id: str, request: RunRequest, view: Vie
     return code
 
 
-async def run_task(request: RunRequest, view: View) -> int:
+async def run_task(request: RunRequest, view: View, kernel: Kernel | None = None) -> int:
     """Start, follow, and close the runtime whatever happened (the close stops a task that is
-    still live: the operator lives in this process and cannot outlive it)."""
+    still live: the operator lives in this process and cannot outlive it). ``kernel``: one
+    whose host is on another machine (``--host-command``); None: this desktop's."""
     from deskpilot.runtime.wiring import build_runtime
 
-    runtime = build_runtime()
+    runtime = build_runtime(None, kernel)
     try:
         await runtime.start()
         task_id = await _start(runtime, request, view)
@@ -603,8 +606,11 @@ def run(
     timeout: float | None = typer.Option(
         None, "--timeout", min=0.1, help="Stop the task after this many seconds."
     ),
+    host_command: str | None = host_command_option(),
+    pin_host_key: bool = pin_host_key_option(),
 ) -> None:
-    """Run a delegated task on this desktop and show it live. Ctrl-C pauses it and asks:
+    """Run a delegated task on this desktop (or, with --host-command, on another machine's,
+    over ssh) and show it live. Ctrl-C pauses it and asks:
     resume, take over, or stop (with --json a Ctrl-C stops it).
 
     Exit codes: 0 completed, 1 failed, 2 usage error,
@@ -624,5 +630,6 @@ def run(
         max_steps=max_steps,
         timeout_s=timeout,
     )
+    kernel = remote_kernel(host_command, pin_host_key)
     view: View = JsonView() if as_json else RichView()
-    raise typer.Exit(asyncio.run(run_task(request, view)))
+    raise typer.Exit(asyncio.run(run_task(request, view, kernel)))

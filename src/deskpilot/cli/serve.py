@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from deskpilot.cli.remote_host import host_command_option, pin_host_key_option, remote_kernel
 from deskpilot.runtime.budget import BOUNDED_DURATION_MS, BOUNDED_MAX_ACTIONS, BudgetMode
 from deskpilot.runtime.runtime import RuntimeConfig
 
@@ -24,8 +25,6 @@ if TYPE_CHECKING:
     from deskpilot.web.preview import PreviewServer
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
-#: how ``deskpilot eval`` hands its ``--host-command`` to the servers it starts
-HOST_COMMAND_ENV = "DESKPILOT_HOST_COMMAND"  # = hostclient.remote.HOST_COMMAND_ENV
 #: HTTP: the bearer token to use instead of a new one, never printed (``deskpilot eval``
 #: chooses it, so it is not written to the server's stderr file); = eval.agents.SERVE_TOKEN_ENV
 SERVE_TOKEN_ENV = "DESKPILOT_SERVE_TOKEN"
@@ -54,16 +53,8 @@ def serve(
     budget_actions: int = typer.Option(
         BOUNDED_MAX_ACTIONS, hidden=True, help="bounded budget action attempts (tests)"
     ),
-    host_command: str | None = typer.Option(
-        None,
-        "--host-command",
-        envvar=HOST_COMMAND_ENV,
-        help='run the host on another machine: ssh\'s argv, e.g. "ssh user@box deskpilot-host" '
-        "(no shell; the remote's host key must be pinned, docs/host.md)",
-    ),
-    pin_host_key: bool = typer.Option(
-        False, "--pin-host-key", help="with --host-command: pin an unknown SSH host key (TOFU)"
-    ),
+    host_command: str | None = host_command_option(),
+    pin_host_key: bool = pin_host_key_option(),
 ) -> None:
     """Serve deskpilot's 28 tools over MCP."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -134,27 +125,6 @@ async def _previews(runtime: Runtime) -> PreviewServer | None:
         return None
     port.service.start_maintenance()
     return server
-
-
-def remote_kernel(host_command: str | None, pin: bool) -> Kernel | None:
-    """The kernel for ``--host-command`` (None = the default local host)."""
-    if host_command is None:
-        if pin:
-            raise typer.BadParameter("needs --host-command", param_hint="--pin-host-key")
-        return None
-    from deskpilot.hostclient.backend import HostBackend
-    from deskpilot.hostclient.config import HostConfig
-    from deskpilot.hostclient.remote import parse_host_command, ssh_environment
-    from deskpilot.kernel.kernel import Kernel
-    from deskpilot.protocol.errors import DeskpilotError
-
-    try:
-        argv = parse_host_command(host_command)
-    except DeskpilotError as exc:
-        raise typer.BadParameter(exc.message, param_hint="--host-command") from None
-    # ssh starts without this machine's display (hostclient/remote.py, ssh_environment)
-    config = HostConfig(remote_command=argv, pin_host_key=pin, env=ssh_environment(os.environ))
-    return Kernel(HostBackend(config))
 
 
 async def _stdio(config: RuntimeConfig, kernel: Kernel | None = None) -> None:
