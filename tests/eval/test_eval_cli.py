@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
 from scripted_model import Calculator, ScriptedModel
 
 from deskpilot.eval.capacity import DESKTOPS_PER_CORE
+from deskpilot.eval.task_env import task_environment
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTER = ROOT / "suites" / "starter.json"
@@ -176,3 +178,72 @@ def test_the_operators_key_goes_to_a_ray_cluster_only_when_asked(tmp_path: Path)
     assert "--send-provider-key" not in proc.stderr  # past the check: no model here (exit 4)
     assert proc.returncode == 4, proc.stderr
     assert not (tmp_path / "results.json").exists()
+
+
+def test_empty_tasks_are_refused(tmp_path: Path) -> None:
+    for empty in ("", ",", " , "):
+        proc = eval_cli(str(STARTER), "--tasks", empty, "--out", str(tmp_path / "o"))
+        said = " ".join(proc.stderr.split())
+        assert proc.returncode == 2 and "--tasks names no task" in said, said
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.desktop
+@pytest.mark.timeout(240)
+def test_an_earlier_run_is_never_overwritten_and_resumes_only_as_itself(tmp_path: Path) -> None:
+    """``--out`` of an earlier run needs ``--resume`` (nothing is overwritten); a resume by
+    another agent is refused (one results file scores one agent); a resume of some tasks
+    keeps the records of the others."""
+    out = tmp_path / "out"
+    two = ("--tasks", "zenity-entry-name,zenity-entry-replace", "--agent", "none")
+    first = eval_cli(str(STARTER), *two, "--out", str(out), "--json")
+    assert first.returncode == 1, first.stderr[-2000:]  # the baseline fails both
+    before = (out / "results.json").read_text()
+    again = eval_cli(str(STARTER), *two, "--out", str(out), "--json")
+    said = " ".join(again.stderr.split())
+    assert again.returncode == 2 and "holds the results of an earlier run" in said, said
+    assert (out / "results.json").read_text() == before
+    other = eval_cli(
+        str(STARTER), "--tasks", "zenity-entry-name", "--agent", "mcp:true", "--resume",
+        "--out", str(out), "--json",
+    )  # fmt: skip
+    said = " ".join(other.stderr.split())
+    assert other.returncode == 2 and "written by the agent 'none'" in said, said
+    some = eval_cli(
+        str(STARTER), "--tasks", "zenity-entry-name", "--agent", "none", "--resume",
+        "--out", str(out), "--json",
+    )  # fmt: skip
+    assert some.returncode == 1, some.stderr[-2000:]
+    data = json.loads((out / "results.json").read_text())
+    assert sorted(t["id"] for t in data["tasks"]) == ["zenity-entry-name", "zenity-entry-replace"]
+
+
+@pytest.mark.desktop
+@pytest.mark.timeout(240)
+def test_what_an_agent_leaves_running_is_ended_with_it(tmp_path: Path) -> None:
+    """A child the agent started in a session of its own (which ending the agent's process
+    group does not reach) is ended when the agent's run is over."""
+    pid_file = tmp_path / "child.pid"
+    agent = (
+        "import subprocess; "
+        "c = subprocess.Popen(['sleep', '300'], start_new_session=True); "
+        f"open({str(pid_file)!r}, 'w').write(str(c.pid))"
+    )
+    proc = eval_cli(
+        str(STARTER), "--tasks", "zenity-entry-name", "--out", str(tmp_path / "out"), "--json",
+        "--agent", "mcp:" + shlex.join([sys.executable, "-c", agent]),
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-2000:]  # it did not solve the task
+    child = int(pid_file.read_text())
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text()
+
+
+def test_a_tasks_processes_get_no_display_cookies_of_the_person(tmp_path: Path) -> None:
+    """With no XAUTHORITY, Xlib would fall back to ~/.Xauthority (the person's displays'
+    cookies): a task's processes get a file that does not exist (its private desktop needs
+    none)."""
+    person = {"DISPLAY": ":0", "XAUTHORITY": "/home/p/.Xauthority", "HOME": "/home/p"}
+    env = task_environment(person, {"DISPLAY": ":5", "DBUS_SESSION_BUS_ADDRESS": "x"}, tmp_path)
+    assert env["DISPLAY"] == ":5" and env["HOME"] == "/home/p"
+    assert env["XAUTHORITY"] == str(tmp_path / "no-xauthority")
+    assert not Path(env["XAUTHORITY"]).exists()

@@ -31,6 +31,7 @@ needs_zenity = pytest.mark.skipif(shutil.which("zenity") is None, reason="zenity
         ("sh", ["-c", "echo hi"], "shell"),
         ("python3", ["-c", "print(1)"], "interpreter"),
         ("env", ["zenity"], "command_runner"),
+        ("zenity", ["--entry", "--display=:0"], "argument_picks_display"),
     ],
 )
 def test_the_launch_policy_refuses_what_open_app_refuses(

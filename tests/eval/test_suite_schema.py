@@ -260,3 +260,30 @@ def test_the_docs_yaml_example_is_a_valid_suite(tmp_path: Path) -> None:
     assert task.setup.launch[0].args[-1] == "--separator=|"
     spec = task.criteria("/w")[0]
     assert isinstance(spec, FileSpec) and spec.text == "Ada Lovelace|Paris\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--entry", "--display=:77"],
+        ["-display", ":0"],
+        ["--screen", "1"],
+        ["-platform", "xcb"],
+        ["--ozone-platform=wayland"],
+        ["--gdk-backend=wayland"],
+        ["--text=a\x00b"],
+    ],
+)
+def test_a_setup_cannot_choose_another_display_or_smuggle_a_nul(args: list[str]) -> None:
+    """A suite's apps run on the task's private desktop only: an argument that picks the
+    display (GTK, Xt, Qt, Chromium spellings) is refused with the reason, as is a NUL (it
+    would only fail at exec)."""
+    setup = {"launch": [{"app": "zenity", "args": args}]}
+    (problem,) = _problems(_suite(_task(setup=setup)))
+    assert "tasks[0].setup.launch[0].args" in problem
+    assert ("display" in problem and "private desktop" in problem) or "NUL" in problem
+
+
+def test_words_about_displays_are_fine_in_values() -> None:
+    setup = {"launch": [{"app": "zenity", "args": ["--info", "--text=the display is --screen"]}]}
+    assert parse_suite(_suite(_task(setup=setup)), "s.json").tasks[0].setup.launch[0].args

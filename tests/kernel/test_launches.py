@@ -344,6 +344,10 @@ def test_ratings_of_programs_and_arguments(tmp_path: Path) -> None:
         agent_args=("--renderer-cmd-prefix=sh -c id",),
     )
     assert _rate(chromium) == (RiskLevel.L4, "argument_runs_command")
+    # an argument that picks the display puts the app on another desktop (the person's own)
+    for arg in ("--display=:0", "-display", "--screen", "--ozone-platform=wayland"):
+        elsewhere = LaunchRequest(**{**_fields(chromium), "agent_args": (arg,)})
+        assert _rate(elsewhere) == (RiskLevel.L4, "argument_picks_display"), arg
 
 
 def test_desktop_entries_env_wrappers_and_user_entries(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from rich.text import Text
 
 from deskpilot.eval.agents import AgentSpec
 from deskpilot.eval.capacity import CapacityError, Machine
-from deskpilot.eval.results import TaskRecord
+from deskpilot.eval.results import RESULTS_FILE, TaskRecord
 from deskpilot.eval.suite import Suite, SuiteError, SuiteTask, load_suite
 
 if TYPE_CHECKING:  # the engine pulls in the runtime: loaded only when eval runs
@@ -176,7 +176,9 @@ def eval_suite(
     console = Console(stderr=True)
     try:
         suite = load_suite(suite_path)
-        chosen = suite.select([t for t in (tasks or "").split(",") if t.strip()] or None)
+        if tasks is not None and not any(t.strip() for t in tasks.split(",")):
+            raise ValueError("--tasks names no task (leave it out to run them all)")
+        chosen = suite.select([t.strip() for t in (tasks or "").split(",") if t.strip()] or None)
         spec = AgentSpec.parse(agent)
         engine = choose_engine(engine, ray_address, host_command)
         if ray_address is not None and spec.kind == "operator" and not send_provider_key:
@@ -197,7 +199,13 @@ def eval_suite(
         console.print(f"[red]error ({kind}):[/red] {exc}", markup=True, highlight=False)
         raise typer.Exit(EXIT_USAGE) from None
     if resume and out is None:
-        console.print("[red]error:[/red] --resume needs the --out of the earlier run")
+        console.print("[red]error (usage):[/red] --resume needs the --out of the earlier run")
+        raise typer.Exit(EXIT_USAGE)
+    if not resume and out is not None and (out / RESULTS_FILE).exists():
+        console.print(
+            f"[red]error (usage):[/red] {out} holds the results of an earlier run: --resume "
+            "continues it; give another --out for a new one (nothing was overwritten)"
+        )
         raise typer.Exit(EXIT_USAGE)
     provider_vars: dict[str, str] = {}
     if spec.kind == "operator":

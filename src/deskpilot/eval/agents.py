@@ -22,6 +22,7 @@ ledger (whose rows are the task's step count).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -38,6 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from deskpilot.eval import procfs
+
 #: how the agent's command finds the server (docs/eval.md)
 ENV_URL = "DESKPILOT_EVAL_MCP_URL"
 ENV_TOKEN = "DESKPILOT_EVAL_MCP_TOKEN"
@@ -45,6 +48,8 @@ ENV_TASK_ID = "DESKPILOT_EVAL_TASK_ID"
 ENV_INSTRUCTION = "DESKPILOT_EVAL_INSTRUCTION"
 ENV_TARGET = "DESKPILOT_EVAL_TARGET"
 ENV_TASK_DIR = "DESKPILOT_EVAL_TASK_DIR"
+#: a token of one agent run: what the agent leaves running is found by it (``run_agent``)
+ENV_RUN = "DESKPILOT_EVAL_AGENT_RUN"
 ENV_MAX_STEPS = "DESKPILOT_EVAL_MAX_STEPS"
 ENV_TIME_S = "DESKPILOT_EVAL_TIME_S"
 SERVER_START_S = 60.0
@@ -330,9 +335,20 @@ def run_mcp(job: AgentJob, command: tuple[str, ...], data_dir: Path) -> AgentRun
 
 def run_agent(spec: AgentSpec, job: AgentJob, data_dir: Path) -> AgentRun:
     """The agent's run; ``none`` runs nothing (the baseline: a suite's criteria must not
-    hold before any work is done, so every task of ``--agent none`` should fail)."""
+    hold before any work is done, so every task of ``--agent none`` should fail).
+
+    An MCP agent's environment carries a token of its run (:data:`ENV_RUN`); once it ended,
+    whatever it left running that still carries it — a child in a session of its own, which
+    ending the agent's process group does not reach, still holding the server's token — is
+    ended too. (Not the server's processes: apps the agent opened through it stay for the
+    check. The operator is deskpilot's own ``deskpilot run``: its apps stay too.)"""
     if spec.kind == "none":
         return AgentRun(0, False, 0.0, 0, None, agent_state="none")
     if spec.kind == "operator":
         return run_operator(job, data_dir)
-    return run_mcp(job, spec.command, data_dir)
+    mark = secrets.token_hex(16)
+    job = dataclasses.replace(job, agent_env={**job.agent_env, ENV_RUN: mark})
+    try:
+        return run_mcp(job, spec.command, data_dir)
+    finally:
+        procfs.end_marked(f"{ENV_RUN}={mark}".encode(), grace_s=2.0)

@@ -147,14 +147,21 @@ def plan_runs(options: EvalOptions, engine: dict[str, Any]) -> RunPlan:
     out.mkdir(parents=True, exist_ok=True, mode=0o700)
     results_path = out / RESULTS_FILE
     digest = sha256_of(options.suite_path)
-    finished = load_finished(results_path, digest) if options.resume else {}
+    if not options.resume and results_path.exists():
+        raise ValueError(
+            f"{out} holds the results of an earlier run: --resume continues it; give another "
+            "--out for a new one (nothing was overwritten)"
+        )
+    agent = options.worker.agent.label
+    finished = load_finished(results_path, digest, agent) if options.resume else {}
     runs = [
         PendingRun(t, k)
         for k in range(options.repeat)
         for t in options.tasks
         if f"{t.id}#{k}" not in finished
     ]
-    kept = [r for r in finished.values() if any(t.id == r.task_id for t in options.tasks)]
+    # every finished run is kept in the rewritten results, the ones --tasks left out too
+    kept = list(finished.values())
     progress = Progress(total=len(runs) + len(kept), skipped=len(kept))
     header = {
         "suite": {
@@ -162,7 +169,7 @@ def plan_runs(options: EvalOptions, engine: dict[str, Any]) -> RunPlan:
             "path": str(options.suite_path),
             "sha256": digest,
         },
-        "agent": options.worker.agent.label,
+        "agent": agent,
         "provider": options.provider,
         "desktops": options.desktops,
         "repeat": options.repeat,

@@ -4,13 +4,16 @@ The eval tells its processes apart by what the kernel says of them, not by what 
 an app's ``DISPLAY`` is read from its environment after it started (task_setup.py: an app on
 any display but the task's is ended), a desktop's processes are the ones whose environment
 names its display (capacity.py: its memory), a lost Ray actor's processes are the ones whose
-environment carries its token (ray_engine.py: the sweep). Only this user's processes are
-read; one that is gone (or not readable) reads as nothing.
+environment carries its token (ray_engine.py: the sweep), what an agent left running is
+what carries its run's token (agents.py). Only this user's processes are read; one that is
+gone (or not readable) reads as nothing.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import time
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -75,3 +78,25 @@ def parents() -> dict[int, int]:
         if fields is not None:
             out[pid] = int(fields[1])
     return out
+
+
+def end_marked(mark: bytes, grace_s: float) -> list[int]:
+    """End every process of this user whose environment holds the item ``mark``
+    (``NAME=value``): SIGTERM, up to ``grace_s`` for them to go, then SIGKILL. Returns the
+    pids it found."""
+    found = [pid for pid in user_pids() if mark in environ(pid)]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        alive = []
+        for pid in found:
+            try:
+                os.kill(pid, sig)
+                alive.append(pid)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace_s
+        while sig == signal.SIGTERM and alive and time.monotonic() < deadline:
+            time.sleep(0.1)
+            alive = [p for p in alive if not is_zombie(p)]
+        if not alive:
+            break
+    return found

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import signal
 import threading
-import time
 import uuid
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -146,22 +144,7 @@ def sweep_actor(token: str, task_root: str | None) -> list[int]:
     """End every process of this user whose environment carries ``token`` (a lost actor's
     desktop, apps, server and agent), then move the lost attempt's directory aside so the
     retry starts from nothing. Runs on the lost actor's node; returns the pids it ended."""
-    mark = f"{ACTOR_TOKEN}={token}".encode()
-    found = [pid for pid in procfs.user_pids() if mark in procfs.environ(pid)]
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        alive = []
-        for pid in found:
-            try:
-                os.kill(pid, sig)
-                alive.append(pid)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + SWEEP_GRACE_S
-        while sig == signal.SIGTERM and alive and time.monotonic() < deadline:
-            time.sleep(0.1)
-            alive = [p for p in alive if not procfs.is_zombie(p)]
-        if not alive:
-            break
+    found = procfs.end_marked(f"{ACTOR_TOKEN}={token}".encode(), SWEEP_GRACE_S)
     if task_root is not None:
         root = Path(task_root)
         if root.exists():

@@ -116,9 +116,10 @@ def write_results(path: Path, header: dict[str, Any], records: Iterable[TaskReco
     os.replace(tmp, path)
 
 
-def load_finished(path: Path, suite_sha256: str) -> dict[str, TaskRecord]:
+def load_finished(path: Path, suite_sha256: str, agent: str | None = None) -> dict[str, TaskRecord]:
     """The finished task runs of an earlier run of the same suite file (``--resume``); a
-    results file of another suite (or of a changed one) is refused."""
+    results file of another suite (or of a changed one), or of another agent (``agent``: the
+    label this run records — a mixed file would score two agents as one), is refused."""
     if not path.exists():
         return {}
     try:
@@ -129,6 +130,11 @@ def load_finished(path: Path, suite_sha256: str) -> dict[str, TaskRecord]:
         raise ValueError(f"{path}: not a {RESULTS_SCHEMA} file")
     if (data.get("suite") or {}).get("sha256") != suite_sha256:
         raise ValueError(f"{path}: written for another suite file (or it changed since)")
+    if agent is not None and data.get("agent") != agent:
+        raise ValueError(
+            f"{path}: written by the agent {data.get('agent')!r}, not {agent!r}: resume with "
+            "the same --agent, or give another --out"
+        )
     out: dict[str, TaskRecord] = {}
     for row in data.get("tasks") or []:
         rec = TaskRecord.from_json(row)

@@ -24,6 +24,7 @@ from typing import Any, Self
 from pydantic import Field, TypeAdapter, ValidationError, field_validator, model_validator
 
 from deskpilot.eval.yaml_source import YamlError, read_yaml
+from deskpilot.kernel.policy.launch_rules import DISPLAY_FLAGS
 from deskpilot.protocol.verification import VERIFICATION_KINDS, VerificationSpec
 from deskpilot.protocol.wire import WireModel
 
@@ -83,6 +84,19 @@ class LaunchSpec(WireModel):
     def _plain(cls, value: str) -> str:
         if any(c.isspace() for c in value):
             raise ValueError("one program, no arguments (they go in 'args'); nothing runs a shell")
+        return value
+
+    @field_validator("args")
+    @classmethod
+    def _on_its_desktop(cls, value: list[str]) -> list[str]:
+        for arg in value:
+            if "\x00" in arg:
+                raise ValueError("an argument holds a NUL character")
+            if DISPLAY_FLAGS.match(arg):
+                raise ValueError(
+                    f"{arg.split('=', 1)[0]!r} would choose the app's display: a suite's apps "
+                    "run on the task's own private desktop only"
+                )
         return value
 
     @field_validator("stdout")

@@ -56,6 +56,9 @@ def task_environment(
             "GSETTINGS_BACKEND": "memory",
         }
     )
+    # with no XAUTHORITY, Xlib falls back to ~/.Xauthority: the cookies of the person's own
+    # displays. A file that does not exist gives none; the private desktop needs none.
+    env.setdefault("XAUTHORITY", str(root / "no-xauthority"))
     return env
 
 

@@ -116,6 +116,13 @@ _COMMAND_FLAGS = re.compile(
     r"^--(renderer-cmd-prefix|utility-cmd-prefix|gpu-launcher|browser-subprocess-path|"
     r"plugin-launcher|ppapi-plugin-launcher|nacl-gdb|gpu-sandbox-start-early)\b"
 )
+#: options by which an X, GTK, Qt or Chromium program picks its display or windowing system
+#: (``--display=:0``, ``-display :0``, ``--screen``, Qt's ``-platform``, Chromium's
+#: ``--ozone-platform``, ``--gdk-backend``): the launch's environment names the desktop the
+#: session drives; an argument would put the app on another — the person's own display
+DISPLAY_FLAGS = re.compile(
+    r"-{1,2}(?:[a-z0-9-]*display|screen|platform|ozone-platform|gdk-backend)(?:=|$)", re.I
+)
 _ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
@@ -221,6 +228,8 @@ def rate_launch(req: LaunchRequest) -> LaunchRating:
             l4.append(kind)
     if any(_COMMAND_FLAGS.match(a) for a in (*entry_args, *req.agent_args)):
         l4.append("argument_runs_command")
+    if any(DISPLAY_FLAGS.match(a) for a in req.agent_args):
+        l4.append("argument_picks_display")
     if names & TERMINALS:
         (l4 if req.agent_args else l3).append(
             "terminal_command" if req.agent_args else "terminal_emulator"
