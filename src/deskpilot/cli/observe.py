@@ -2,6 +2,11 @@
 
 A person's way to see what an agent would see (the tree as the host renders it), and the
 second half of ``scripts/run``'s demo. The screenshot is written only when asked for.
+
+A window with no accessibility tree (an xterm) is shown as the kernel shows it to an agent:
+its visual tree, an OCR outline of the screenshot (kernel/visual_tree.py ``outlined``, the
+same call the kernel makes). So the screenshot is always taken; it is written out only when
+asked for.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from pathlib import Path
 import typer
 
 from deskpilot.hostclient.backend import HostBackend
+from deskpilot.kernel import visual_tree
 from deskpilot.protocol.errors import DeskpilotError
 from deskpilot.protocol.wire import TargetSpec
 
@@ -21,8 +27,10 @@ from deskpilot.protocol.wire import TargetSpec
 async def _observe(target: TargetSpec, want_png: bool) -> tuple[dict[str, object], bytes | None]:
     backend = HostBackend(heartbeat=False)
     try:
-        state = await backend.observe("cli-observe", target, include_screenshot=want_png)
-        return state.observation.wire(), state.png
+        # the screenshot is what a tree-less window's visual tree is read from
+        state = await backend.observe("cli-observe", target, include_screenshot=True)
+        state = await visual_tree.outlined(state)
+        return state.observation.wire(), state.png if want_png else None
     finally:
         await backend.close()
 
