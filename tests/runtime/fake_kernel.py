@@ -554,6 +554,19 @@ class FakeKernel:
         self._log(Record("stop", session_id, outcome=reason.value))
         return SessionState.CANCELED
 
+    async def refuse_if_denied(
+        self,
+        session_id: str,
+        frame_id: str,
+        tree_version: str,
+        action: Action,
+        *,
+        expected_app: str | None = None,
+    ) -> None:
+        # this kernel has no policy: nothing is denied; freshness is the kernel's own rule
+        self._require_live(session_id)
+        self.frames.check(session_id, frame_id, tree_version)
+
     async def cancel(self, session_id: str) -> None:
         self.frames.drop(session_id)
         self._log(Record("cancel", session_id))

@@ -328,6 +328,27 @@ class Kernel:
         )
         return await self.broker.execute(request, action_id=action_id, expected_app=expected_app)
 
+    async def refuse_if_denied(
+        self,
+        session_id: str,
+        frame_id: str,
+        tree_version: str,
+        action: Action,
+        *,
+        expected_app: str | None = None,
+    ) -> None:
+        """Rate a later action of one tool call before its first is dispatched: a denial is
+        recorded and raised (``action_blocked``) as ``execute`` would, anything else
+        dispatches and records nothing (kernel/broker/, ``refuse_if_denied``)."""
+        request = ExecuteAction(
+            id=0,
+            session_id=session_id,
+            frame_id=frame_id,
+            tree_version=tree_version,
+            action=action,
+        )
+        await self.broker.refuse_if_denied(request, expected_app=expected_app)
+
     async def cancel(self, session_id: str) -> None:
         """Stop what the session has in flight at the host now (the host stops typing and
         forgets the session); the session keeps its records until it is stopped."""

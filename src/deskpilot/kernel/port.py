@@ -94,6 +94,19 @@ class KernelPort(Protocol):
         """Run one action through freshness, policy, ledger, confirmation and the lane."""
         ...
 
+    async def refuse_if_denied(
+        self,
+        session_id: str,
+        frame_id: str,
+        tree_version: str,
+        action: Action,
+        *,
+        expected_app: str | None = None,
+    ) -> None:
+        """Refuse (``action_blocked``, recorded) a later action of one tool call that the
+        policy denies, before the call's first action is dispatched; else nothing."""
+        ...
+
     async def cancel(self, session_id: str) -> None:
         """Stop what the session has in flight at the host now (a bounded budget ran out):
         the host forgets the session, so the caller replaces it before its next use."""

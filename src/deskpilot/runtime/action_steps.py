@@ -111,6 +111,34 @@ async def run_step(
             raise
 
 
+async def refuse_denied_later_steps(
+    ctx: ToolContext, call: Call, record: StateRecord, steps: list[Step], frame: Frame
+) -> None:
+    """Rate the plan's later steps before its first is dispatched: a call the policy refuses
+    has no effect (a ``type_text`` into a password field denied by the contract does not
+    move the focus to that field first). Each later step is built against the state acted
+    on; a denial is recorded by the kernel and raised here, nothing dispatched."""
+    assert call.session_id is not None
+    for step in steps[1:]:
+        try:
+            await ctx.kernel.refuse_if_denied(
+                call.session_id,
+                frame.frame_id,
+                frame.tree_version,
+                step.build(frame),
+                expected_app=record.app_identity.executable or record.app_identity.name,
+            )
+        except DeskpilotError as exc:
+            if exc.code in SELF_HEALING_CODES:
+                # the state moved on: the first step heals against a new look, and each
+                # later step is still rated when it is sent
+                return
+            call.diag.steps.append(
+                StepRecord(step.kind, ActionOutcome.NOT_DISPATCHED, code=exc.code.value)
+            )
+            raise
+
+
 def _visual(record: StateRecord) -> bool:
     """The state acted on had a visual tree: its elements exist only in a screenshot's OCR."""
     return is_visual_version(record.tree_version)

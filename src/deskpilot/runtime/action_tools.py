@@ -19,7 +19,12 @@ from deskpilot.runtime import expectations
 from deskpilot.runtime import tool_args as ta
 from deskpilot.runtime.action_plans import Frame, build_plan
 from deskpilot.runtime.action_results import after_action
-from deskpilot.runtime.action_steps import outcome_of, overall, run_step
+from deskpilot.runtime.action_steps import (
+    outcome_of,
+    overall,
+    refuse_denied_later_steps,
+    run_step,
+)
 from deskpilot.runtime.call import Call, ToolOutcome
 from deskpilot.runtime.context import ToolContext
 from deskpilot.runtime.diagnostics import ActionOutcome
@@ -69,6 +74,9 @@ async def act(ctx: ToolContext, call: Call, args: ta.ToolArgs) -> ToolOutcome:
             call.session_id = sess.session_id
             sess.check_contract()
             frame = Frame(record.frame_id, record.tree_version, record.tree)
+            # a refused call has no effect: a later step the policy denies refuses the
+            # call before its first step (a focus) is dispatched
+            await refuse_denied_later_steps(ctx, call, record, plan.steps, frame)
             post: ObservedState | None = None
             clicked: ItemClick | None = None
             # fullRecordingEnabled: the window before and after this call (runtime/snapshots.py)

@@ -285,6 +285,35 @@ class Broker:
         self.handbacks.seen(session_id, done.post)  # what a takeover's hand back compares with
         return done
 
+    async def refuse_if_denied(
+        self, request: ExecuteAction, *, expected_app: str | None = None
+    ) -> None:
+        """Steps 1, 3 and 4 for a later step of one tool call, before its first step is
+        dispatched: a tool call of several actions (focus, then type) is refused whole when
+        the policy denies any of them, so a refused call has no effect. A denial is recorded
+        (ledger row, ``action_blocked`` event) and raised as ``execute`` would; anything
+        else records nothing and dispatches nothing (the step runs through ``execute``
+        later, rated again against the frame it is sent with)."""
+        session_id, action = request.session_id or "", request.action
+        row, settings = self.admit(session_id, action.kind)
+        obs = self.frames.check(session_id, request.frame_id, request.tree_version)
+        row, decision = await rating.rate(
+            self.sessions, self._controls, row, obs, action, settings, expected_app
+        )
+        if decision.decision != Decision.DENY:
+            return
+        aid = f"act_{uuid.uuid4().hex[:20]}"
+        ledger = ledger_row(
+            aid,
+            session_id,
+            action.kind,
+            self.params_hash(action),
+            decision,
+            frame_id=request.frame_id,
+            tree_version=request.tree_version,
+        )
+        self.record_request(session_id, ledger, event_payload(decision), decision)  # raises
+
     async def _stop_for_claim(self, session_id: str, reason: CancelReason) -> object:
         """The coordinator's way to stop a sibling session that holds the desktop."""
         return await self.stop(session_id, reason)
