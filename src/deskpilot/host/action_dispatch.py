@@ -222,7 +222,7 @@ class ActionDispatcher:
             await self._primitives.hang_if_asked(action.kind, request.session_id)
         pointer, keyboard = self._pointer, self._keyboard
         if isinstance(action, ClickAction):
-            return await pointer.click(action, rect, element, target.binding)
+            return await pointer.click(action, window, rect, element, target.binding)
         if isinstance(action, TypeTextAction):
             return await keyboard.type_text(action, window, rect, element)
         if isinstance(action, PasteTextAction):

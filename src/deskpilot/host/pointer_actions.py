@@ -10,6 +10,7 @@ combo option :mod:`deskpilot.host.combo_boxes`.
 from __future__ import annotations
 
 import asyncio
+from typing import Literal
 
 from deskpilot.host.action_checks import to_screen
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
@@ -30,6 +31,8 @@ from deskpilot.protocol.wire import (
 
 #: deskpilot's own verb for keyboard focus, whatever the element's action names
 FOCUS_ACTION_NAMES = frozenset({"focus", "grab_focus", "grabfocus"})
+#: rendered roles of fields a person clicks to type into (the tree's vocabulary)
+TEXT_FIELD_ROLES = frozenset({"textField", "passwordField"})
 
 
 class PointerActions:
@@ -46,7 +49,12 @@ class PointerActions:
         )
 
     async def click(
-        self, action: ClickAction, rect: Rect, element: ElementRef | None, binding: Binding
+        self,
+        action: ClickAction,
+        window: XWindow,
+        rect: Rect,
+        element: ElementRef | None,
+        binding: Binding,
     ) -> Outcome:
         if element is None and action.point is None:
             raise DeskpilotError(ErrorCode.INVALID_REQUEST, "click needs elementId or point")
@@ -58,6 +66,15 @@ class PointerActions:
             done = await self._items.click(item, rect, action.count)
             if done is not None:
                 return done
+        elif (
+            element is not None
+            and action.button == "left"
+            and action.count == 1
+            and element.role in TEXT_FIELD_ROLES
+        ):
+            # a person clicks a text field to type into it: the click is keyboard focus with
+            # the caret in it (a GTK 3 entry's own "activate" action changes no focus)
+            return await self.focus_text(element, window, rect)
         elif element is not None and action.button == "left" and action.count == 1:
             # an option of a <select> popup: choose it (never unchoose it) and close the popup
             done = await self._combos.click_option(element) or await self._p.semantic(
@@ -83,8 +100,7 @@ class PointerActions:
         if action.action is not None and action.action.lower() in FOCUS_ACTION_NAMES:
             # "focus" is deskpilot's own verb (type_text/paste into an element send it first),
             # not an AT-SPI action name: keyboard focus through GrabFocus, else a click.
-            how, detail = await self._p.focus_element(element, window, rect)
-            return Outcome("semantic" if how == "semantic" else "synthetic", detail)
+            return await self.focus_text(element, window, rect)
         done = await self._p.semantic(element, SemanticOp.invoke(action.action))
         if done is not None:
             return done
@@ -97,6 +113,26 @@ class PointerActions:
         x, y = await self._p.center(element, rect)
         await asyncio.to_thread(self._p.input().click, x, y, "left", 1)
         return Outcome("synthetic", "xtest left click (no accessible action)")
+
+    async def focus_text(self, element: ElementRef, window: XWindow, rect: Rect) -> Outcome:
+        """Keyboard focus on an element; a text field that takes the focus now gets its caret
+        at the end of its text, as docs/mcp.md promises: where the app puts it on a focus
+        grab differs (Chromium's address bar selects all with the caret at the start, so
+        text typed next went before the URL). A field that had the focus keeps its caret
+        and selection (the agent may have placed them with select_text)."""
+        how, detail = await self._p.focus_element(element, window, rect)
+        method: Literal["semantic", "synthetic"] = "semantic" if how == "semantic" else "synthetic"
+        if element.role not in TEXT_FIELD_ROLES or "focused" in element.states:
+            return Outcome(method, detail)
+        end = await self._p.character_count(element)
+        if end is None or end == 0:
+            return Outcome(method, detail)
+        moved = await self._p.semantic(
+            element, SemanticOp(OpKind.SELECT_TEXT, start=end, end=end), settle=False
+        )
+        if moved is None:
+            return Outcome(method, f"{detail}; the caret could not be moved to the end")
+        return Outcome(method, f"{detail}; caret at the end ({moved.detail})")
 
     async def scroll(self, action: ScrollAction, rect: Rect, element: ElementRef | None) -> Outcome:
         if element is not None:
