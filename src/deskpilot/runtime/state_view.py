@@ -135,7 +135,8 @@ def tree_read_lines(obs: ObservationBody) -> list[str]:
         )
     if r.partial is not None:
         lines.append(
-            f"partial={r.partial} ({r.unread_subtrees} subtrees unread, marked in the tree; "
+            f"partial={r.partial} ({r.unread_subtrees} "
+            f"{'subtree' if r.unread_subtrees == 1 else 'subtrees'} unread, marked in the tree; "
             "element ids of this state cannot be acted on: observe again, or act on points "
             "of the image)"
         )
