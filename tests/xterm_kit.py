@@ -22,15 +22,28 @@ WORDS = "alpha bravo charlie"
 ARGS = ["-geometry", "116x34+0+0", "-fa", "DejaVu Sans Mono", "-fs", "14"]
 
 
+#: Text on coloured and inverted backgrounds (SGR 7: reverse, 1;31: bold red, 44: blue
+#: background), and the lines it shows.
+COLOURED = (
+    r"printf 'plain words here\n\033[7mINVERTED WORDS\033[0m after\n"
+    r"\033[1;31mRED BOLD\033[0m and \033[44mBLUEBG\033[0m\n'"
+)
+COLOURED_LINES = ("plain words here", "INVERTED WORDS after", "RED BOLD and BLUEBG")
+
+
 def launch_xterm(*lines: str) -> App:
     """xterm showing ``lines`` (the marker and the words by default), then idle; skips the
     test when xterm is not installed."""
+    shown = lines or (MARKER, WORDS)
+    return launch_xterm_script("; ".join(f"echo {line}" for line in shown))
+
+
+def launch_xterm_script(script: str) -> App:
+    """xterm running the shell command ``script``, then idle (skips without xterm)."""
     path = shutil.which("xterm")
     if path is None:
         pytest.skip("xterm is not installed")
-    shown = lines or (MARKER, WORDS)
-    script = "; ".join(f"echo {line}" for line in shown) + "; exec sleep 600"
-    return launch([path, *ARGS, "-e", "sh", "-c", script])
+    return launch([path, *ARGS, "-e", "sh", "-c", f"{script}; exec sleep 600"])
 
 
 def primary_selection(display: str, timeout: float = 3.0) -> str | None:

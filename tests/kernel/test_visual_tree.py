@@ -33,7 +33,15 @@ from deskpilot.runtime.state_view import tree_read_lines
 from deskpilot.runtime.verification import Evidence, verify
 from deskpilot.store.db import Database
 from deskpilot.vision import ocr_ready
-from xterm_kit import MARKER, WORDS, launch_xterm, primary_selection
+from xterm_kit import (
+    COLOURED,
+    COLOURED_LINES,
+    MARKER,
+    WORDS,
+    launch_xterm,
+    launch_xterm_script,
+    primary_selection,
+)
 
 from .real_apps import zenity
 
@@ -194,6 +202,28 @@ async def test_a_visual_check_reads_the_xterm_text(kernel: Kernel, xterm: App) -
     assert v.passed is True and v.evidence["source"] == "ocr"
 
 
+async def test_text_on_inverted_and_coloured_backgrounds_is_read(
+    kernel: Kernel, desktop: vdesk.DesktopState
+) -> None:
+    app = launch_xterm_script(COLOURED)
+    try:
+        sid = await _session(kernel, app.pid)
+        state = await _observed_with(kernel, sid, COLOURED_LINES[0])
+        tree = parse_tree(state.observation.tree)
+        lines = {e.name for e in tree.elements.values() if e.role == "text"}
+        for line in COLOURED_LINES:  # each whole line, its plain words and its coloured ones
+            assert line in lines, state.observation.tree
+        specs = [
+            VisualSpec(assertion="text_present", text="INVERTED WORDS"),
+            VisualSpec(assertion="text_present", text="BLUEBG"),
+            VisualSpec(assertion="text_present", text="RED BOLD"),
+        ]
+        verdicts = await verify(specs, Evidence(state, [], 0.0), allow_external_readback=False)
+        assert [v.passed for v in verdicts] == [True, True, True]
+    finally:
+        app.stop()
+
+
 async def test_a_double_click_on_an_ocr_word_selects_that_word(
     kernel: Kernel, backend: HostBackend, xterm: App, desktop: vdesk.DesktopState
 ) -> None:
@@ -226,6 +256,9 @@ async def test_a_double_click_on_an_ocr_word_selects_that_word(
     post = done.post
     assert post is not None and post.observation.tree_read.source == "visual"
     assert post.visual is not None
+    # the selected word is drawn inverted: still read, in its line
+    selected = await _observed_with(kernel, sid, WORDS)
+    assert WORDS in {e.name for e in parse_tree(selected.observation.tree).elements.values()}
 
 
 async def test_what_needs_an_accessibility_element_is_refused_before_the_host(

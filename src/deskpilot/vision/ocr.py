@@ -52,6 +52,7 @@ from deskpilot.vision.frames import decode_image
 from deskpilot.vision.glyphs import GlyphCache, read_grid
 from deskpilot.vision.grid import background
 from deskpilot.vision.lines import join_fragments
+from deskpilot.vision.polarity import backgrounds_to_light
 from deskpilot.vision.lines import reading_order as reading_order  # re-exported
 
 if TYPE_CHECKING:
@@ -133,6 +134,8 @@ class OcrEngine:
         else:
             gray = colour_gray(img) if self.colour_text else img.convert("L")
         gray = dark_text_on_light(gray)
+        if self.colour_text and img.mode != "L":  # a terminal's cells on their own colours
+            gray = backgrounds_to_light(gray, img)
         if self.erase_cursor:
             gray = erase_block_cursor(gray)
         raw = read_grid(self, gray, self.glyphs, top=top) if self.glyphs is not None else None
