@@ -52,8 +52,8 @@ from deskpilot.vision.frames import decode_image
 from deskpilot.vision.glyphs import GlyphCache, read_grid
 from deskpilot.vision.grid import background
 from deskpilot.vision.lines import join_fragments
-from deskpilot.vision.polarity import backgrounds_to_light
 from deskpilot.vision.lines import reading_order as reading_order  # re-exported
+from deskpilot.vision.polarity import backgrounds_to_light
 
 if TYPE_CHECKING:
     from tesserocr import PyTessBaseAPI
