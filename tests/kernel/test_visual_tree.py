@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -33,6 +34,8 @@ from deskpilot.runtime.state_view import tree_read_lines
 from deskpilot.runtime.verification import Evidence, verify
 from deskpilot.store.db import Database
 from deskpilot.vision import ocr_ready
+from deskpilot.vision.frames import decode_image
+from deskpilot.vision.ocr import block_engine, terminal_engine
 from xterm_kit import (
     COLOURED,
     COLOURED_LINES,
@@ -220,6 +223,77 @@ async def test_text_on_inverted_and_coloured_backgrounds_is_read(
         ]
         verdicts = await verify(specs, Evidence(state, [], 0.0), allow_external_readback=False)
         assert [v.passed for v in verdicts] == [True, True, True]
+    finally:
+        app.stop()
+
+
+_WORDS = [
+    "amber",
+    "basin",
+    "cobalt",
+    "delta",
+    "ember",
+    "fjord",
+    "garnet",
+    "harbor",
+    "indigo",
+    "juniper",
+    "kestrel",
+    "lumen",
+]
+
+
+def _lines(tree: str) -> list[str]:
+    """The outline's text lines, in order (what an agent reads of a terminal)."""
+    return [e.name for e in parse_tree(tree).elements.values() if e.role == "text"]
+
+
+async def test_reading_row_by_row_stays_what_a_fresh_full_read_sees(
+    kernel: Kernel, desktop: vdesk.DesktopState
+) -> None:
+    """One long-lived kernel reads a bash session command after command (only the rows that
+    changed are read again, with the process's glyphs); after each, a new engine with no
+    glyphs reads the same screenshot whole: the two outlines must be the same."""
+    app = launch_xterm_script("exec bash --norc --noprofile")
+    rng = random.Random(4711)
+    try:
+        sid = await _session(kernel, app.pid)
+        state = await _observed_with(kernel, sid, "bash-5.2#")
+        for step in range(8):
+            words = " ".join(rng.sample(_WORDS, 4))
+            obs = state.observation
+            done = await kernel.execute(
+                sid,
+                obs.frame_id,
+                obs.tree_version,
+                TypeTextAction(text=f"echo {words}\n"),
+                observe_after=True,  # as the MCP server does: a frame mid-output, too
+            )
+            assert done.result.dispatched, done.result
+            state = await _observed_with(kernel, sid, f"echo {words}")
+            for _ in range(50):  # bash has echoed the words and shown its prompt again
+                lines = _lines(state.observation.tree)
+                if lines[-2:] == [words, "bash-5.2#"]:
+                    break
+                await asyncio.sleep(0.2)
+                state = await kernel.observe(sid)
+            assert state.png is not None
+            fresh = terminal_engine()
+            try:
+                read = await asyncio.to_thread(fresh.recognize, decode_image(state.png))
+                grid = fresh.glyphs.grid if fresh.glyphs is not None else None
+            finally:
+                fresh.close()
+            # the long-lived engine cuts the frame's cells where a fresh whole read does (a
+            # band fits a wrong cell height too: rows further down were cut mid-glyph; it
+            # failed from step 2 when bands were read by the grid of a frame of 2 rows)
+            kept = block_engine().glyphs
+            assert grid is not None and kept is not None
+            if step >= 2:  # a prompt and a line or two fit several cell heights alike
+                assert (kept.grid.height, kept.grid.top) == (grid.height, grid.top), step
+            assert _lines(state.observation.tree) == [ln.text for ln in read], (
+                f"step {step}: the long-lived reading drifted from a fresh one"
+            )
     finally:
         app.stop()
 

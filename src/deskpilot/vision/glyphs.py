@@ -185,6 +185,14 @@ def read_grid(
     return [line for start in sorted(lines) for line in lines[start]]
 
 
+def refit(cache: GlyphCache, gray: Image.Image) -> None:
+    """The grid of a whole frame (``gray``, prepared) kept as the one its bands are cut by;
+    the cache's grid, tried first, stays when it fits as well as any."""
+    layout = find_grid(ink_mask(gray, background(gray)), cache.grid)
+    if layout is not None:
+        cache.grid = layout.grid
+
+
 def _rows(gray: Image.Image, mask: Image.Image, grid: Grid, odd: tuple[Span, ...]) -> list[_Row]:
     """The rows of cells with ink, each cut into cells keyed by their pixels (and size),
     and the odd spans as blocks. A cell is blank when no pixel of it is ink (``mask``), or

@@ -106,6 +106,7 @@ class IncrementalReader:
         if box is None:
             return Reading(last.result, "hit", 0)
         top, bottom = _band(last.result.lines, box[1], box[3], gray.height)
+        engine.refit_grid(img)  # the band is cut by the whole frame's cells
         top, bottom = engine.widened(top, bottom, gray.height)
         if bottom - top > MAX_PATCH * gray.height:
             return self._full(engine, img)

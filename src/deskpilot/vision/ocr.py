@@ -49,7 +49,7 @@ from deskpilot.vision.bands import MIN_BAND, MIN_SPLIT_PIXELS, RawLine, Word, sp
 from deskpilot.vision.cursor import erase_block_cursor
 from deskpilot.vision.evidence import OcrLine, OcrResult, OcrWord
 from deskpilot.vision.frames import decode_image
-from deskpilot.vision.glyphs import GlyphCache, read_grid
+from deskpilot.vision.glyphs import GlyphCache, read_grid, refit
 from deskpilot.vision.grid import background
 from deskpilot.vision.lines import join_fragments
 from deskpilot.vision.lines import reading_order as reading_order  # re-exported
@@ -129,6 +129,15 @@ class OcrEngine:
     def recognize(self, img: Image.Image, *, top: int = 0) -> list[OcrLine]:
         """The lines of a decoded image, in reading order. ``top``: the image is a band of a
         frame starting at that row (a terminal's grid is then where the frame's was)."""
+        gray = self.prepared(img)
+        raw = read_grid(self, gray, self.glyphs, top=top) if self.glyphs is not None else None
+        if raw is None:  # no glyph cache, or no grid of cells: the frame as a page
+            raw = self._recognize_page(gray)
+        return join_fragments([line for line in (self._line(r) for r in raw) if line is not None])
+
+    def prepared(self, img: Image.Image) -> Image.Image:
+        """``img`` as tesseract is given it: grayscale, dark text on light, the cursor
+        painted out (as this engine is set)."""
         if img.mode == "L":
             gray = img
         else:
@@ -138,10 +147,16 @@ class OcrEngine:
             gray = backgrounds_to_light(gray, img)
         if self.erase_cursor:
             gray = erase_block_cursor(gray)
-        raw = read_grid(self, gray, self.glyphs, top=top) if self.glyphs is not None else None
-        if raw is None:  # no glyph cache, or no grid of cells: the frame as a page
-            raw = self._recognize_page(gray)
-        return join_fragments([line for line in (self._line(r) for r in raw) if line is not None])
+        return gray
+
+    def refit_grid(self, img: Image.Image) -> None:
+        """Find a terminal's grid of cells again in the whole frame ``img`` before a band of
+        it is read (vision/incremental.py): a band of a row or two fits a wrong cell height
+        as well as the right one, and a grid found in a frame of few rows may be one (21 or
+        22 px for 23 px cells: each row further down is cut higher, its glyphs misread and
+        learned). Nothing for other engines."""
+        if self.glyphs is not None:
+            refit(self.glyphs, self.prepared(img))
 
     def widened(self, top: int, bottom: int, height: int) -> tuple[int, int]:
         """Rows ``[top, bottom)`` of a frame ``height`` rows high, widened to whole rows of
