@@ -203,6 +203,52 @@ async def test_chromium_page_mutations_cached_equals_full(
             app.stop()
 
 
+@pytest.mark.chromium
+@pytest.mark.skipif(
+    not (shutil.which("chromium") or shutil.which("chromium-browser")),
+    reason="chromium is not installed",
+)
+async def test_chromium_page_loaded_before_the_host_is_cached_at_once_and_stays_right(
+    desktop: DesktopState, page_url: str
+) -> None:
+    """A page that was loaded and quiet before the host came (the person's browser): no
+    event has come from it, yet Chromium is trusted from the first read (every cached read
+    of it checks the tree's shape), and its changes afterwards still reach the cache."""
+    app = dapps.launch_chromium(page_url)
+    try:
+        async with await AtspiClient.connect() as early:
+            early.tree_cache.enabled = False
+            frame = await frame_titled(early, app.pid, "Mutating page")
+            deadline = time.monotonic() + 30
+            while '- button "Step"' not in (snap := await early.snapshot(frame.ref)).text:
+                assert time.monotonic() < deadline, snap.text
+                await asyncio.sleep(0.2)
+        await asyncio.sleep(0.5)  # quiet now
+        async with await AtspiClient.connect() as cached, await AtspiClient.connect() as full:
+            full.tree_cache.enabled = False
+            await cached.events_ready()
+            first = await cached.snapshot(frame.ref)
+            second = await cached.snapshot(frame.ref)
+            assert (first.cache_state, second.cache_state) == ("full", "hit"), (
+                first.cache_note,
+                second.cache_note,
+            )
+            assert second.text == first.text
+            assert not cached._events.heard_since_registration(frame.ref.bus_name)
+            button = next(e for e in second.elements.values() if e.name == "Step")
+            cmp = Compare(cached, full, frame)
+            steps = max(20, STEPS // 10)
+            for step in range(1, steps + 1):
+                since = time.monotonic()
+                await full.perform(button, SemanticOp.invoke(), settle=False)
+                await full.settle(frame.ref.bus_name, since, first_ms=150, max_ms=800)
+                await cmp.check(step)
+            print(f"chromium late seed={SEED} steps={steps} {dict(cmp.kinds)}")
+            assert cmp.kinds["hit"] + cmp.kinds["patched"] >= steps, (SEED, cmp.kinds)
+    finally:
+        app.stop()
+
+
 @needs_gtk3
 async def test_gtk3_mutations_cached_equals_full(desktop: DesktopState) -> None:
     async with await AtspiClient.connect() as cached, await AtspiClient.connect() as full:

@@ -23,7 +23,9 @@ target (``visual_tree``, kernel/policy/action_rules.py): OCR'd text is no contro
 
 Each window's last frame is kept (vision/incremental.py): the same pixels again cost no OCR,
 a few changed rows (a command typed at a terminal's prompt) only those rows'. A terminal is
-read as one uniform block of text (vision/outline.py ``engine_for``).
+read as a grid of character cells, each distinct glyph by OCR once (vision/grid.py,
+vision/glyphs.py); where no grid fits, as one uniform block of text (vision/outline.py
+``engine_for``).
 
 No OCR engine (tesserocr or its language data missing) or an OCR failure: the observation
 stays as the host sent it, today's tree-less state.

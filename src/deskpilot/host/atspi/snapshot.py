@@ -195,7 +195,7 @@ class Snapshots:
         """The cache's plan, made a full read when the focus moved to a node not kept; a
         patch of the nodes whose focus changed otherwise. (A Chromium hit or patch also
         needs its shape checked: the caller does, see ``_snapshot``.)"""
-        plan = await cache.plan(entry, root.bus_name, conn)
+        plan = await cache.plan(entry, root.bus_name, conn, shape_checked=chromium)
         if plan.kind not in ("hit", "patched") or entry.snapshot is None:
             return plan
         # with Collection, focused nodes not kept are found too (Chromium's tree is read from

@@ -21,11 +21,17 @@ in the same task as other changes, found by the randomized test), so a hit or pa
 Chromium window first checks the kept nodes are still exactly the tree's
 (``tree_patch.same_shape``: one ``Collection.GetMatches``).
 
-It is never trusted where it cannot be (``off``, and ``cache_note`` says why): before the app
-has sent us one event since we registered (atk-bridge emits only once it learnt of a listener;
-some apps emit none), after the app changed its tree without an event (found by a full read
-that every ``verify_every``-th cached read does instead, and compares), and a full read
-follows an event log that overflowed or a connection to the app opened again.
+It is never trusted where it cannot be (``off``, and ``cache_note`` says why):
+
+* before the app has sent us one event since we registered (atk-bridge emits only once it
+  learnt of a listener; some apps emit none) — except Chromium: every hit and patch of it
+  checks the tree's shape anyway, and its events do reach a listener registered after its
+  page loaded (tests/host/test_tree_cache_random.py), so a quiet page is not read in full on
+  every look;
+* after the app changed its tree without an event (found by a full read that every
+  ``verify_every``-th cached read does instead, and compares);
+
+and a full read follows an event log that overflowed or a connection to the app opened again.
 
 Correctness of "no event → unchanged" rests on one more thing: before a plan, a round trip to
 the app over the bus its events come on (``Peer.Ping``); D-Bus keeps one sender's messages in
@@ -202,9 +208,12 @@ class TreeCache:
             if key[0] == bus:
                 e.drop()
 
-    async def plan(self, entry: Entry, bus: str, conn: Conn) -> Plan:
+    async def plan(
+        self, entry: Entry, bus: str, conn: Conn, *, shape_checked: bool = False
+    ) -> Plan:
         """Hit, patch, full or off for the next read of ``entry``'s window (see the module
-        docstring)."""
+        docstring). ``shape_checked``: the caller checks every hit's and patch's shape
+        against the app (Chromium): the app is trusted before its first event."""
         if not self.enabled:
             return Plan("off", None, seq=self._events.seq(bus))
         if not self._events.registered:
@@ -216,7 +225,7 @@ class TreeCache:
         note = self._distrusted.get(bus)
         if note is not None:
             return Plan("off", note, seq=seq)
-        if not self._events.heard_since_registration(bus):
+        if not shape_checked and not self._events.heard_since_registration(bus):
             return Plan("off", NOTE_NO_EVENTS, seq=seq)
         if entry.snapshot is None:
             return Plan("full", None, seq=seq)
