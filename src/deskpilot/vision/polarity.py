@@ -48,6 +48,8 @@ NEIGHBOURHOOD = 13
 Colour = tuple[int, int, int]
 Box = tuple[int, int, int, int]
 _ANY = [255 if v > 0 else 0 for v in range(256)]
+#: a distance to the frame's background that is another colour
+_OTHER = [255 if v > INK_DELTA else 0 for v in range(256)]
 
 
 def backgrounds_to_light(gray: Image.Image, colour: Image.Image) -> Image.Image:
@@ -57,14 +59,15 @@ def backgrounds_to_light(gray: Image.Image, colour: Image.Image) -> Image.Image:
     rgb = colour if colour.mode == "RGB" else colour.convert("RGB")
     frame_bg = _mode(rgb.reduce(4)) or (255, 255, 255)
     far = _distance(rgb, Image.new("RGB", rgb.size, frame_bg))
-    other = far.point([255 if v > INK_DELTA else 0 for v in range(256)])
+    other = far.point(_OTHER)
     core = _square(other, SOLID, ImageChops.darker)
     if core.getbbox() is None:
         return gray
     out = gray.copy()
     # the work is done in windows around the cores only (a cursor's cell: a few ms)
     for window in _windows(core, 2 * SOLID + REACH + NEIGHBOURHOOD + 1):
-        _make_light(out, rgb.crop(window), far.crop(window), core.crop(window), window, frame_bg)
+        crops = (rgb.crop(window), far.crop(window), other.crop(window), core.crop(window))
+        _make_light(out, *crops, window, frame_bg)
     return out
 
 
@@ -72,13 +75,14 @@ def _make_light(
     out: Image.Image,
     rgb: Image.Image,
     far: Image.Image,
+    other: Image.Image,
     core: Image.Image,
     window: Box,
     frame_bg: Colour,
 ) -> None:
     """The areas around ``core`` in ``window`` of the frame, pasted into ``out`` dark on
-    light (see the module's docstring)."""
-    other = far.point([255 if v > INK_DELTA else 0 for v in range(256)])
+    light (see the module's docstring). ``far``: each pixel's distance to the frame's
+    background; ``other``: where that is over ``INK_DELTA``."""
     opened = _square(core, SOLID, ImageChops.lighter, back=True)
     closed = area = _closed(opened, REACH)
     for _ in range(2 * SOLID):  # the strips of background too thin for the square: grown into
