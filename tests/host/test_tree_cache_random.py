@@ -129,6 +129,22 @@ def page_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     server.server_close()
 
 
+needs_chromium = pytest.mark.skipif(
+    not (shutil.which("chromium") or shutil.which("chromium-browser")),
+    reason="chromium is not installed",
+)
+
+
+async def step_shown(client: AtspiClient, frame: FrameInfo) -> TreeSnapshot:
+    """The page's tree once its "Step" button is there (the renderer's tree comes a little
+    after the window)."""
+    deadline = time.monotonic() + 30
+    while '- button "Step"' not in (snap := await client.snapshot(frame.ref)).text:
+        assert time.monotonic() < deadline, snap.text
+        await asyncio.sleep(0.2)
+    return snap
+
+
 def diff(a: str, b: str) -> str:
     return "\n".join(
         difflib.unified_diff(a.splitlines(), b.splitlines(), "cached", "full", lineterm="", n=2)
@@ -172,10 +188,7 @@ class Compare:
 
 
 @pytest.mark.chromium
-@pytest.mark.skipif(
-    not (shutil.which("chromium") or shutil.which("chromium-browser")),
-    reason="chromium is not installed",
-)
+@needs_chromium
 async def test_chromium_page_mutations_cached_equals_full(
     desktop: DesktopState, page_url: str
 ) -> None:
@@ -184,10 +197,7 @@ async def test_chromium_page_mutations_cached_equals_full(
         app = dapps.launch_chromium(page_url)  # after connecting: its events are all seen
         try:
             frame = await frame_titled(full, app.pid, "Mutating page")
-            deadline = time.monotonic() + 30
-            while '- button "Step"' not in (snap := await full.snapshot(frame.ref)).text:
-                assert time.monotonic() < deadline, snap.text
-                await asyncio.sleep(0.2)
+            snap = await step_shown(full, frame)
             button = next(e for e in snap.elements.values() if e.name == "Step")
             cmp = Compare(cached, full, frame)
             await cmp.check(0)
@@ -204,10 +214,7 @@ async def test_chromium_page_mutations_cached_equals_full(
 
 
 @pytest.mark.chromium
-@pytest.mark.skipif(
-    not (shutil.which("chromium") or shutil.which("chromium-browser")),
-    reason="chromium is not installed",
-)
+@needs_chromium
 async def test_chromium_page_loaded_before_the_host_is_cached_at_once_and_stays_right(
     desktop: DesktopState, page_url: str
 ) -> None:
@@ -219,10 +226,7 @@ async def test_chromium_page_loaded_before_the_host_is_cached_at_once_and_stays_
         async with await AtspiClient.connect() as early:
             early.tree_cache.enabled = False
             frame = await frame_titled(early, app.pid, "Mutating page")
-            deadline = time.monotonic() + 30
-            while '- button "Step"' not in (snap := await early.snapshot(frame.ref)).text:
-                assert time.monotonic() < deadline, snap.text
-                await asyncio.sleep(0.2)
+            await step_shown(early, frame)
         await asyncio.sleep(0.5)  # quiet now
         async with await AtspiClient.connect() as cached, await AtspiClient.connect() as full:
             full.tree_cache.enabled = False
