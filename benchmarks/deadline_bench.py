@@ -57,9 +57,13 @@ def committed_src(rev: str) -> Path:
     return out / "src"
 
 
-def timed_observe(host: HostProcess, pid: int, session: str) -> tuple[dict[str, Any], float]:
+def timed_observe(
+    host: HostProcess, pid: int, session: str, *, screenshot: bool = True
+) -> tuple[dict[str, Any], float]:
+    """One observe of the app's window and the time to its answer (ms)."""
+    request = {"type": "observe", "target": {"pid": pid}, "sessionId": session}
     t0 = time.perf_counter()
-    obs = host.call({"type": "observe", "target": {"pid": pid}, "sessionId": session}, 30.0)
+    obs = host.call({**request, "includeScreenshot": screenshot}, 30.0)
     return obs, (time.perf_counter() - t0) * 1000
 
 

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from host_harness import HostProcess, observe_until  # noqa: E402
 
-from deadline_bench import committed_src  # noqa: E402
+from deadline_bench import committed_src, timed_observe  # noqa: E402
 from deskpilot import desktop as vdesk  # noqa: E402
 from deskpilot.desktop import apps as dapps  # noqa: E402
 from observe_bench import ITEMS, page_html, serve  # noqa: E402
@@ -51,17 +51,8 @@ def measure(label: str, extra_env: dict[str, str], pid: int, runs: int) -> None:
         states: collections.Counter[str] = collections.Counter()
         versions: set[str] = set()
         for _ in range(runs):
-            t0 = time.perf_counter()
-            obs = host.call(
-                {
-                    "type": "observe",
-                    "target": {"pid": pid},
-                    "sessionId": "s",
-                    "includeScreenshot": False,
-                },
-                30.0,
-            )
-            times.append((time.perf_counter() - t0) * 1000)
+            obs, ms = timed_observe(host, pid, "s", screenshot=False)
+            times.append(ms)
             states[(obs.get("treeRead") or {}).get("cache") or "?"] += 1
             versions.add(obs["treeVersion"])
     p90 = sorted(times)[int(len(times) * 0.9)]
