@@ -157,3 +157,30 @@ def test_an_untrusted_host_is_explained(dp_desktop: Any, browser: Any) -> None:
     finally:
         context.close()
         server.stop()
+
+
+def test_a_halt_lifted_before_the_pages_first_event_still_refreshes_its_live_sections(
+    dp_desktop: Any, ui_server: UiServer, logged_in: Any
+) -> None:
+    """The race CI hit: the page renders "still in force", the halt is lifted before its
+    event stream delivers a first state, and that first state must refresh the sections
+    (comparing one event with the next never would). The stream is held back by refusing
+    /events until the halt is lifted; the browser's EventSource then reconnects by itself."""
+    from deskpilot.kernel.halt import Halt
+    from deskpilot.store.db import Database
+
+    db = Database()
+    page = logged_in
+    halt = Halt(db)
+    halt.engage()
+    try:
+        page.route("**/events", lambda route: route.abort())
+        page.goto(ui_server.base_url + "/readiness")
+        assert "still in force" in _value(page, "halts", "now")
+        halt.lift("test")
+        page.unroute("**/events")
+        page.locator("#row-halts-now .value", has_text="not halted").wait_for(timeout=15_000)
+        assert page.locator("#halt-banner").count() == 0
+    finally:
+        page.unroute("**/events")
+        halt.lift("test-teardown")

@@ -72,6 +72,12 @@ class LiveState:
             self.sessions_revision,
         )
 
+    @property
+    def live_revision(self) -> str:
+        """What the readiness page's live sections were drawn from (see
+        :func:`live_revision`)."""
+        return _live_revision(self.halt, self.takeover, self.sessions_revision)
+
 
 def sessions_revision(db: Database) -> str:
     """Changes whenever a timeline event is written or a session row changes (a pause
@@ -84,6 +90,21 @@ def sessions_revision(db: Database) -> str:
     if r is None:
         return "0"
     return f"{r['seq'] or 0}:{r['updated'] or 0:.3f}:{r['n'] or 0}"
+
+
+def _live_revision(halt: HaltRow | None, takeover: TakeoverRow | None, sessions: str) -> str:
+    halt_id = "-" if halt is None else halt.id
+    takeover_id = "-" if takeover is None else takeover.id
+    return f"{halt_id}/{takeover_id}/{sessions}"
+
+
+def live_revision(db: Database) -> str:
+    """The halt, the takeover hold and the sessions revision as one string. The readiness
+    page renders it with its live sections and compares it with every ``state`` event's
+    ``liveRevision``: a change that lands between the page's render and its first event
+    (an Unhalt clicked at once) still refreshes the sections, which comparing one event with
+    the next would miss."""
+    return _live_revision(Halt(db).active(), Takeover(db).active(), sessions_revision(db))
 
 
 def read_state(db: Database, view: ConfirmationsView) -> LiveState:
@@ -105,6 +126,7 @@ def render_state(state: LiveState, view: ConfirmationsView, locale: str) -> dict
         "halt": shown.halt_json(),
         "takeover": shown.takeover_json(),
         "sessionsRevision": state.sessions_revision,
+        "liveRevision": state.live_revision,
         "labels": {name: translate(key, locale) for name, key in LABEL_KEYS.items()},
     }
 

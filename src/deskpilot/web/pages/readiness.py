@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute, Route
 
 from deskpilot.kernel.halt import Halt
 from deskpilot.oversight.banner import clock
+from deskpilot.oversight.events import live_revision
 from deskpilot.oversight.i18n import translate
 from deskpilot.oversight.readiness import (
     MODES,
@@ -47,6 +48,8 @@ def routes(ctx: DashboardContext) -> list[BaseRoute]:
         ctx.guard(request, "observe")
         locale = locale_of(request)
         report = checks.last
+        # the revision is read before the sections: a change in between refreshes them again
+        revision = await asyncio.to_thread(live_revision, ctx.db)
         live = await asyncio.to_thread(live_sections, ctx.db, locale)
         since = checks.running_since
         return page(
@@ -57,6 +60,7 @@ def routes(ctx: DashboardContext) -> list[BaseRoute]:
                 "verdict": None if report is None else verdict(report, locale),
                 "sections": [] if report is None else report_sections(report, locale),
                 "live": live,
+                "live_revision": revision,
                 "running": checks.running,
                 "running_since": "" if since is None else clock(since),
                 "running_mode": checks.running_mode or "",

@@ -18,10 +18,13 @@
     setTimeout(poll, POLL_MS);
   }
 
+  var asked = 0;
   function refreshLive() {
+    var mine = ++asked;
     fetch("/readiness", { credentials: "same-origin" })
       .then(function (r) { return r.text(); })
       .then(function (html) {
+        if (mine !== asked) return; // a later refresh is on its way: older HTML must not win
         var doc = new DOMParser().parseFromString(html, "text/html");
         ["verdict", "live-sections"].forEach(function (id) {
           var fresh = doc.getElementById(id);
@@ -31,11 +34,15 @@
       });
   }
 
-  var last = null;
+  // The sections are drawn from the revision the server rendered with them; every event
+  // that carries another one refreshes them, the first event too (a change can land between
+  // the render and the stream's first state).
+  var sections = document.getElementById("live-sections");
+  var shown = sections ? sections.getAttribute("data-revision") : null;
   window.addEventListener("dp:state", function (event) {
-    var d = event.detail;
-    var key = JSON.stringify([d.halt, d.takeover, d.sessionsRevision]);
-    if (last !== null && key !== last) refreshLive();
-    last = key;
+    var next = event.detail.liveRevision;
+    if (next === undefined || next === shown) return;
+    shown = next;
+    refreshLive();
   });
 })();
