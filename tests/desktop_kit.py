@@ -31,6 +31,11 @@ from deskpilot.desktop import apps
 GTK3_NOOP_APP = Path(__file__).resolve().parent / "host" / "noop_gtk_app.py"
 GTK3_NOOP_ARGV = ["/usr/bin/python3", str(GTK3_NOOP_APP)]
 
+#: Debian's Chromium is here (CI installs it; a bare machine may not have it)
+HAS_CHROMIUM = bool(shutil.which("chromium") or shutil.which("chromium-browser"))
+#: the one skip for a test that needs Chromium
+needs_chromium = pytest.mark.skipif(not HAS_CHROMIUM, reason="chromium is not installed")
+
 
 @contextmanager
 def running(argv: list[str], *, capture_stdout: bool = False) -> Iterator[apps.App]:
@@ -72,8 +77,8 @@ def served(html: str) -> Iterator[str]:
 def chromium_page(html: str) -> Iterator[apps.App]:
     """Chromium (accessibility on) showing ``html``, once it is on the AT-SPI bus; the test
     is skipped where Chromium is not installed."""
-    if not (shutil.which("chromium") or shutil.which("chromium-browser")):
-        pytest.skip("chromium is not installed")
+    if not HAS_CHROMIUM:
+        pytest.skip(needs_chromium.kwargs["reason"])
     with served(html) as url:
         app = apps.launch_chromium(url)
         try:

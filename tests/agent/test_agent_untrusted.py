@@ -5,9 +5,7 @@ neutralised, and a model that echoes them runs nothing."""
 from __future__ import annotations
 
 import asyncio
-import http.server
 import shutil
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +15,7 @@ from agent_rig import AgentRig
 from scripted_model import RAW, Request, ScriptedModel, call, final
 
 from deskpilot.desktop import apps
+from desktop_kit import needs_chromium, served
 
 pytestmark = pytest.mark.desktop
 
@@ -90,25 +89,8 @@ PAGE = f"""<!doctype html><html><head><title>{TITLE}</title></head><body>
 
 @pytest.fixture
 def page_url() -> Iterator[str]:
-    body = PAGE.encode()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
+    with served(PAGE) as url:
+        yield url
 
 
 def _observe_until_page(pid: int) -> Any:
@@ -121,11 +103,10 @@ def _observe_until_page(pid: int) -> Any:
 
 
 @pytest.mark.chromium
+@needs_chromium
 async def test_a_hostile_web_page_is_neutralised(
     desktop_rig: AgentRig, scripted_model: ScriptedModel, page_url: str
 ) -> None:
-    if shutil.which("chromium") is None:
-        pytest.skip("chromium is not installed")
     browser = await asyncio.to_thread(apps.launch_chromium, page_url)
     try:
         scripted_model.set_policy(_observe_until_page(browser.pid))

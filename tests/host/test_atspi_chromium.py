@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import http.server
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -16,14 +15,12 @@ import pytest
 from deskpilot.desktop import DesktopState
 from deskpilot.desktop import apps as dapps
 from deskpilot.host.atspi import AtspiClient, FrameInfo, SemanticOp, TreeSnapshot
+from desktop_kit import needs_chromium
 
 pytestmark = [
     pytest.mark.desktop,
     pytest.mark.chromium,
-    pytest.mark.skipif(
-        not (shutil.which("chromium") or shutil.which("chromium-browser")),
-        reason="chromium is not installed",
-    ),
+    needs_chromium,
 ]
 
 PAGE = """<!doctype html><html><head><title>Deskpilot test page</title></head><body>

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import http.server
 import re
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +18,7 @@ from host_harness import (
 
 from deskpilot.desktop import apps
 from deskpilot.protocol.wire import RESPONSE_ADAPTER
+from desktop_kit import served
 
 pytestmark = pytest.mark.desktop
 
@@ -218,25 +217,8 @@ PAGE = """<!doctype html>
 
 @pytest.fixture(scope="module")
 def page_url() -> Iterator[str]:
-    body = PAGE.encode()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
+    with served(PAGE) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

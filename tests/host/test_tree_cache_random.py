@@ -26,7 +26,6 @@ import difflib
 import http.server
 import os
 import random
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -39,6 +38,7 @@ from gtk_kit import frame_titled, needs_gtk3, start_gtk, stop
 from deskpilot.desktop import DesktopState
 from deskpilot.desktop import apps as dapps
 from deskpilot.host.atspi import AtspiClient, FrameInfo, SemanticOp, TreeSnapshot
+from desktop_kit import needs_chromium
 
 pytestmark = pytest.mark.desktop
 
@@ -127,12 +127,6 @@ def page_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield f"http://127.0.0.1:{server.server_address[1]}/index.html?seed={SEED}"
     server.shutdown()
     server.server_close()
-
-
-needs_chromium = pytest.mark.skipif(
-    not (shutil.which("chromium") or shutil.which("chromium-browser")),
-    reason="chromium is not installed",
-)
 
 
 async def step_shown(client: AtspiClient, frame: FrameInfo) -> TreeSnapshot:

@@ -33,8 +33,7 @@ from deskpilot.host.atspi import (
 from deskpilot.host.atspi.collect import RawNode
 from deskpilot.host.atspi.render import is_hidden
 from deskpilot.host.atspi.vocab import ROLE_NUMBER, State, bit
-
-HAS_CHROMIUM = bool(shutil.which("chromium") or shutil.which("chromium-browser"))
+from desktop_kit import needs_chromium
 
 PAGE = """<!doctype html><html><head><title>Values page</title></head><body>
 <label for="color">Color</label><select id="color"><option value="">--</option>
@@ -144,7 +143,7 @@ def values_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.mark.desktop
 @pytest.mark.chromium
-@pytest.mark.skipif(not HAS_CHROMIUM, reason="chromium is not installed")
+@needs_chromium
 async def test_chromium_select_date_and_number_values(
     desktop: DesktopState, values_url: str
 ) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import http.server
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -29,6 +28,7 @@ from deskpilot.desktop import apps
 from deskpilot.host.x11.connection import XConnection
 from deskpilot.host.x11.input import HeldInputs, XInput
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from desktop_kit import needs_chromium
 
 pytestmark = pytest.mark.desktop
 
@@ -36,11 +36,6 @@ CYRILLIC = "абвгдеёжзийклмнопрстуфхцчшщъыьэюяА
 LATIN1 = "àáâãäåæçèéêëìíîïðñòóôõöøùúûüýþÿÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏÐÑÒÓÔÕÖØÙÚÛÜÝÞ"
 HUNDRED = CYRILLIC + LATIN1[: 100 - len(CYRILLIC)]  # 100 distinct characters, none on the layout
 SENTENCE = "Привет, как у тебя дела сегодня? Всё хорошо, спасибо! Ça va très bien, merci."
-
-needs_chromium = pytest.mark.skipif(
-    not (shutil.which("chromium") or shutil.which("chromium-browser")),
-    reason="chromium is not installed",
-)
 
 
 def test_the_texts_really_need_many_keycode_reuses() -> None:
