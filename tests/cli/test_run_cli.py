@@ -28,7 +28,7 @@ from deskpilot.cli.main import app as cli_app
 from deskpilot.desktop.apps import App, launch_accessible
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
-from scripted_model import Calculator, ScriptedModel
+from scripted_model import Calculator, ScriptedModel, provider_env
 
 DESKPILOT = str(Path(sys.executable).with_name("deskpilot"))
 RUN_TIMEOUT_S = 240
@@ -96,13 +96,8 @@ def jsonl(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines() if line.strip()]
 
 
-def provider_env(env: dict[str, str], model: ScriptedModel) -> dict[str, str]:
-    return {
-        **env,
-        "DESKPILOT_PROVIDER_BASE_URL": model.base_url,
-        "DESKPILOT_PROVIDER_MODEL": "scripted",
-        "DESKPILOT_PROVIDER_API_KEY": "test",
-    }
+def with_model(env: dict[str, str], model: ScriptedModel) -> dict[str, str]:
+    return {**env, **provider_env(model)}
 
 
 def criteria_file(tmp_path: Path) -> Path:
@@ -190,7 +185,7 @@ def test_run_computes_on_the_calculator_and_the_verdict_persists(
         args = ["run", "compute 7*6", "--app", str(calculator.pid), "--json"]
         done = deskpilot(
             [*args, "--criteria", str(criteria), "--timeout", "180"],
-            provider_env(cli_env, model),
+            with_model(cli_env, model),
         )
     assert not model.errors, model.errors
     assert done.returncode == 0, done.stdout + done.stderr
@@ -224,7 +219,7 @@ def test_ctrl_c_pauses_asks_and_stops_with_130(
     # a slow model: the task is mid-flight when the person presses Ctrl-C
     with ScriptedModel(Calculator("7*6"), delay=1.5) as model:
         args = ["run", "compute 7*6", "--app", str(calculator.pid), "--criteria", str(criteria)]
-        term = Terminal(args, provider_env(cli_env, model))
+        term = Terminal(args, with_model(cli_env, model))
         term.expect("Ctrl-C pauses")
         term.ctrl_c()
         term.expect("[r]esume, [t]ake over, or [s]top?")
@@ -252,7 +247,7 @@ def test_ctrl_c_under_json_stops_the_task(
         args = ["run", "compute 7*6", "--app", str(calculator.pid), "--json"]
         proc = subprocess.Popen(
             [DESKPILOT, *args, "--criteria", str(criteria)],
-            env=provider_env(cli_env, model),
+            env=with_model(cli_env, model),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
@@ -279,7 +274,7 @@ def test_timeout_stops_the_task_with_5(
     criteria = criteria_file(tmp_path)
     with ScriptedModel(Calculator("7*6"), delay=5.0) as model:
         args = ["run", "compute 7*6", "--app", str(calculator.pid), "--json", "--timeout", "1"]
-        done = deskpilot([*args, "--criteria", str(criteria)], provider_env(cli_env, model))
+        done = deskpilot([*args, "--criteria", str(criteria)], with_model(cli_env, model))
     assert done.returncode == 5, done.stdout + done.stderr
     result = jsonl(done.stdout)[-1]
     assert result["state"] == "canceled" and result["exitCode"] == 5

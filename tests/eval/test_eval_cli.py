@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
-from scripted_model import Calculator, ScriptedModel
+from scripted_model import Calculator, ScriptedModel, provider_env
 
 from deskpilot.eval.capacity import DESKTOPS_PER_CORE
 from deskpilot.eval.task_env import task_environment
@@ -78,9 +78,7 @@ def test_the_operator_solves_a_task_with_the_configured_model(tmp_path: Path) ->
         env = {
             "XDG_CONFIG_HOME": str(tmp_path / "config"),
             "DESKPILOT_PROVIDER_KEY_STORAGE": "file",
-            "DESKPILOT_PROVIDER_BASE_URL": model.base_url,
-            "DESKPILOT_PROVIDER_MODEL": "scripted",
-            "DESKPILOT_PROVIDER_API_KEY": "test",
+            **provider_env(model),
         }
         out = tmp_path / "out"
         proc = eval_cli(

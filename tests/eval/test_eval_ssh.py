@@ -29,7 +29,7 @@ from deskpilot.hostclient.config import LOCAL_TRUST_ENV
 from sshd_kit import SSHD, Sshd, start_sshd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
-from scripted_model import Calculator, ScriptedModel
+from scripted_model import Calculator, ScriptedModel, provider_env
 
 pytestmark = [
     pytest.mark.desktop,
@@ -168,9 +168,7 @@ def test_the_operator_drives_the_remote_desktop(sshd: Sshd, tmp_path: Path) -> N
         env = {
             "XDG_CONFIG_HOME": str(tmp_path / "config"),
             "DESKPILOT_PROVIDER_KEY_STORAGE": "file",
-            "DESKPILOT_PROVIDER_BASE_URL": model.base_url,
-            "DESKPILOT_PROVIDER_MODEL": "scripted",
-            "DESKPILOT_PROVIDER_API_KEY": "test",
+            **provider_env(model),
         }
         proc, data = eval_over_ssh(
             sshd,

@@ -54,6 +54,17 @@ from deskpilot.smoke.fake_model.server import Policy, Recorded, ScriptedModel  #
 
 _norm_label = norm_label
 
+
+def provider_env(model: ScriptedModel) -> dict[str, str]:
+    """The environment that makes a ``deskpilot`` process decide with ``model`` (its
+    ``DESKPILOT_PROVIDER_*`` profile: the URL, a model name, a throwaway key)."""
+    return {
+        "DESKPILOT_PROVIDER_BASE_URL": model.base_url,
+        "DESKPILOT_PROVIDER_MODEL": "scripted",
+        "DESKPILOT_PROVIDER_API_KEY": "test",
+    }
+
+
 # ----------------------------------------------------------------------------- policies
 
 MAX_BATCH = 8
