@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 from mcp_types import CallToolResult
 
-from deskpilot.desktop.apps import App, launch_accessible, wait_accessible
+from deskpilot.desktop.apps import App, launch_accessible, launch_chromium, wait_accessible
 from deskpilot.mcp.server import build_server
 from deskpilot.runtime.diagnostics import parse_diagnostic
 from deskpilot.runtime.runtime import RuntimeConfig
@@ -39,6 +39,31 @@ async def await_accessible(pid: int) -> None:
     import asyncio
 
     await asyncio.to_thread(wait_accessible, pid=pid, timeout=60)
+
+
+@contextmanager
+def chromium_file_page(html: str, path: Path) -> Iterator[App]:
+    """Chromium showing ``html`` written to ``path`` (a file URL: no server to keep)."""
+    path.write_text(html)
+    app = launch_chromium(path.as_uri())
+    try:
+        yield app
+    finally:
+        app.stop()
+
+
+async def state_showing(client: Client, pid: int, marker: str) -> Any:
+    """``get_app_state`` of ``pid`` once its text holds ``marker`` (a renderer's tree
+    arrives a little after its window); fails with the last state after ~20 s."""
+    import asyncio
+
+    state: Any = None
+    for _ in range(100):
+        state = await client.call_tool("get_app_state", {"app": str(pid)})
+        if not state.is_error and marker in text_of(state):
+            return state
+        await asyncio.sleep(0.2)
+    raise AssertionError(text_of(state))
 
 
 @asynccontextmanager

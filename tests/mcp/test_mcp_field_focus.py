@@ -14,14 +14,16 @@ import pytest
 from mcp_helpers import (
     astart_app,
     await_accessible,
+    chromium_file_page,
     diag_of,
     element_id,
     state_id_of,
+    state_showing,
     stdio_params,
     text_of,
 )
 
-from deskpilot.desktop.apps import App, launch_chromium
+from deskpilot.desktop.apps import App
 from mcp import Client
 
 pytestmark = pytest.mark.desktop
@@ -157,23 +159,12 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Field</title><
 
 @pytest.fixture
 def chromium_page(dp_desktop: Any, tmp_path: Any) -> Iterator[App]:
-    page = tmp_path / "field.html"
-    page.write_text(PAGE)
-    app = launch_chromium(page.as_uri())
-    try:
+    with chromium_file_page(PAGE, tmp_path / "field.html") as app:
         yield app
-    finally:
-        app.stop()
 
 
-async def _loaded(client: Client, pid: int) -> Any:
-    state: Any = None
-    for _ in range(100):  # the renderer's tree arrives a little after the window
-        state = await client.call_tool("get_app_state", {"app": str(pid)})
-        if not state.is_error and '"Page loaded"' in text_of(state):
-            return state
-        await asyncio.sleep(0.2)
-    raise AssertionError(text_of(state))
+async def _loaded(client: Any, pid: int) -> Any:
+    return await state_showing(client, pid, '"Page loaded"')
 
 
 async def _value_after(client: Client, result: Any, pid: int, pattern: str) -> str:

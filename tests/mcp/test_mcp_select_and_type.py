@@ -12,14 +12,16 @@ import pytest
 from mcp_helpers import (
     astart_app,
     await_accessible,
+    chromium_file_page,
     diag_of,
     element_id,
     memory_client,
     state_id_of,
+    state_showing,
     text_of,
 )
 
-from deskpilot.desktop.apps import App, launch_chromium
+from deskpilot.desktop.apps import App
 
 pytestmark = pytest.mark.desktop
 
@@ -77,23 +79,12 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Form</title></
 
 @pytest.fixture
 def chromium_page(dp_desktop: Any, tmp_path: Any) -> Iterator[App]:
-    page = tmp_path / "form.html"
-    page.write_text(PAGE)
-    app = launch_chromium(page.as_uri())
-    try:
+    with chromium_file_page(PAGE, tmp_path / "form.html") as app:
         yield app
-    finally:
-        app.stop()
 
 
 async def _loaded(client: Any, pid: int) -> Any:
-    state: Any = None
-    for _ in range(100):  # the renderer's tree arrives a little after the window
-        state = await client.call_tool("get_app_state", {"app": str(pid)})
-        if not state.is_error and '"Static words here"' in text_of(state):
-            return state
-        await asyncio.sleep(0.2)
-    raise AssertionError(text_of(state))
+    return await state_showing(client, pid, '"Static words here"')
 
 
 async def test_chromium_typing_into_static_text_is_refused_before_anything_happens(
