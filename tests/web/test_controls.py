@@ -288,8 +288,14 @@ def test_take_over_refuses_the_agent_then_hand_back_lets_it_continue(
 
     page.locator("#control-resume").click()
     _wait(lambda: _badge(page) == "observing", what="the hand back")
-    page.locator("#timeline li.card.state.handback").wait_for()
-    assert "Handed back by the person" in page.locator("#timeline").inner_text()
+    # the card says who handed back, waited for as one element (a CI run read the whole
+    # timeline without it right after the card showed; the HTML says what was there then)
+    said = "Handed back by the person"
+    handback = page.locator("#timeline li.card.state.handback", has_text=said)
+    try:
+        handback.wait_for(timeout=10_000)
+    except Exception as exc:
+        raise AssertionError(page.locator("#timeline").inner_html()) from exc
     assert page.locator("#control-pause").is_visible()
 
     # the agent continues: a fresh state, and the hand back's note rides on its next result
