@@ -111,6 +111,17 @@ def _agent_session(db: Database, owner_pid: int) -> str:
     return rows[0].id
 
 
+def _card_saying(page: Any, card: str, words: str) -> None:
+    """Wait for the timeline card ``card`` holding ``words``, as one element. CI twice read a
+    card that had just shown (``wait_for``) and found it without its text (an empty card,
+    a timeline without it); waiting for card and words together rides that out, and a miss
+    says what the timeline held."""
+    try:
+        page.locator(f"#timeline {card}", has_text=words).wait_for(timeout=10_000)
+    except Exception as exc:
+        raise AssertionError(page.locator("#timeline").inner_html()) from exc
+
+
 def _badge(page: Any) -> str | None:
     value = page.locator("#session-badge").get_attribute("data-state")
     return str(value) if value is not None else None
@@ -288,14 +299,7 @@ def test_take_over_refuses_the_agent_then_hand_back_lets_it_continue(
 
     page.locator("#control-resume").click()
     _wait(lambda: _badge(page) == "observing", what="the hand back")
-    # the card says who handed back, waited for as one element (a CI run read the whole
-    # timeline without it right after the card showed; the HTML says what was there then)
-    said = "Handed back by the person"
-    handback = page.locator("#timeline li.card.state.handback", has_text=said)
-    try:
-        handback.wait_for(timeout=10_000)
-    except Exception as exc:
-        raise AssertionError(page.locator("#timeline").inner_html()) from exc
+    _card_saying(page, "li.card.state.handback", "Handed back by the person")
     assert page.locator("#control-pause").is_visible()
 
     # the agent continues: a fresh state, and the hand back's note rides on its next result
@@ -434,9 +438,7 @@ def test_change_window_lists_windows_without_minimised_ones_and_rebinds(
         # the notification says what changed, with the window's title and id
         said = f"Window changed to “Pick me” ({windows['Pick me']})"
         page.locator("#notifications .note", has_text=said).wait_for(timeout=5000)
-        card = page.locator("#timeline li.card.state[data-event='target_bound']")
-        card.wait_for()
-        assert windows["Pick me"] in card.inner_text()
+        _card_saying(page, "li.card.state[data-event='target_bound']", windows["Pick me"])
         _wait(
             lambda: windows["Pick me"] in page.locator("#session-target").inner_text(),
             what="the new target in the head",
