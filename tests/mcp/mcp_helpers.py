@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from mcp_types import CallToolResult
 
-from deskpilot.desktop.apps import App, launch_accessible, launch_chromium, wait_accessible
+from deskpilot.desktop.apps import App, launch_accessible, wait_accessible
 from deskpilot.mcp.server import build_server
 from deskpilot.runtime.diagnostics import parse_diagnostic
 from deskpilot.runtime.runtime import RuntimeConfig
@@ -39,17 +39,6 @@ async def await_accessible(pid: int) -> None:
     import asyncio
 
     await asyncio.to_thread(wait_accessible, pid=pid, timeout=60)
-
-
-@contextmanager
-def chromium_file_page(html: str, path: Path) -> Iterator[App]:
-    """Chromium showing ``html`` written to ``path`` (a file URL: no server to keep)."""
-    path.write_text(html)
-    app = launch_chromium(path.as_uri())
-    try:
-        yield app
-    finally:
-        app.stop()
 
 
 async def state_showing(client: Client, pid: int, marker: str) -> Any:

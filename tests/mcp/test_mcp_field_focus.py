@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from mcp_helpers import (
     astart_app,
-    await_accessible,
-    chromium_file_page,
     diag_of,
     element_id,
     state_id_of,
@@ -24,6 +21,7 @@ from mcp_helpers import (
 )
 
 from deskpilot.desktop.apps import App
+from desktop_kit import page_fixture
 from mcp import Client
 
 pytestmark = pytest.mark.desktop
@@ -157,10 +155,8 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Field</title><
 """
 
 
-@pytest.fixture
-def chromium_page(dp_desktop: Any, tmp_path: Any) -> Iterator[App]:
-    with chromium_file_page(PAGE, tmp_path / "field.html") as app:
-        yield app
+#: a fresh page for each test (they change it), on the AT-SPI bus before the test starts
+chromium_page = page_fixture("chromium_page", PAGE, scope="function", desktop="dp_desktop")
 
 
 async def _loaded(client: Any, pid: int) -> Any:
@@ -179,7 +175,6 @@ async def _value_after(client: Client, result: Any, pid: int, pattern: str) -> s
 
 
 async def test_chromium_type_text_into_a_field_lands_at_the_end(chromium_page: App) -> None:
-    await await_accessible(chromium_page.pid)
     async with Client(stdio_params()) as client:
         state = await _loaded(client, chromium_page.pid)
         note = element_id(state, r'textField "Note" = "keep"')

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from mcp_helpers import (
     astart_app,
-    await_accessible,
-    chromium_file_page,
     diag_of,
     element_id,
     memory_client,
@@ -22,6 +19,7 @@ from mcp_helpers import (
 )
 
 from deskpilot.desktop.apps import App
+from desktop_kit import page_fixture
 
 pytestmark = pytest.mark.desktop
 
@@ -77,10 +75,8 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>Form</title></
 """
 
 
-@pytest.fixture
-def chromium_page(dp_desktop: Any, tmp_path: Any) -> Iterator[App]:
-    with chromium_file_page(PAGE, tmp_path / "form.html") as app:
-        yield app
+#: a fresh page for each test (they change it), on the AT-SPI bus before the test starts
+chromium_page = page_fixture("chromium_page", PAGE, scope="function", desktop="dp_desktop")
 
 
 async def _loaded(client: Any, pid: int) -> Any:
@@ -90,7 +86,6 @@ async def _loaded(client: Any, pid: int) -> Any:
 async def test_chromium_typing_into_static_text_is_refused_before_anything_happens(
     chromium_page: App,
 ) -> None:
-    await await_accessible(chromium_page.pid)
     async with memory_client() as client:
         state = await _loaded(client, chromium_page.pid)
         title = text_of(state).splitlines()[1]
@@ -125,7 +120,6 @@ async def test_chromium_typing_into_static_text_is_refused_before_anything_happe
 
 
 async def test_chromium_list_box_click_selects_and_the_page_sees_it(chromium_page: App) -> None:
-    await await_accessible(chromium_page.pid)
     async with memory_client() as client:
         state = await _loaded(client, chromium_page.pid)
         r = await client.call_tool(
