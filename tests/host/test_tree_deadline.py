@@ -16,7 +16,7 @@ import pytest
 from host_harness import HostProcess, act, line_id, observe, observe_until, wait_for
 
 from deskpilot.desktop import apps
-from deskpilot.host.accessibility import TREE_DEADLINE_ENV
+from deskpilot.host.accessibility import SILENT_PROBE_S, TREE_DEADLINE_ENV
 from deskpilot.host.atspi import AtspiClient, FrameInfo, collect
 from deskpilot.host.atspi.collect import RawNode
 from deskpilot.host.atspi.model import NodeRef, TreeSnapshot
@@ -223,6 +223,13 @@ def test_a_stopped_app_answers_in_time_with_its_last_tree_and_others_stay_fast(
         assert obs["tree"] == fresh["tree"] and obs["treeVersion"] == fresh["treeVersion"]
         assert obs["treeVersion"] != "t-none"
         assert png is not None  # the screenshot is read now, not remembered
+        # known silent now: the next looks wait SILENT_PROBE_S for it, not the deadline
+        for _ in range(2):
+            again, _, again_took = _timed_observe(host, target, "frozen")
+            assert again_took < SILENT_PROBE_S + SLACK_S, again_took
+            assert again["treeRead"]["staleAgeMs"] > read["staleAgeMs"], again["treeRead"]
+            assert again["treeVersion"] == fresh["treeVersion"]
+            obs = again
         # the listing names it as it was known, says it is silent, and names the others
         listing, listed_in = _timed_list(host)
         assert listed_in < APP_NAME_TIMEOUT_S + SLACK_S, listed_in
@@ -273,6 +280,16 @@ def test_a_stopped_app_never_read_is_unavailable_within_the_deadline(
             assert png is not None
             other, _, calc_took = _timed_observe(host, {"pid": calculator.pid}, "calc2")
             assert calc_took < 1.0 and 'button "7' in other["tree"]
+            # known silent now (the read left it a question): the next look is quick
+            obs, _, took = _timed_observe(host, {"pid": dialog.pid}, "never")
+            assert took < SILENT_PROBE_S + SLACK_S, took
+            assert obs["truncation"]["treeUnavailable"] is True, obs
+        # running again: its answer ends the silence, and the next look reads it now
+        back = wait_for(
+            lambda: (o := observe(host, {"pid": dialog.pid}, session="never")[0])["tree"] and o,
+            timeout=5,
+        )
+        assert back["treeRead"].get("staleAgeMs") is None and "Frozen before" in back["tree"]
 
 
 def _timed_list(host: HostProcess) -> tuple[list[dict[str, Any]], float]:
@@ -316,6 +333,11 @@ def test_a_stopped_app_never_asked_is_listed_in_time_and_the_others_keep_their_n
                 again = _window_of(listing, dialog.pid)["appUnresponsiveMs"]
                 assert again > silent, (again, silent)
                 silent = again
+            # a look after the listing (get_app_state finds the window, then observes): the
+            # listing's open question says the app is silent, so not a whole deadline more
+            obs, _, took = _timed_observe(host, {"pid": dialog.pid}, "listed")
+            assert took < SILENT_PROBE_S + SLACK_S, took
+            assert obs["truncation"]["treeUnavailable"] is True, obs
         # running again: its answer names it, and it is no longer silent
         named = wait_for(
             lambda: (

@@ -17,7 +17,10 @@ What was read by then is the tree, marked partial (host/atspi/snapshot.py). A wi
 answers nothing by then — stopped, deadlocked — gets the last complete tree read of it
 (host/last_trees.py), marked with its age; the frame lookup of such an app keeps the frame
 the window had last time. Before, the lookup alone waited 3 s (``FRAME_LOOKUP_TIMEOUT_S``)
-and the observation had no tree at all.
+and the observation had no tree at all. Such an app is left a question (a ``Peer.Ping``), as
+a window listing leaves one (atspi/apps.py): while it stays unanswered the app is *silent*,
+and a later read waits only ``SILENT_PROBE_S`` for it before it answers from the last tree —
+a stopped app costs its whole deadline once, not on every look.
 """
 
 from __future__ import annotations
@@ -53,6 +56,9 @@ FRAME_LOOKUP_TIMEOUT_S = 3.0
 SNAPSHOT_TIMEOUT_S = 15.0
 #: the default deadline of a tree read, from the start of the lookup to the answer
 TREE_DEADLINE_S = 1.5
+#: how long a read of an app already known silent waits for it to answer before it is
+#: answered from the window's last tree (atspi/apps.py ``still_silent``)
+SILENT_PROBE_S = 0.2
 #: a tree deadline for every observe of this host that does not give its own (ms)
 TREE_DEADLINE_ENV = "DESKPILOT_TREE_DEADLINE_MS"
 
@@ -210,10 +216,19 @@ class Accessibility:
         stale (``TreeResult.stale_age_ms``)."""
         start = time.perf_counter()
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(0.0, deadline_s)
+        began = loop.time()
+        deadline = began + max(0.0, deadline_s)
         deadline_ms = round(deadline_s * 1000, 1)
         if hint is not None and hint.pid != window.pid:
             hint = None
+        # an app that left a question unanswered (a listing's, an earlier read's) is asked
+        # only briefly whether it runs again: a stopped app costs SILENT_PROBE_S per look
+        silent_ms = await self.client.still_silent(
+            window.pid, hint.ref.bus_name if hint else None, min(SILENT_PROBE_S, deadline_s)
+        )
+        if silent_ms is not None:
+            log.info("AT-SPI: the app has been silent for %.0f ms", silent_ms)
+            return self._known(window, "TimeoutError", deadline_ms)
         early: asyncio.Future[TreeSnapshot | None] | None = None
         if hint is not None:
             early = asyncio.ensure_future(self._snapshot(hint, max_elements, text_budget, deadline))
@@ -224,6 +239,7 @@ class Accessibility:
             frame = hint
             if frame is None:
                 log.info("AT-SPI frame lookup: no answer by the deadline")
+                self.client.ask(window.pid, None, began)
                 return self._known(window, "TimeoutError", deadline_ms)
         except Exception as exc:
             log.info("AT-SPI frame lookup failed: %s", type(exc).__name__)
@@ -246,6 +262,7 @@ class Accessibility:
             except Exception as exc:
                 log.info("AT-SPI snapshot failed: %s", type(exc).__name__)
                 if _no_answer(exc):
+                    self.client.ask(window.pid, frame.ref.bus_name, began)
                     return self._known(window, type(exc).__name__, deadline_ms)
                 return TreeUnavailable(type(exc).__name__)
             spent = time.perf_counter() - start

@@ -152,6 +152,8 @@ class Observer:
         deadline_s = tree_deadline_s(request)
         if window.pid is None and self.accessibility is not None:
             await self.accessibility.fill_missing_pids([window], timeout=deadline_s)
+        # one deadline for the whole look: what a pid lookup spent, the tree read has not
+        read_s = max(0.0, deadline_s - (time.perf_counter() - t0))
         foreground = next((w for w in windows if w.focused), None)
         timings["windows"] = _ms(t0)
         # credential apps: neither their tree nor their pixels are read
@@ -166,7 +168,7 @@ class Observer:
                     max_elements=request.max_elements or DEFAULT_MAX_ELEMENTS,
                     text_budget=request.text_budget or DEFAULT_TEXT_BUDGET,
                     hint=self._frames.get(window.xid),
-                    deadline_s=deadline_s,
+                    deadline_s=read_s,
                 )
             )
             await asyncio.sleep(0)  # let the tree's first D-Bus calls go out before capturing

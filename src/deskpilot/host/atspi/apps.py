@@ -33,6 +33,9 @@ from deskpilot.host.atspi.model import AppInfo, ElementRef
 from deskpilot.host.atspi.vocab import State, bit, state_mask
 
 I_PEER = "org.freedesktop.DBus.Peer"
+#: a question unanswered this long makes its app *silent* (``Applications.still_silent``):
+#: shorter, and a listing that asked a working app a moment ago would pass for a stall
+SILENT_AFTER_S = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +133,41 @@ class Applications:
         question = _Question(now, answer)
         self._questions[bus] = question
         return question
+
+    def ask(self, pid: int | None, bus: str | None, since: float) -> None:
+        """Leave a question open to an app that did not answer a read by its deadline
+        (``bus``, else every bus name of ``pid``), counted as asked when that read began
+        (``since``, loop time): the next read of it knows it is silent before it waits
+        (``still_silent``), and the answer, once it runs again, clears that."""
+        for name in self._names(pid, bus):
+            self._question(name, ROOT_PATH, since)
+
+    async def still_silent(self, pid: int | None, bus: str | None, wait_s: float) -> float | None:
+        """How long (ms) the app — ``bus``, else every bus name of ``pid`` — has left a
+        question unanswered, when that is at least ``SILENT_AFTER_S`` and no answer comes
+        within ``wait_s`` more; None when it answered (or was never asked). A stopped app
+        then costs a read ``wait_s``, not its whole deadline, every time it is looked at."""
+        loop = asyncio.get_running_loop()
+        names = self._names(pid, bus)
+        open_ = [self._questions.get(name) for name in names]
+        questions = [q for q in open_ if q is not None and not q.answer.done()]
+        if not names or len(questions) < len(names):
+            return None
+        if loop.time() - max(q.sent for q in questions) < SILENT_AFTER_S:
+            return None
+        done, _ = await asyncio.wait(
+            [q.answer for q in questions], timeout=wait_s, return_when=asyncio.FIRST_COMPLETED
+        )
+        if done:
+            return None
+        return round((loop.time() - min(q.sent for q in questions)) * 1000, 1)
+
+    def _names(self, pid: int | None, bus: str | None) -> list[str]:
+        if bus is not None:
+            return [bus]
+        if pid is None:
+            return []
+        return [name for name, p in self._pids.items() if p == pid]
 
     def known(self, bus: str) -> AppInfo | None:
         """The app's info if it was already read (no call)."""

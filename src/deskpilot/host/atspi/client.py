@@ -108,6 +108,18 @@ class AtspiClient:
         """Every app on the bus as far as it answers within ``wait_s`` (see apps.py)."""
         return await self._apps.statuses(wait_s)
 
+    def ask(self, pid: int | None, bus_name: str | None, since: float) -> None:
+        """Leave a question open to an app that did not answer a read begun at ``since``
+        (loop time) by its deadline (apps.py)."""
+        self._apps.ask(pid, bus_name, since)
+
+    async def still_silent(
+        self, pid: int | None, bus_name: str | None, wait_s: float
+    ) -> float | None:
+        """How long (ms) the app has been silent, if it still is after ``wait_s`` more; None
+        when it answers (apps.py ``still_silent``)."""
+        return await self._apps.still_silent(pid, bus_name, wait_s)
+
     async def frames(self, pid: int | None = None) -> list[FrameInfo]:
         """Top-level frames/windows/dialogs of every app (or of one process)."""
         return await self._frames.frames(pid)
