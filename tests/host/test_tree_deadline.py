@@ -333,8 +333,9 @@ def test_a_stopped_app_never_asked_is_listed_in_time_and_the_others_keep_their_n
                 again = _window_of(listing, dialog.pid)["appUnresponsiveMs"]
                 assert again > silent, (again, silent)
                 silent = again
-            # a look after the listing (get_app_state finds the window, then observes): the
-            # listing's open question says the app is silent, so not a whole deadline more
+            # a look once the listing's question is a deadline old: the app had its time to
+            # answer, so the read does not wait a whole deadline more
+            time.sleep(DEFAULT_DEADLINE_S - APP_NAME_TIMEOUT_S)
             obs, _, took = _timed_observe(host, {"pid": dialog.pid}, "listed")
             assert took < SILENT_PROBE_S + SLACK_S, took
             assert obs["truncation"]["treeUnavailable"] is True, obs

@@ -18,9 +18,10 @@ answers nothing by then — stopped, deadlocked — gets the last complete tree 
 (host/last_trees.py), marked with its age; the frame lookup of such an app keeps the frame
 the window had last time. Before, the lookup alone waited 3 s (``FRAME_LOOKUP_TIMEOUT_S``)
 and the observation had no tree at all. Such an app is left a question (a ``Peer.Ping``), as
-a window listing leaves one (atspi/apps.py): while it stays unanswered the app is *silent*,
-and a later read waits only ``SILENT_PROBE_S`` for it before it answers from the last tree —
-a stopped app costs its whole deadline once, not on every look.
+a window listing leaves one (atspi/apps.py): an app has one deadline to answer, counted from
+the first question it left open, so a later read waits for that answer only until then (at
+least ``SILENT_PROBE_S``) before it answers from the last tree — a stopped app costs its
+whole deadline once, not on every look.
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ FRAME_LOOKUP_TIMEOUT_S = 3.0
 SNAPSHOT_TIMEOUT_S = 15.0
 #: the default deadline of a tree read, from the start of the lookup to the answer
 TREE_DEADLINE_S = 1.5
-#: how long a read of an app already known silent waits for it to answer before it is
-#: answered from the window's last tree (atspi/apps.py ``still_silent``)
+#: how long a read of an app silent for a deadline already (a question of a listing or an
+#: earlier read left open that long) waits for it to answer before it is answered from the
+#: window's last tree (atspi/apps.py ``still_silent``)
 SILENT_PROBE_S = 0.2
 #: a tree deadline for every observe of this host that does not give its own (ms)
 TREE_DEADLINE_ENV = "DESKPILOT_TREE_DEADLINE_MS"
@@ -221,10 +223,14 @@ class Accessibility:
         deadline_ms = round(deadline_s * 1000, 1)
         if hint is not None and hint.pid != window.pid:
             hint = None
-        # an app that left a question unanswered (a listing's, an earlier read's) is asked
-        # only briefly whether it runs again: a stopped app costs SILENT_PROBE_S per look
+        # an app with a question open (a listing's, an earlier read's) has the rest of one
+        # deadline from that question to answer it, and an old one SILENT_PROBE_S: a
+        # stopped app costs its deadline once, then SILENT_PROBE_S per look
         silent_ms = await self.client.still_silent(
-            window.pid, hint.ref.bus_name if hint else None, min(SILENT_PROBE_S, deadline_s)
+            window.pid,
+            hint.ref.bus_name if hint else None,
+            deadline_s,
+            min(SILENT_PROBE_S, deadline_s),
         )
         if silent_ms is not None:
             log.info("AT-SPI: the app has been silent for %.0f ms", silent_ms)

@@ -33,9 +33,6 @@ from deskpilot.host.atspi.model import AppInfo, ElementRef
 from deskpilot.host.atspi.vocab import State, bit, state_mask
 
 I_PEER = "org.freedesktop.DBus.Peer"
-#: a question unanswered this long makes its app *silent* (``Applications.still_silent``):
-#: shorter, and a listing that asked a working app a moment ago would pass for a stall
-SILENT_AFTER_S = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,25 +139,31 @@ class Applications:
         for name in self._names(pid, bus):
             self._question(name, ROOT_PATH, since)
 
-    async def still_silent(self, pid: int | None, bus: str | None, wait_s: float) -> float | None:
+    async def still_silent(
+        self, pid: int | None, bus: str | None, deadline_s: float, probe_s: float
+    ) -> float | None:
         """How long (ms) the app — ``bus``, else every bus name of ``pid`` — has left a
-        question unanswered, when that is at least ``SILENT_AFTER_S`` and no answer comes
-        within ``wait_s`` more; None when it answered (or was never asked). A stopped app
-        then costs a read ``wait_s``, not its whole deadline, every time it is looked at."""
-        loop = asyncio.get_running_loop()
+        question unanswered, when no answer comes in time; None when it answers (or has no
+        question open). An app gets one deadline to answer, counted from the first question
+        it left open: the answer is waited for until that question is ``deadline_s`` old —
+        never less than ``probe_s``, never more than ``deadline_s``. A read that got no
+        answer leaves a question dated from its start (``ask``), so a stopped app costs a
+        later read ``probe_s``, not its whole deadline, every time it is looked at; a
+        listing's young question (an app busy for a moment) still gets the full time."""
         names = self._names(pid, bus)
         open_ = [self._questions.get(name) for name in names]
         questions = [q for q in open_ if q is not None and not q.answer.done()]
         if not names or len(questions) < len(names):
             return None
-        if loop.time() - max(q.sent for q in questions) < SILENT_AFTER_S:
-            return None
+        loop = asyncio.get_running_loop()
+        first = min(q.sent for q in questions)
+        wait_s = min(deadline_s, max(probe_s, first + deadline_s - loop.time()))
         done, _ = await asyncio.wait(
             [q.answer for q in questions], timeout=wait_s, return_when=asyncio.FIRST_COMPLETED
         )
         if done:
             return None
-        return round((loop.time() - min(q.sent for q in questions)) * 1000, 1)
+        return round((loop.time() - first) * 1000, 1)
 
     def _names(self, pid: int | None, bus: str | None) -> list[str]:
         if bus is not None:

@@ -114,11 +114,11 @@ class AtspiClient:
         self._apps.ask(pid, bus_name, since)
 
     async def still_silent(
-        self, pid: int | None, bus_name: str | None, wait_s: float
+        self, pid: int | None, bus_name: str | None, deadline_s: float, probe_s: float
     ) -> float | None:
-        """How long (ms) the app has been silent, if it still is after ``wait_s`` more; None
-        when it answers (apps.py ``still_silent``)."""
-        return await self._apps.still_silent(pid, bus_name, wait_s)
+        """How long (ms) the app has been silent, when it still does not answer in time;
+        None when it answers (apps.py ``still_silent``)."""
+        return await self._apps.still_silent(pid, bus_name, deadline_s, probe_s)
 
     async def frames(self, pid: int | None = None) -> list[FrameInfo]:
         """Top-level frames/windows/dialogs of every app (or of one process)."""
