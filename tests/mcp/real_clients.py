@@ -46,6 +46,7 @@ from mcp import Client
 
 CLIENTS_DIR = ROOT / "tests" / "clients"
 TS_CHAIN = CLIENTS_DIR / "ts_chain.mjs"
+TS_FROZEN = CLIENTS_DIR / "ts_frozen.mjs"
 TS_SDK = "@modelcontextprotocol/sdk"
 INSTALL_HINT = (
     "run scripts/test (it installs the outside test clients: `npm ci` in tests/clients, "
@@ -318,6 +319,14 @@ def server_env() -> dict[str, str]:
 async def run_ts_chain(config: dict[str, Any], *, token: str | None = None) -> dict[str, Any]:
     """Run ts_chain.mjs with ``config`` (stdio: command/args/env; http: url) and return the
     JSON line it printed. The bearer token goes through the environment, never argv."""
+    return await run_ts_script(TS_CHAIN, config, token=token)
+
+
+async def run_ts_script(
+    script: Path, config: dict[str, Any], *args: str, token: str | None = None
+) -> dict[str, Any]:
+    """Run one of tests/clients' TypeScript SDK scripts with ``config`` and ``args`` and
+    return the JSON line it printed last."""
     ts_sdk_version()
     env = dict(os.environ)
     env.pop("DP_TS_TOKEN", None)
@@ -325,8 +334,9 @@ async def run_ts_chain(config: dict[str, Any], *, token: str | None = None) -> d
         env["DP_TS_TOKEN"] = token
     proc = await asyncio.create_subprocess_exec(
         node(),
-        str(TS_CHAIN),
+        str(script),
         json.dumps(config),
+        *args,
         cwd=str(CLIENTS_DIR),
         env=env,
         stdin=asyncio.subprocess.DEVNULL,

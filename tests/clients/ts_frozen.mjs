@@ -1,0 +1,77 @@
+// The official TypeScript MCP SDK looks at an app that stops answering, the way an agent
+// would meet a hung app: get_app_state while it runs, then it is stopped (SIGSTOP, what a
+// debugger or a hung main loop does) and looked at three times, an element of that state is
+// clicked, and it runs again and is looked at once more.
+//
+// Run by tests/mcp/test_frozen_app.py:  node ts_frozen.mjs '<config JSON>' <pid>
+//   {"transport": "stdio", "command": ".../deskpilot", "args": ["serve"], "env": {...}}
+// Prints one JSON line with each call's time and what its text said; the test asserts on
+// it. The app is sent SIGCONT on the way out, whatever happened.
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const config = JSON.parse(process.argv[2]);
+const pid = Number(process.argv[3]);
+
+function textOf(result) {
+  return (result.content ?? [])
+    .filter((c) => c.type === "text")
+    .map((c) => c.text)
+    .join("\n");
+}
+
+// the id at the end of the first tree line that has one, e.g. `- textField [3]`
+function firstElementId(text) {
+  const m = text.match(/^\s*- .*\[(\d+)\]\s*$/m);
+  return m ? Number(m[1]) : null;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const transport = new StdioClientTransport({
+  command: config.command,
+  args: config.args,
+  env: config.env,
+  stderr: "inherit",
+});
+const client = new Client({ name: "deskpilot-ts-frozen", version: "0" });
+await client.connect(transport);
+
+async function call(name, args) {
+  const t0 = performance.now();
+  const result = await client.callTool({ name, arguments: args });
+  const text = textOf(result);
+  return {
+    tool: name,
+    ms: performance.now() - t0,
+    isError: result.isError === true,
+    stateId: text.match(/^state_id=(\S+)$/m)?.[1] ?? null,
+    stale: text.match(/^stale=age (\d+) ms/m)?.[1] ?? null,
+    unavailable: /^tree=unavailable/m.test(text),
+    elementId: firstElementId(text),
+    treeVersion: text.match(/treeVersion=(\S+)/)?.[1] ?? null,
+    text: text.slice(0, 3000),
+  };
+}
+
+const report = { fresh: null, looks: [], click: null, back: null };
+try {
+  report.fresh = await call("get_app_state", { app: pid });
+  process.kill(pid, "SIGSTOP");
+  try {
+    await sleep(300);
+    for (let i = 0; i < 3; i++) report.looks.push(await call("get_app_state", { app: pid }));
+    const last = report.looks.at(-1);
+    if (last.stateId && last.elementId !== null) {
+      report.click = await call("click", { state_id: last.stateId, element_id: last.elementId });
+    }
+  } finally {
+    process.kill(pid, "SIGCONT");
+  }
+  await sleep(500);
+  report.back = await call("get_app_state", { app: pid });
+} finally {
+  await client.close();
+}
+console.log(JSON.stringify(report));
