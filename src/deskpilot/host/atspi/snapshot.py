@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from deskpilot.host.atspi import collect
+from deskpilot.host.atspi import collect, collector
 from deskpilot.host.atspi.apps import Applications
 from deskpilot.host.atspi.bus import I_DOCUMENT, ROOT_PATH, AtspiCallError, Conn
 from deskpilot.host.atspi.collect import RawNode
@@ -90,9 +90,10 @@ class Snapshots:
         ``deadline`` (``loop.time()``): see the module docstring; None: read it all."""
         try:
             async with asyncio.timeout(SNAPSHOT_TIMEOUT_S):
-                return await self._snapshot(
-                    root, max_elements, text_budget, origin, max_children, deadline
-                )
+                with collector.paused():  # no cycles to find in a read (atspi/collector.py)
+                    return await self._snapshot(
+                        root, max_elements, text_budget, origin, max_children, deadline
+                    )
         except TimeoutError as exc:
             raise DeskpilotError(
                 ErrorCode.ENVIRONMENT_UNAVAILABLE,
