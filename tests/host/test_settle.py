@@ -264,13 +264,22 @@ def test_early_screenshots_back_off_for_a_window_that_keeps_changing() -> None:
 
 
 class FakeTreeClient:
-    """frames() and snapshot() of AtspiClient, each taking 20 ms, recording what was read."""
+    """still_silent(), frames() and snapshot() of AtspiClient; the last two take 20 ms each
+    and record what was read."""
 
     def __init__(self, frames: list[Any]) -> None:
         self._frames = frames
         self.read: list[str] = []
         self.t0 = time.monotonic()
         self.snapshot_started: list[float] = []
+
+    async def still_silent(
+        self, pid: int | None, bus_name: str | None, deadline_s: float, probe_s: float
+    ) -> float | None:
+        return None  # this app has no question left open: it answers
+
+    def ask(self, pid: int | None, bus_name: str | None, since: float) -> None:
+        raise AssertionError("an app that answers is never left a question")
 
     async def frames(self, pid: int | None = None) -> list[Any]:
         await asyncio.sleep(0.02)

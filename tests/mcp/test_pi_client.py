@@ -199,12 +199,32 @@ class PiRun:
     stdout: str
     stderr: str
     seconds: float
+    #: what deskpilot's logs (the host's stderr among them) gained during the run
+    logs: str = ""
 
     def explain(self) -> str:
         return (
             f"pi exited {self.returncode} after {self.seconds:.1f}s\n"
-            f"stdout:\n{self.stdout}\nstderr:\n{self.stderr}"
+            f"stdout:\n{self.stdout}\nstderr:\n{self.stderr}\ndeskpilot logs:\n{self.logs}"
         )
+
+
+def _log_sizes() -> dict[Path, int]:
+    """deskpilot's log files in the test session's data dir, with their sizes."""
+    logs = Path(os.environ.get("DESKPILOT_DATA_DIR", "/nonexistent")) / "logs"
+    return {p: p.stat().st_size for p in logs.glob("*.log")} if logs.is_dir() else {}
+
+
+def _log_growth(before: dict[Path, int], limit: int = 6000) -> str:
+    """The tail of what each log gained since ``before`` (a failure's explanation)."""
+    parts = []
+    for path, size in _log_sizes().items():
+        start = before.get(path, 0)
+        if size > start:
+            with path.open("rb") as f:
+                f.seek(max(start, size - limit))
+                parts.append(f"--- {path.name}\n{f.read().decode(errors='replace')}")
+    return "\n".join(parts)
 
 
 def pi_env(home: Path, install: PiInstall, model: ScriptedOpenAI, **extra: str) -> dict[str, str]:
@@ -279,6 +299,7 @@ def run_pi(home: Path, install: PiInstall, env: dict[str, str], prompt: str = PR
         "scripted",
         prompt,
     ]
+    logs_before = _log_sizes()
     started = time.monotonic()
     proc = subprocess.Popen(
         argv,
@@ -300,7 +321,7 @@ def run_pi(home: Path, install: PiInstall, env: dict[str, str], prompt: str = PR
         )
     finally:
         reap_group(proc.pid)
-    return PiRun(proc.returncode, out, err, time.monotonic() - started)
+    return PiRun(proc.returncode, out, err, time.monotonic() - started, _log_growth(logs_before))
 
 
 # ---------------------------------------------------------------------- deskpilot over HTTP

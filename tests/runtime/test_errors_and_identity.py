@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from deskpilot.hostclient.failures import host_exit_error
 from deskpilot.mcp.server import build_server
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.runtime.refusals import refusal, safe_error
@@ -27,6 +28,17 @@ def test_backend_error_bodies_are_replaced_by_our_own_messages() -> None:
     assert safe_error(ours)[1] == "Invalid arguments for click: x: bad"
     code, message, _, details = safe_error(ValueError("traceback text /etc/secret"))
     assert code is ErrorCode.INTERNAL_ERROR and "secret" not in message and details == {}
+
+
+def test_a_host_that_ended_says_its_exit_status_and_nothing_else() -> None:
+    """The exit status of a host that died is a number, safe to show, and the one fact that
+    tells a signal (negative: killed, crashed) from an exit of its own."""
+    died = host_exit_error(-9, "during the handshake")
+    code, message, retryable, details = safe_error(died)
+    assert code is ErrorCode.NATIVE_HOST_UNAVAILABLE and retryable is False
+    assert details == {"exitCode": -9}
+    assert "handshake" not in message  # the text from below is still not echoed
+    assert safe_error(DeskpilotError(ErrorCode.NATIVE_HOST_UNAVAILABLE, "x"))[3] == {}
 
 
 async def test_a_server_is_one_client_session_whatever_the_protocol_era() -> None:

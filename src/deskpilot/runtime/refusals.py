@@ -243,6 +243,7 @@ def safe_error(exc: BaseException) -> tuple[ErrorCode, str, bool, dict[str, Any]
             "approvalMs",
             "engagedAt",
             "windowId",
+            "exitCode",  # a host that ended: its exit status (a signal is negative)
         ):
             value = exc.details.get(key)
             if (
