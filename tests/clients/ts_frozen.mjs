@@ -1,7 +1,9 @@
 // The official TypeScript MCP SDK looks at an app that stops answering, the way an agent
 // would meet a hung app: get_app_state while it runs, then it is stopped (SIGSTOP, what a
-// debugger or a hung main loop does) and looked at three times, an element of that state is
-// clicked, and it runs again and is looked at once more.
+// debugger or a hung main loop does) and looked at three times; an element of that stale
+// state is clicked, an element of the state from before the stop is clicked, and a key is
+// pressed; it runs again, is looked at once more, and the state from before the stop is
+// acted on again (a refusal that sent nothing does not spend it).
 //
 // Run by tests/mcp/test_frozen_app.py:  node ts_frozen.mjs '<config JSON>' <pid>
 //   {"transport": "stdio", "command": ".../deskpilot", "args": ["serve"], "env": {...}}
@@ -47,6 +49,7 @@ async function call(name, args) {
     ms: performance.now() - t0,
     isError: result.isError === true,
     stateId: text.match(/^state_id=(\S+)$/m)?.[1] ?? null,
+    diagnostic: JSON.parse(text.match(/^deskpilot diagnostic: (.*)$/m)?.[1] ?? "null"),
     stale: text.match(/^stale=age (\d+) ms/m)?.[1] ?? null,
     unavailable: /^tree=unavailable/m.test(text),
     elementId: firstElementId(text),
@@ -55,7 +58,15 @@ async function call(name, args) {
   };
 }
 
-const report = { fresh: null, looks: [], click: null, back: null };
+const report = {
+  fresh: null,
+  looks: [],
+  click: null,
+  clickFresh: null,
+  key: null,
+  back: null,
+  clickFreshAfter: null,
+};
 try {
   report.fresh = await call("get_app_state", { app: pid });
   process.kill(pid, "SIGSTOP");
@@ -66,11 +77,28 @@ try {
     if (last.stateId && last.elementId !== null) {
       report.click = await call("click", { state_id: last.stateId, element_id: last.elementId });
     }
+    const fresh = report.fresh;
+    if (fresh.stateId && fresh.elementId !== null) {
+      report.clickFresh = await call("click", {
+        state_id: fresh.stateId,
+        element_id: fresh.elementId,
+      });
+    }
+    const latest = report.looks.at(-1);
+    if (latest.stateId) {
+      report.key = await call("press_key", { state_id: latest.stateId, keys: ["x"] });
+    }
   } finally {
     process.kill(pid, "SIGCONT");
   }
   await sleep(500);
   report.back = await call("get_app_state", { app: pid });
+  if (report.fresh.stateId && report.fresh.elementId !== null) {
+    report.clickFreshAfter = await call("click", {
+      state_id: report.fresh.stateId,
+      element_id: report.fresh.elementId,
+    });
+  }
 } finally {
   await client.close();
 }

@@ -1,8 +1,9 @@
 """An app that stops answering, through the official TypeScript MCP SDK (what Claude Code and
 pi are built on): the agent gets its last tree, marked stale with its age, within one read
-deadline the first time and ≈ 0.2 s after that; element ids of that state are refused, and
-the app is read now again once it runs. The script is tests/clients/ts_frozen.mjs; it stops
-the app itself (SIGSTOP) between its calls.
+deadline the first time and ≈ 0.2 s after that; element ids of that state are refused, an
+element of an earlier state is refused without spending it, a key pressed meanwhile is not
+called a no-op, and the app is read now again once it runs (the key delivered). The script
+is tests/clients/ts_frozen.mjs; it stops the app itself (SIGSTOP) between its calls.
 """
 
 from __future__ import annotations
@@ -48,5 +49,31 @@ async def test_a_stopped_app_is_its_last_tree_marked_stale_and_quick_to_look_at_
     assert click is not None and click["isError"], click
     assert "tree_partial" in click["text"] or "observe again" in click["text"], click["text"]
 
+    # an element of the state from before the stop: the app cannot be asked where it is now;
+    # said as such, not counted as healed, and the state is not spent
+    refused = report["clickFresh"]
+    assert refused is not None and refused["isError"], refused
+    diag = refused["diagnostic"]
+    assert diag["code"] == "tree_partial" and diag["actionOutcome"] == "not_dispatched", diag
+    assert diag["details"]["reason"] == "app_not_answering" and "healed" not in diag, diag
+    assert "has not answered for" in refused["text"], refused["text"]
+
+    # a key pressed into the stopped app waits in the X server: the result does not call it
+    # a no-op (the same tree and a frozen screenshot prove nothing) and says not to repeat it
+    key = report["key"]
+    assert key is not None and not key["isError"], key["text"]
+    assert key["diagnostic"].get("code") != "action_noop", key["diagnostic"]
+    assert key["diagnostic"]["appUnresponsiveMs"] >= 300, key["diagnostic"]
+    assert "did not answer after the action" in key["text"], key["text"]
+    assert "do not repeat" in key["text"], key["text"]
+
     assert not back["isError"] and back["stale"] is None and not back["unavailable"], back
-    assert back["treeVersion"] == fresh["treeVersion"], back["text"]
+    # the key arrived once the app ran again: its text is "x" now
+    assert back["treeVersion"] != fresh["treeVersion"], back["text"]
+    assert '"x"' in back["text"], back["text"]
+    # the state the refusal gave back is usable again: it is checked against the new tree
+    # (where its text field, "" then, now holds "x": that element is gone, said as such)
+    after = report["clickFreshAfter"]
+    assert after is not None, report
+    assert after["diagnostic"].get("code") in (None, "stale_tree"), after["text"]
+    assert after["diagnostic"]["healed"] == 1, after["diagnostic"]

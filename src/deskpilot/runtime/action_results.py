@@ -3,9 +3,10 @@
 The state after the action is the one its result carried (else the window is observed once).
 A dialog or a new window the action opened is found in the windows the host listed with that
 state (listed here only when it could not) against what the acted-on state knew was open. An
-unchanged tree and screenshot is ``action_noop``. The next stateId is issued only when the
-reuse conditions of ``runtime/state_reuse.py`` hold and nothing new opened; otherwise the
-result says to observe.
+unchanged tree and screenshot is ``action_noop`` — unless the app did not answer the look
+(a stale tree): then the effect is unknown and the result says so. The next stateId is
+issued only when the reuse conditions of ``runtime/state_reuse.py`` hold and nothing new
+opened; otherwise the result says to observe.
 """
 
 from __future__ import annotations
@@ -79,8 +80,13 @@ async def after_action(
         list(observed.windows) if observed.windows is not None else await list_windows(ctx, call)
     )
     opened = opened_by(record, obs, windows)
+    # an app that did not answer the look after the action shows its last tree and a frozen
+    # screenshot: that proves nothing, and input sent to a stopped app waits in the X server
+    # for it to run again (repeating it would type twice)
+    silent_ms = obs.tree_read.stale_age_ms
     noop = (
-        not opened.new_dialogs
+        silent_ms is None
+        and not opened.new_dialogs
         and not opened.new_windows
         and obs.tree_version == record.tree_version
         and (record.png_digest is None or digest(png) == record.png_digest)
@@ -93,6 +99,14 @@ async def after_action(
             "action_noop: the action was dispatched but nothing changed in the window "
             "(same tree and screenshot). Do not assume it worked; try another element or "
             "approach.\n" + summary
+        )
+    if silent_ms is not None:
+        call.diag.extra["appUnresponsiveMs"] = round(silent_ms)
+        summary = (
+            f"The app did not answer after the action (silent for {round(silent_ms)} ms: it "
+            "is stopped or busy), so its effect cannot be seen yet. Input to an app that is "
+            "not running waits until it runs again: do not repeat the action; call "
+            "get_app_state until the app answers (no stale= mark), then check.\n" + summary
         )
     summary += _opened_notes(opened, obs)
     refusals = _reuse_refusals(record, observed, opened)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from deskpilot.kernel.port import ExecutedAction
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
-from deskpilot.protocol.wire import Rect, TargetSpec
+from deskpilot.protocol.wire import Rect, TargetSpec, TreeRead
 from deskpilot.runtime.action_plans import Frame, Step
 from deskpilot.runtime.call import Call
 from deskpilot.runtime.context import ToolContext
@@ -72,10 +72,11 @@ async def run_step(
         except DeskpilotError as exc:
             if exc.code in SELF_HEALING_CODES and not healed:
                 healed = True
-                call.diag.healed += 1
                 # a visual (OCR) tree is read from the screenshot: without one, no element
                 observed = await observe(ctx, call, target, screenshot=_visual(record))
                 obs = observed.observation
+                if getattr(action, "element_id", None) is not None:
+                    _refuse_unreadable(call, kind, obs.tree_read)
                 if obs.app.pid != record.app.pid:
                     call.diag.steps.append(
                         StepRecord(kind, ActionOutcome.NOT_DISPATCHED, code="state_changed")
@@ -96,6 +97,7 @@ async def run_step(
                         reason="window_resized",
                     ) from None
                 frame = Frame.of(obs)
+                call.diag.healed += 1
                 continue
             if exc.code is ErrorCode.UNSUPPORTED_ACTION and step.fallback and not used_fallback:
                 # the refused form spent the frame (kernel and host drop it when an action
@@ -137,6 +139,38 @@ async def refuse_denied_later_steps(
                 StepRecord(step.kind, ActionOutcome.NOT_DISPATCHED, code=exc.code.value)
             )
             raise
+
+
+def _refuse_unreadable(call: Call, kind: str, read: TreeRead) -> None:
+    """An element action cannot heal against a tree that is not complete and current: the
+    app did not answer the new look (stopped, or busy past the deadline), or answered only
+    part of it. Said as such, without a retry that the host would refuse anyway."""
+    if read.reusable:
+        return
+    sent = overall(call) is not ActionOutcome.NOT_DISPATCHED  # an earlier step went out
+    call.diag.steps.append(StepRecord(kind, ActionOutcome.NOT_DISPATCHED, code="tree_partial"))
+    unsent = (
+        "this step was not sent (an earlier step of this call was)"
+        if sent
+        else "nothing was sent and the state_id is still yours"
+    )
+    if read.stale_age_ms is not None:
+        raise refusal(
+            ErrorCode.TREE_PARTIAL,
+            f"The app has not answered for {round(read.stale_age_ms)} ms (it is stopped or "
+            f"busy), so the element cannot be found in its current tree; {unsent}. Call "
+            "get_app_state again once the app answers (its header then has no stale= mark), "
+            "or act on a point of the state's screenshot.",
+            reason="app_not_answering",
+            staleAgeMs=round(read.stale_age_ms),
+        )
+    raise refusal(
+        ErrorCode.TREE_PARTIAL,
+        f"The app answered only part of its tree in time ({read.partial}), so the element "
+        f"cannot be checked against it; {unsent}. Call get_app_state again, or act on a point "
+        "of the state's screenshot.",
+        reason="tree_partial",
+    )
 
 
 def _visual(record: StateRecord) -> bool:

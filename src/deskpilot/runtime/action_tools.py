@@ -44,6 +44,7 @@ REFUSED_BEFORE_DISPATCH = frozenset(
     {
         ErrorCode.UNSUPPORTED_ACTION,
         ErrorCode.INVALID_REQUEST,
+        ErrorCode.TREE_PARTIAL,  # the app did not answer in time: try again when it does
         ErrorCode.ACTION_BLOCKED,
         ErrorCode.APPROVAL_DENIED,
         ErrorCode.ACTUATOR_LEASE_CONFLICT,
