@@ -39,6 +39,7 @@ from deskpilot.protocol.wire import (
 )
 from deskpilot.runtime.refusals import refused_before_dispatch, safe_error
 from deskpilot.runtime.state_reuse import reuse_refusals
+from deskpilot.runtime.state_view import tree_read_lines
 from deskpilot.runtime.verification.text import tree_view
 from desktop_kit import Stopped, app_fixture, page_fixture, running
 
@@ -477,3 +478,41 @@ async def test_a_walk_stops_at_its_deadline_level_by_level(big_page: apps.App) -
         assert "— deadline]" in text
         with pytest.raises(TimeoutError):  # not even the root by then: the app "does not answer"
             await collect.read_walk(conn, bus, frame.ref.path, 100, 500, deadline=loop.time())
+
+
+@pytest.mark.desktop
+async def test_values_cut_by_the_deadline_are_said_in_the_header(
+    mousepad: apps.App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shape of the tree read in time but not its values (the details step cut): no
+    marker line can show a missing value, so the header says values may be missing."""
+    from deskpilot.host.atspi import snapshot as snapshot_module
+
+    real = snapshot_module._read_details
+
+    async def late(*args: Any, **kwargs: Any) -> None:
+        await asyncio.sleep(3.0)  # an app answering its shape, then busy
+        await real(*args, **kwargs)
+
+    async with await AtspiClient.connect() as client:
+        frames: list[FrameInfo] = []
+        end = time.monotonic() + 20
+        while not frames and time.monotonic() < end:
+            frames = await client.frames(pid=mousepad.pid)
+            await asyncio.sleep(0.1)
+        assert frames, "mousepad showed no frame"
+        whole = await client.snapshot(frames[0].ref, max_elements=500, text_budget=20_000)
+        assert whole.partial is None and not whole.details_unread
+        monkeypatch.setattr(snapshot_module, "_read_details", late)
+        client2 = await AtspiClient.connect()  # no cached tree: a full read
+        async with client2:
+            loop = asyncio.get_running_loop()
+            cut = await client2.snapshot(
+                frames[0].ref, max_elements=500, text_budget=20_000, deadline=loop.time() + 0.6
+            )
+    assert cut.partial == "deadline" and cut.details_unread and cut.unread_subtrees == 0
+    read = TreeRead(partial=cut.partial, details_unread=cut.details_unread)
+    obs = _observation(read)
+    header = "\n".join(tree_read_lines(obs))
+    assert "0 subtrees unread" in header and "were not read in time" in header, header
+    assert "were not read" not in "\n".join(tree_read_lines(_observation(TreeRead(partial="x"))))

@@ -384,6 +384,7 @@ def tree_read(tree: TreeResult | None, deadline_s: float | None) -> TreeRead:
         cache_note=snap.cache_note,
         partial=snap.partial,
         unread_subtrees=snap.unread_subtrees,
+        details_unread=snap.details_unread,
         stale_age_ms=tree.stale_age_ms,
         deadline_ms=deadline_ms,
     )

@@ -147,6 +147,9 @@ class TreeRead(WireModel):
     partial: str | None = None
     #: subtrees left unread, each marked in the tree text where it would have been
     unread_subtrees: int = 0
+    #: some shown elements lack their value, states or actions (the deadline came before
+    #: they were read): missing, not empty, and no line of the tree marks them
+    details_unread: bool = False
     #: the app did not answer within the deadline, so this is the last tree read of it, this
     #: many ms old; None: read now
     stale_age_ms: float | None = None

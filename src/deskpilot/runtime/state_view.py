@@ -112,8 +112,12 @@ def render_state(record: StateRecord, obs: ObservationBody, frame: ModelFrame | 
     for line in tree_read_lines(obs):
         lines.append(line)
     if t.tree_unavailable:
+        # the deadline is said: one set far too short (DESKPILOT_TREE_DEADLINE_MS) makes every
+        # app "not answer", and no retry helps that
+        deadline = obs.tree_read.deadline_ms
+        within = f" within the {round(deadline)} ms read deadline" if deadline is not None else ""
         lines.append(
-            "tree=unavailable (the app did not answer accessibility calls in time, e.g. "
+            f"tree=unavailable (the app did not answer accessibility calls{within}, e.g. "
             "busy in a dialog; there are no element ids: call get_app_state again shortly, "
             "or act on points of the image)"
         )
@@ -134,11 +138,17 @@ def tree_read_lines(obs: ObservationBody) -> list[str]:
             "click the centre of their text; sensitive regions are not known)"
         )
     if r.partial is not None:
+        details = (
+            "; values, states and actions of some elements were not read in time: a field "
+            "shown without a value may have one"
+            if r.details_unread
+            else ""
+        )
         lines.append(
             f"partial={r.partial} ({r.unread_subtrees} "
-            f"{'subtree' if r.unread_subtrees == 1 else 'subtrees'} unread, marked in the tree; "
-            "element ids of this state cannot be acted on: observe again, or act on points "
-            "of the image)"
+            f"{'subtree' if r.unread_subtrees == 1 else 'subtrees'} unread, marked in the tree"
+            f"{details}; element ids of this state cannot be acted on: observe again, or act "
+            "on points of the image)"
         )
     if r.stale_age_ms is not None:
         lines.append(

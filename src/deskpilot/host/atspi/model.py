@@ -101,6 +101,9 @@ class TreeSnapshot:
     partial: str | None = None
     #: unread subtrees, each a ``[unread: …]`` marker line in ``text``
     unread_subtrees: int = 0
+    #: the deadline cut the details or finish step: some shown elements lack their value,
+    #: states or actions (missing, not empty) — a cut no marker line can show
+    details_unread: bool = False
     #: the host's tree cache (atspi/tree_cache.py): ``hit`` (served as kept), ``patched``
     #: (nodes events marked dirty read again), ``full`` (read in full), ``off`` (not used)
     cache_state: Literal["hit", "patched", "full", "off"] = "full"

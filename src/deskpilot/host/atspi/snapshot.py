@@ -353,12 +353,13 @@ class Snapshots:
         else:
             nodes, strategy = await self._read_by(conn, root, limit, max_children, deadline)
         cut = any(n.unread for n in nodes)
+        details_cut = False
         timings["read"] = _ms_since(t0)
         t1 = time.perf_counter()
         try:
             await collect.until(_read_details(conn, nodes, info, max_elements, keep), deadline)
         except TimeoutError:
-            cut = True  # some actions and values are missing
+            cut = details_cut = True  # some actions and values are missing
         timings["detail"] = _ms_since(t1)
         t2 = time.perf_counter()
         gtk4 = bool(info and info.toolkit == "GTK" and (info.toolkit_version or "").startswith("4"))
@@ -374,7 +375,8 @@ class Snapshots:
         try:
             secure, url, _read = await collect.until(_finish(conn, nodes, out), deadline)
         except TimeoutError:
-            cut = True  # interfaces of some shown elements, maybe a secure field's bounds
+            # interfaces of some shown elements, maybe a secure field's bounds
+            cut = details_cut = True
             secure, url = [out.elements[i][0] for i in out.secure_ids], None
         timings["finish"] = _ms_since(t3)
         elements = _elements(nodes, out, pid or 0, gtk4)
@@ -399,6 +401,7 @@ class Snapshots:
             timings_ms=timings,
             partial="deadline" if cut else None,
             unread_subtrees=out.unread,
+            details_unread=details_cut,
         )
 
     async def _read_by(
