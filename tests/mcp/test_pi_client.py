@@ -47,7 +47,9 @@ from scripted_openai import (
 )
 
 from deskpilot.desktop.apps import App
-from deskpilot.hostclient.config import LOCAL_TRUST_ENV
+from deskpilot.hostclient.config import LOCAL_TRUST_ENV, HostConfig
+from deskpilot.hostclient.process import host_log_path
+from deskpilot.hostclient.remote import log_offset, read_log_since
 from serve_kit import http_server
 
 pytestmark = pytest.mark.desktop
@@ -199,32 +201,14 @@ class PiRun:
     stdout: str
     stderr: str
     seconds: float
-    #: what deskpilot's logs (the host's stderr among them) gained during the run
-    logs: str = ""
+    #: what the host's log (its stderr) gained during the run
+    host_log: str = ""
 
     def explain(self) -> str:
         return (
             f"pi exited {self.returncode} after {self.seconds:.1f}s\n"
-            f"stdout:\n{self.stdout}\nstderr:\n{self.stderr}\ndeskpilot logs:\n{self.logs}"
+            f"stdout:\n{self.stdout}\nstderr:\n{self.stderr}\nhost log:\n{self.host_log}"
         )
-
-
-def _log_sizes() -> dict[Path, int]:
-    """deskpilot's log files in the test session's data dir, with their sizes."""
-    logs = Path(os.environ.get("DESKPILOT_DATA_DIR", "/nonexistent")) / "logs"
-    return {p: p.stat().st_size for p in logs.glob("*.log")} if logs.is_dir() else {}
-
-
-def _log_growth(before: dict[Path, int], limit: int = 6000) -> str:
-    """The tail of what each log gained since ``before`` (a failure's explanation)."""
-    parts = []
-    for path, size in _log_sizes().items():
-        start = before.get(path, 0)
-        if size > start:
-            with path.open("rb") as f:
-                f.seek(max(start, size - limit))
-                parts.append(f"--- {path.name}\n{f.read().decode(errors='replace')}")
-    return "\n".join(parts)
 
 
 def pi_env(home: Path, install: PiInstall, model: ScriptedOpenAI, **extra: str) -> dict[str, str]:
@@ -299,7 +283,9 @@ def run_pi(home: Path, install: PiInstall, env: dict[str, str], prompt: str = PR
         "scripted",
         prompt,
     ]
-    logs_before = _log_sizes()
+    # the server pi starts writes its host's log in this test session's data dir
+    host_log = host_log_path(HostConfig())
+    log_at = log_offset(host_log)
     started = time.monotonic()
     proc = subprocess.Popen(
         argv,
@@ -321,7 +307,8 @@ def run_pi(home: Path, install: PiInstall, env: dict[str, str], prompt: str = PR
         )
     finally:
         reap_group(proc.pid)
-    return PiRun(proc.returncode, out, err, time.monotonic() - started, _log_growth(logs_before))
+    seconds = time.monotonic() - started
+    return PiRun(proc.returncode, out, err, seconds, read_log_since(host_log, log_at))
 
 
 # ---------------------------------------------------------------------- deskpilot over HTTP

@@ -75,8 +75,6 @@ async def run_step(
                 # a visual (OCR) tree is read from the screenshot: without one, no element
                 observed = await observe(ctx, call, target, screenshot=_visual(record))
                 obs = observed.observation
-                if getattr(action, "element_id", None) is not None:
-                    _refuse_unreadable(call, kind, obs.tree_read)
                 if obs.app.pid != record.app.pid:
                     call.diag.steps.append(
                         StepRecord(kind, ActionOutcome.NOT_DISPATCHED, code="state_changed")
@@ -96,6 +94,8 @@ async def run_step(
                         "the new image; do not repeat the same call.",
                         reason="window_resized",
                     ) from None
+                if getattr(action, "element_id", None) is not None:
+                    _refuse_unreadable(call, kind, obs.tree_read)
                 frame = Frame.of(obs)
                 call.diag.healed += 1
                 continue

@@ -359,7 +359,7 @@ class Snapshots:
         try:
             await collect.until(_read_details(conn, nodes, info, max_elements, keep), deadline)
         except TimeoutError:
-            cut = details_cut = True  # some actions and values are missing
+            details_cut = True  # some actions and values are missing
         timings["detail"] = _ms_since(t1)
         t2 = time.perf_counter()
         gtk4 = bool(info and info.toolkit == "GTK" and (info.toolkit_version or "").startswith("4"))
@@ -375,8 +375,7 @@ class Snapshots:
         try:
             secure, url, _read = await collect.until(_finish(conn, nodes, out), deadline)
         except TimeoutError:
-            # interfaces of some shown elements, maybe a secure field's bounds
-            cut = details_cut = True
+            details_cut = True  # interfaces of some shown elements, a secure field's bounds
             secure, url = [out.elements[i][0] for i in out.secure_ids], None
         timings["finish"] = _ms_since(t3)
         elements = _elements(nodes, out, pid or 0, gtk4)
@@ -399,7 +398,7 @@ class Snapshots:
             strategy=strategy,
             node_count=len(nodes),
             timings_ms=timings,
-            partial="deadline" if cut else None,
+            partial="deadline" if cut or details_cut else None,
             unread_subtrees=out.unread,
             details_unread=details_cut,
         )
