@@ -16,7 +16,7 @@ import pytest
 from host_harness import HostProcess, act, line_id, observe, observe_until, wait_for
 
 from deskpilot.desktop import apps
-from deskpilot.host.accessibility import SILENT_PROBE_S, TREE_DEADLINE_ENV
+from deskpilot.host.accessibility import SILENT_PROBE_S
 from deskpilot.host.atspi import AtspiClient, FrameInfo, collect
 from deskpilot.host.atspi.collect import RawNode
 from deskpilot.host.atspi.model import NodeRef, TreeSnapshot
@@ -24,6 +24,7 @@ from deskpilot.host.atspi.render import render
 from deskpilot.host.atspi.vocab import ROLE_NUMBER, State, bit
 from deskpilot.host.last_trees import LastTrees
 from deskpilot.host.observer import tree_deadline_s
+from deskpilot.host.settings import TREE_DEADLINE_ENV, SettingError
 from deskpilot.host.window_list import APP_NAME_TIMEOUT_S
 from deskpilot.hostclient.config import HostConfig
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
@@ -99,10 +100,14 @@ def test_the_deadline_comes_from_the_request_else_the_env_and_never_passes_the_c
     monkeypatch.setenv(TREE_DEADLINE_ENV, "250")
     assert tree_deadline_s(Observe(id=1)) == 0.25
     assert tree_deadline_s(Observe(id=1, tree_deadline_ms=40)) == 0.04
-    monkeypatch.setenv(TREE_DEADLINE_ENV, "999999")
+    monkeypatch.setenv(TREE_DEADLINE_ENV, str(MAX_TREE_DEADLINE_MS))
     assert tree_deadline_s(Observe(id=1)) == MAX_TREE_DEADLINE_MS / 1000
-    monkeypatch.setenv(TREE_DEADLINE_ENV, "soon")
-    assert tree_deadline_s(Observe(id=1)) == DEFAULT_DEADLINE_S
+    # a value past the cap or not a number is no longer read as something else: the host
+    # refuses to start with it (tests/host/test_settings.py, tests/hostclient/test_client.py)
+    for bad in ("999999", "soon"):
+        monkeypatch.setenv(TREE_DEADLINE_ENV, bad)
+        with pytest.raises(SettingError, match=TREE_DEADLINE_ENV):
+            tree_deadline_s(Observe(id=1))
     with pytest.raises(ValueError):
         Observe(id=1, tree_deadline_ms=MAX_TREE_DEADLINE_MS + 1)
     with pytest.raises(ValueError):

@@ -269,3 +269,35 @@ async def test_no_shell_and_stderr_goes_to_the_log(
         assert os.stat(log).st_mode & 0o777 == 0o600
     finally:
         await client.close()
+
+
+async def test_a_host_setting_it_cannot_use_is_refused_by_name_at_start(
+    desktop: vdesk.DesktopState, tmp_path: Any
+) -> None:
+    """A mistyped DESKPILOT_* value used to fall back silently (or crash with a traceback):
+    the host refuses to start, and the client's error names each variable and what it
+    takes. Fixed, the same configuration starts."""
+    env = dict(os.environ)
+    env["DESKPILOT_TREE_DEADLINE_MS"] = "1.5s"
+    env["DESKPILOT_HOST_LOG_LEVEL"] = "verbose"
+    log = tmp_path / "host.log"
+    client = HostClient(fast_config(env=env, log_path=log))
+    t0 = time.monotonic()
+    with pytest.raises(DeskpilotError) as info:
+        await client.start()
+    err = info.value
+    assert err.code is ErrorCode.ENVIRONMENT_UNAVAILABLE
+    assert err.details == {"exitCode": 78, "reason": "host_setting_invalid"}
+    assert "DESKPILOT_TREE_DEADLINE_MS='1.5s' cannot be used" in err.message
+    assert "from 1 to 5,000" in err.message
+    assert "DESKPILOT_HOST_LOG_LEVEL='verbose' cannot be used" in err.message
+    assert time.monotonic() - t0 < 10  # not a handshake timeout
+    assert client.returncode == 78
+    env["DESKPILOT_TREE_DEADLINE_MS"] = "700"
+    env["DESKPILOT_HOST_LOG_LEVEL"] = "info"
+    fixed = HostClient(fast_config(env=env, log_path=log))
+    await fixed.start()
+    try:
+        assert (await fixed.ping())["type"] == "pong"
+    finally:
+        await fixed.close()

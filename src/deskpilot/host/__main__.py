@@ -1,9 +1,10 @@
 """``python -m deskpilot.host``: the native host process (spawned by the host client only).
 
-The parent is verified before anything is read. Then stdout is reserved for frames: the real
-stdout descriptor is duplicated for the frame writer and descriptor 1 is pointed at stderr, so
-a stray ``print`` or a C library writing to fd 1 can never corrupt the frame stream. Logs go
-to stderr and never contain typed text or images.
+The parent is verified before anything is read, then the ``DESKPILOT_*`` settings (a value
+the host cannot use ends it with ``EXIT_CONFIG``, saying why: host/settings.py). Then stdout
+is reserved for frames: the real stdout descriptor is duplicated for the frame writer and
+descriptor 1 is pointed at stderr, so a stray ``print`` or a C library writing to fd 1 can
+never corrupt the frame stream. Logs go to stderr and never contain typed text or images.
 """
 
 from __future__ import annotations
@@ -33,13 +34,24 @@ def main() -> None:
 
     authorize_parent()
 
+    from deskpilot.host import settings
+    from deskpilot.protocol.host_exits import EXIT_CONFIG, SETTING_LINE
+
+    # a setting the host cannot use ends it before it serves anything: each one said on a
+    # line the host client reads back into its error (host/settings.py)
+    bad = settings.problems()
+    if bad:
+        sys.stderr.write("".join(f"{SETTING_LINE}{line}\n" for line in bad))
+        sys.stderr.flush()
+        raise SystemExit(EXIT_CONFIG)
+
     frames_fd = os.dup(1)
     _widen_pipe(frames_fd)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     logging.basicConfig(
         stream=sys.stderr,
-        level=os.environ.get("DESKPILOT_HOST_LOG_LEVEL", "WARNING").upper(),
+        level=settings.log_level(),
         format="deskpilot-host %(levelname)s %(name)s: %(message)s",
     )
 

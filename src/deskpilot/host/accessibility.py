@@ -29,10 +29,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 from dataclasses import dataclass
 
+from deskpilot.host import settings
 from deskpilot.host.atspi.apps import AppStatus
 from deskpilot.host.atspi.client import AtspiClient
 from deskpilot.host.atspi.collect import until
@@ -45,9 +45,10 @@ from deskpilot.host.atspi.model import (
     TreeSnapshot,
 )
 from deskpilot.host.last_trees import LastTrees
+from deskpilot.host.settings import TREE_DEADLINE_S
 from deskpilot.host.x11.windows import XWindow, executable_of
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
-from deskpilot.protocol.wire import MAX_TREE_DEADLINE_MS, Rect
+from deskpilot.protocol.wire import Rect
 
 log = logging.getLogger("deskpilot.host.accessibility")
 
@@ -55,14 +56,10 @@ COLD_START_BUDGET_S = 0.6
 COLD_START_DELAY_S = 0.1
 FRAME_LOOKUP_TIMEOUT_S = 3.0
 SNAPSHOT_TIMEOUT_S = 15.0
-#: the default deadline of a tree read, from the start of the lookup to the answer
-TREE_DEADLINE_S = 1.5
 #: how long a read of an app silent for a deadline already (a question of a listing or an
 #: earlier read left open that long) waits for it to answer before it is answered from the
 #: window's last tree (atspi/apps.py ``still_silent``)
 SILENT_PROBE_S = 0.2
-#: a tree deadline for every observe of this host that does not give its own (ms)
-TREE_DEADLINE_ENV = "DESKPILOT_TREE_DEADLINE_MS"
 
 
 @dataclass(slots=True)
@@ -98,17 +95,9 @@ class TreeUnavailable:
 
 def host_tree_deadline_s() -> float:
     """This host's tree deadline in seconds: ``DESKPILOT_TREE_DEADLINE_MS``, else
-    ``TREE_DEADLINE_S``; never above ``MAX_TREE_DEADLINE_MS``."""
-    ms: float = TREE_DEADLINE_S * 1000
-    raw = os.environ.get(TREE_DEADLINE_ENV, "").strip()
-    if raw:
-        try:
-            ms = float(raw)
-        except ValueError:
-            log.warning("%s=%r is not a number of ms; using the default", TREE_DEADLINE_ENV, raw)
-        else:
-            ms = ms if ms > 0 else TREE_DEADLINE_S * 1000
-    return min(ms, MAX_TREE_DEADLINE_MS) / 1000
+    ``TREE_DEADLINE_S`` (host/settings.py reads and bounds it; the host refused to start
+    with a value it cannot use)."""
+    return settings.tree_deadline_s()
 
 
 def frame_score(frame: FrameInfo, window: XWindow) -> float:

@@ -27,11 +27,11 @@ from typing import IO, Any, Protocol
 
 from deskpilot.protocol.errors import ErrorCode
 from deskpilot.protocol.frames import FrameError, FrameKind, FrameReader, FrameWriter, StreamClosed
+from deskpilot.protocol.host_exits import EXIT_PROTOCOL_FAILURE
 
 log = logging.getLogger("deskpilot.host")
 
 EXIT_OK = 0
-EXIT_PROTOCOL_FAILURE = 76
 OUTPUT_LOCK_TIMEOUT_S = 2.0
 
 Reply = tuple[dict[str, Any], bytes | None]

@@ -35,7 +35,11 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+#: protocol/host_exits.py's EXIT_AUTH_FAILURE, written out: importing the protocol package
+#: would load pydantic before the parent is verified (tests/host/test_settings.py checks
+#: the two agree)
 EXIT_AUTH_FAILURE = 77
+
 LOCAL_TRUST_ENV = "DESKPILOT_HOST_LOCAL_TRUST"
 DIST_NAME = "deskpilot"
 PROC = Path("/proc")

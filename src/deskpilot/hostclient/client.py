@@ -103,6 +103,9 @@ class HostClient:
         self.capabilities_at_start: Capabilities | None = None
         self.returncode: int | None = None
         self.started_at: float | None = None
+        #: where the host log stood when this host was spawned (what it said since: its
+        #: reason for ending by itself, a refused setting)
+        self._log_at = 0
         self.sent: Counter[str] = Counter()  # requests written, by type
         self.retries: Counter[str] = Counter()
         self.last_response_at: float | None = None
@@ -156,7 +159,7 @@ class HostClient:
         env = host_environment(
             self.config, local_trust=self.artifact is not None and self.artifact.local_trust
         )
-        log_at = log_offset(host_log_path(self.config))
+        log_at = self._log_at = log_offset(host_log_path(self.config))
         try:
             self._host = await spawn(self.config, env, self._deliver, self._on_closed)
         except DeskpilotError as exc:
@@ -183,7 +186,7 @@ class HostClient:
                 if remote and rc == SSH_FAILURE_EXIT:
                     cause = ssh_failure(read_log_since(host_log_path(self.config), log_at))
                 elif rc is not None:
-                    cause = host_exit_error(rc, "during the handshake")
+                    cause = host_exit_error(rc, "during the handshake", self._host_said())
             await self._shutdown(cause)
             raise cause from None
         except BaseException:
@@ -311,8 +314,12 @@ class HostClient:
         rc = await self._wait_exit(self.config.kill_grace_s)
         if self._shutdown_task is None:
             # every outstanding call learns the real reason: the host ended
-            err = host_exit_error(rc, "unexpectedly")
+            err = host_exit_error(rc, "unexpectedly", self._host_said())
             await self._shutdown(err, pending_error=err)
+
+    def _host_said(self) -> str:
+        """The host log since this host was spawned (its first 16 KiB)."""
+        return read_log_since(host_log_path(self.config), self._log_at)
 
     def _deliver(self, msg: dict[str, Any], binary: bytes | None) -> None:
         self.last_response_at = time.monotonic()

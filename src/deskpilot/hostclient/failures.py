@@ -10,9 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
-
-EXIT_AUTH_FAILURE = 77
-EXIT_PROTOCOL_FAILURE = 76
+from deskpilot.protocol.host_exits import (
+    EXIT_AUTH_FAILURE,
+    EXIT_CONFIG,
+    EXIT_PROTOCOL_FAILURE,
+    SETTING_LINE,
+)
 
 
 def capacity_error(diagnostic: ErrorCode, message: str) -> DeskpilotError:
@@ -46,8 +49,22 @@ def from_error_response(message: dict[str, Any]) -> DeskpilotError:
     )
 
 
-def host_exit_error(returncode: int | None, during: str) -> DeskpilotError:
-    """What a host that ended on its own means, by exit status."""
+def host_exit_error(returncode: int | None, during: str, said: str = "") -> DeskpilotError:
+    """What a host that ended on its own means, by exit status (``said``: what it wrote to
+    its log meanwhile, where a refused setting is named)."""
+    if returncode == EXIT_CONFIG:
+        reasons = [
+            line.removeprefix(SETTING_LINE).strip()
+            for line in said.splitlines()
+            if line.startswith(SETTING_LINE)
+        ]
+        why = "; ".join(reasons) or "a DESKPILOT_* setting in its environment cannot be used"
+        return DeskpilotError(
+            ErrorCode.ENVIRONMENT_UNAVAILABLE,
+            f"the host refused to start: {why}. Fix or unset it and start again.",
+            retryable=False,
+            details={"exitCode": returncode, "reason": "host_setting_invalid"},
+        )
     if returncode == EXIT_AUTH_FAILURE:
         return DeskpilotError(
             ErrorCode.NATIVE_HOST_UNTRUSTED,

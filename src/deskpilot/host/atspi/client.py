@@ -15,10 +15,9 @@ The parts never import this module.
 
 from __future__ import annotations
 
-import os
-
 from dbus_fast.aio import MessageBus
 
+from deskpilot.host import settings
 from deskpilot.host.atspi.app_events import AppEvents
 from deskpilot.host.atspi.apps import Applications, AppStatus
 from deskpilot.host.atspi.bus import ROOT_PATH, Conn
@@ -42,8 +41,6 @@ from deskpilot.host.atspi.tree_read import TreeReader
 from deskpilot.host.atspi.vocab import Iface
 from deskpilot.protocol.wire import Rect
 
-TREE_CACHE_ENV = "DESKPILOT_TREE_CACHE"
-
 
 class AtspiClient:
     """One connection to the accessibility bus (plus direct sockets to apps that offer them).
@@ -58,9 +55,9 @@ class AtspiClient:
         self._frames = FrameLookup(self._a11y, self._apps)
         self._events = AppEvents(a11y)
         #: the kept trees and what events say of them (atspi/tree_cache.py); off with
-        #: DESKPILOT_TREE_CACHE=0 (a switch for diagnosis)
+        #: DESKPILOT_TREE_CACHE=0 (a switch for diagnosis: host/settings.py)
         self.tree_cache = TreeCache(self._events)
-        self.tree_cache.enabled = os.environ.get(TREE_CACHE_ENV, "1") not in ("0", "off")
+        self.tree_cache.enabled = settings.tree_cache_on()
         self._snapshots = Snapshots(
             self._connections, self._apps, TreeReader(self._apps), self.tree_cache
         )

@@ -1,0 +1,105 @@
+"""The host's settings from its environment: one reading of each, checked when it starts.
+
+A person tunes the host with a few ``DESKPILOT_*`` variables. A value the host cannot use
+used to fall back without a word (a tree deadline of ``1.5s`` or ``0`` read as the default,
+``9000`` cut to the cap, a log level of ``verbose`` a crash with a traceback), so whoever
+set it could not tell it did nothing. Now the host refuses to start: each bad setting is one
+stderr line (``SETTING_LINE`` + the variable, its value and what it takes) and the exit
+status is ``EXIT_CONFIG``; the host client turns that into ``environment_unavailable`` with
+those sentences (``hostclient/failures.py``). Unset or empty means the default.
+
+The readers below are the one place each variable is parsed; the host's parts call them
+(a process that skipped the start check, a test say, gets the same ``SettingError``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from deskpilot.protocol.wire import MAX_TREE_DEADLINE_MS
+
+TREE_DEADLINE_ENV: Final = "DESKPILOT_TREE_DEADLINE_MS"
+TREE_CACHE_ENV: Final = "DESKPILOT_TREE_CACHE"
+LOG_LEVEL_ENV: Final = "DESKPILOT_HOST_LOG_LEVEL"
+
+#: the tree read's deadline when none is set (docs/host-tree.md, "A deadline on every read")
+TREE_DEADLINE_S: Final = 1.5
+DEFAULT_LOG_LEVEL: Final = "WARNING"
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_ON: Final = frozenset({"1", "on", "true", "yes"})
+_OFF: Final = frozenset({"0", "off", "false", "no"})
+#: most characters of a bad value repeated in the error (a value is not a secret, but a
+#: pasted paragraph need not come back whole)
+_SHOWN: Final = 40
+
+
+class SettingError(ValueError):
+    """A setting's value the host cannot use; the message names the variable and the fix."""
+
+
+def _raw(environ: Mapping[str, str], name: str) -> str:
+    return environ.get(name, "").strip()
+
+
+def _bad(name: str, raw: str, takes: str) -> SettingError:
+    shown = raw if len(raw) <= _SHOWN else raw[:_SHOWN] + "…"
+    return SettingError(f"{name}={shown!r} cannot be used: it takes {takes}")
+
+
+def tree_deadline_s(environ: Mapping[str, str] = os.environ) -> float:
+    """The tree read's deadline in seconds: ``DESKPILOT_TREE_DEADLINE_MS`` (a number of
+    milliseconds, 1 to ``MAX_TREE_DEADLINE_MS``: the same bounds as an observe's
+    ``treeDeadlineMs``), else ``TREE_DEADLINE_S``."""
+    raw = _raw(environ, TREE_DEADLINE_ENV)
+    if not raw:
+        return TREE_DEADLINE_S
+    takes = f"a number of milliseconds from 1 to {MAX_TREE_DEADLINE_MS:,}, like 1500"
+    try:
+        ms = float(raw)
+    except ValueError:
+        raise _bad(TREE_DEADLINE_ENV, raw, takes) from None
+    if not 1 <= ms <= MAX_TREE_DEADLINE_MS:  # also NaN; inf is above the cap
+        raise _bad(TREE_DEADLINE_ENV, raw, takes)
+    return ms / 1000
+
+
+def tree_cache_on(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether the event-driven tree cache serves reads (``DESKPILOT_TREE_CACHE``: on by
+    default; ``0``/``off`` turns it off, for diagnosis)."""
+    raw = _raw(environ, TREE_CACHE_ENV)
+    if not raw or raw.lower() in _ON:
+        return True
+    if raw.lower() in _OFF:
+        return False
+    raise _bad(TREE_CACHE_ENV, raw, "1/on/true/yes or 0/off/false/no")
+
+
+def log_level(environ: Mapping[str, str] = os.environ) -> str:
+    """The host log's level (``DESKPILOT_HOST_LOG_LEVEL``, ``WARNING`` by default)."""
+    raw = _raw(environ, LOG_LEVEL_ENV)
+    if not raw:
+        return DEFAULT_LOG_LEVEL
+    if raw.upper() not in LOG_LEVELS:
+        raise _bad(LOG_LEVEL_ENV, raw, "one of " + ", ".join(LOG_LEVELS))
+    return raw.upper()
+
+
+_READERS: Final[tuple[Callable[[Mapping[str, str]], object], ...]] = (
+    tree_deadline_s,
+    tree_cache_on,
+    log_level,
+)
+
+
+def problems(environ: Mapping[str, str] = os.environ) -> list[str]:
+    """Every setting in ``environ`` the host cannot use, one sentence each (empty: all
+    fine). All are reported at once, so a person fixes them in one go."""
+    out: list[str] = []
+    for read in _READERS:
+        try:
+            read(environ)
+        except SettingError as exc:
+            out.append(str(exc))
+    return out
