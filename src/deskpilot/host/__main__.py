@@ -54,6 +54,8 @@ def main() -> None:
         level=settings.log_level(),
         format="deskpilot-host %(levelname)s %(name)s: %(message)s",
     )
+    for notice in settings.notices():
+        logging.getLogger("deskpilot.host").warning("%s", notice)
 
     from deskpilot.host.handler import RequestHandler
     from deskpilot.host.server import EXIT_OK, Output, Server

@@ -2,11 +2,13 @@
 
 A person tunes the host with a few ``DESKPILOT_*`` variables. A value the host cannot use
 used to fall back without a word (a tree deadline of ``1.5s`` or ``0`` read as the default,
-``9000`` cut to the cap, a log level of ``verbose`` a crash with a traceback), so whoever
-set it could not tell it did nothing. Now the host refuses to start: each bad setting is one
-stderr line (``SETTING_LINE`` + the variable, its value and what it takes) and the exit
-status is ``EXIT_CONFIG``; the host client turns that into ``environment_unavailable`` with
-those sentences (``hostclient/failures.py``). Unset or empty means the default.
+a log level of ``verbose`` a crash with a traceback), so whoever set it could not tell it did
+nothing. Now the host refuses to start: each bad setting is one stderr line
+(``SETTING_LINE`` + the variable, its value and what it takes) and the exit status is
+``EXIT_CONFIG``; the host client turns that into ``environment_unavailable`` with those
+sentences (``hostclient/failures.py``). Unset or empty means the default. A deadline above
+the cap is used at the cap (a read's deadline is never above the host client's request
+timeout: docs/host-tree.md), and the host log says so at start (``notices``).
 
 The readers below are the one place each variable is parsed; the host's parts call them
 (a process that skipped the start check, a test say, gets the same ``SettingError``).
@@ -14,6 +16,8 @@ The readers below are the one place each variable is parsed; the host's parts ca
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 from collections.abc import Callable, Mapping
 from typing import Final
@@ -48,21 +52,42 @@ def _bad(name: str, raw: str, takes: str) -> SettingError:
     return SettingError(f"{name}={shown!r} cannot be used: it takes {takes}")
 
 
-def tree_deadline_s(environ: Mapping[str, str] = os.environ) -> float:
-    """The tree read's deadline in seconds: ``DESKPILOT_TREE_DEADLINE_MS`` (a number of
-    milliseconds, 1 to ``MAX_TREE_DEADLINE_MS``: the same bounds as an observe's
-    ``treeDeadlineMs``), else ``TREE_DEADLINE_S``."""
+def _deadline_ms(environ: Mapping[str, str]) -> float | None:
     raw = _raw(environ, TREE_DEADLINE_ENV)
     if not raw:
-        return TREE_DEADLINE_S
-    takes = f"a number of milliseconds from 1 to {MAX_TREE_DEADLINE_MS:,}, like 1500"
+        return None
     try:
         ms = float(raw)
     except ValueError:
-        raise _bad(TREE_DEADLINE_ENV, raw, takes) from None
-    if not 1 <= ms <= MAX_TREE_DEADLINE_MS:  # also NaN; inf is above the cap
-        raise _bad(TREE_DEADLINE_ENV, raw, takes)
-    return ms / 1000
+        ms = math.nan
+    if not ms >= 1:  # also NaN
+        raise _bad(TREE_DEADLINE_ENV, raw, "a number of milliseconds of at least 1, like 1500")
+    return ms
+
+
+def tree_deadline_s(environ: Mapping[str, str] = os.environ) -> float:
+    """The tree read's deadline in seconds: ``DESKPILOT_TREE_DEADLINE_MS`` (a number of
+    milliseconds, at least 1; above ``MAX_TREE_DEADLINE_MS`` it is that cap, said once in
+    the host log at start and by every observation's ``treeRead.deadlineMs``), else
+    ``TREE_DEADLINE_S``."""
+    ms = _deadline_ms(environ)
+    if ms is None:
+        return TREE_DEADLINE_S
+    return min(ms, MAX_TREE_DEADLINE_MS) / 1000
+
+
+def notices(environ: Mapping[str, str] = os.environ) -> list[str]:
+    """Settings the host uses other than as written (a deadline above the cap), one
+    sentence each, for the host log at start."""
+    with contextlib.suppress(SettingError):
+        ms = _deadline_ms(environ)
+        if ms is not None and ms > MAX_TREE_DEADLINE_MS:
+            return [
+                f"{TREE_DEADLINE_ENV}={environ[TREE_DEADLINE_ENV].strip()[:_SHOWN]!r} is above "
+                f"the cap: tree reads use {MAX_TREE_DEADLINE_MS:,} ms (two reads of an action "
+                "must fit in the host client's request timeout)"
+            ]
+    return []
 
 
 def tree_cache_on(environ: Mapping[str, str] = os.environ) -> bool:
