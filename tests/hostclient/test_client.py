@@ -287,7 +287,11 @@ async def test_a_host_setting_it_cannot_use_is_refused_by_name_at_start(
         await client.start()
     err = info.value
     assert err.code is ErrorCode.ENVIRONMENT_UNAVAILABLE
-    assert err.details == {"exitCode": 78, "reason": "host_setting_invalid"}
+    assert err.details == {
+        "exitCode": 78,
+        "reason": "host_setting_invalid",
+        "settings": ["DESKPILOT_TREE_DEADLINE_MS", "DESKPILOT_HOST_LOG_LEVEL"],
+    }
     assert "DESKPILOT_TREE_DEADLINE_MS='1.5s' cannot be used" in err.message
     assert "a number of milliseconds of at least 1" in err.message
     assert "DESKPILOT_HOST_LOG_LEVEL='verbose' cannot be used" in err.message

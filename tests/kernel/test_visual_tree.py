@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import shutil
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from deskpilot import desktop as vdesk
-from deskpilot.desktop.apps import App
+from deskpilot.desktop.apps import App, launch
 from deskpilot.hostclient.backend import HostBackend
 from deskpilot.hostclient.client import HostClient
 from deskpilot.hostclient.config import LOCAL_TRUST_ENV, HostConfig
@@ -37,6 +38,7 @@ from deskpilot.vision import ocr_ready
 from deskpilot.vision.frames import decode_image
 from deskpilot.vision.ocr import block_engine, terminal_engine
 from xterm_kit import (
+    ARGS,
     COLOURED,
     COLOURED_LINES,
     MARKER,
@@ -371,3 +373,54 @@ async def test_a_window_with_an_accessibility_tree_is_not_read_by_ocr(
     assert obs.tree_read.source == "accessibility"
     assert not obs.tree_version.startswith("visual-")
     assert state.visual is None and "ocr" not in obs.timings_ms
+
+
+async def test_a_window_lying_over_part_of_the_xterm_is_not_read_as_its_text(
+    kernel: Kernel, xterm: App
+) -> None:
+    """X captures a window's screen area, so the screenshot of a covered xterm shows the
+    window on top there; its words used to appear in the xterm's outline as the xterm's own
+    (and a click on them was refused as covered). The covered part is said and left out."""
+    sid = await _session(kernel, xterm.pid)
+    await _observed_with(kernel, sid, WORDS)
+    path = shutil.which("xterm")
+    assert path is not None  # the fixture's xterm runs
+    words = "ZEBRA QUOKKA WOMBAT"
+    cover = launch(
+        [path, "-geometry", "30x3+560+360", *ARGS[2:], "-e", "sh", "-c", f"echo {words}; sleep 600"]
+    )
+    try:
+        # painted: its own outline (it has no accessibility tree either) shows its words
+        await _observed_with(kernel, await _session(kernel, cover.pid), words)
+        state = await kernel.observe(sid)
+        obs = state.observation
+        (region,) = obs.covered_regions
+        assert (region.x, region.y) == (560, 360) and region.width > 50, region
+        assert obs.tree_read.source == "visual"
+        text = _compact(obs.tree)
+        assert _compact(WORDS) in text and _compact(MARKER) in text, obs.tree
+        for word in ("ZEBRA", "QUOKKA", "WOMBAT"):
+            assert word.casefold() not in text, obs.tree
+        (line,) = [ln for ln in tree_read_lines(obs) if ln.startswith("covered=")]
+        assert line.startswith("covered=1 region") and "left out of this outline" in line
+        assert state.visual is not None
+        root = (0, 0, obs.image.width, obs.image.height) if obs.image else None
+
+        def inside(x: float, y: float) -> bool:
+            return region.x <= x < region.x + region.width and (
+                region.y <= y < region.y + region.height
+            )
+
+        assert not any(
+            inside(x + w / 2, y + h / 2)
+            for x, y, w, h in state.visual.bounds.values()
+            if (x, y, w, h) != root
+        ), state.visual.bounds
+    finally:
+        cover.stop()
+    # uncovered again: nothing said, the xterm's own text as before
+    deadline = time.monotonic() + 15
+    while (state := await kernel.observe(sid)).observation.covered_regions:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.2)
+    assert not any(ln.startswith("covered=") for ln in tree_read_lines(state.observation))

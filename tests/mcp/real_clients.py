@@ -47,6 +47,7 @@ from mcp import Client
 CLIENTS_DIR = ROOT / "tests" / "clients"
 TS_CHAIN = CLIENTS_DIR / "ts_chain.mjs"
 TS_FROZEN = CLIENTS_DIR / "ts_frozen.mjs"
+TS_CALLS = CLIENTS_DIR / "ts_calls.mjs"
 TS_SDK = "@modelcontextprotocol/sdk"
 INSTALL_HINT = (
     "run scripts/test (it installs the outside test clients: `npm ci` in tests/clients, "

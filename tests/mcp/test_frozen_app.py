@@ -56,7 +56,8 @@ async def test_a_stopped_app_is_its_last_tree_marked_stale_and_quick_to_look_at_
     diag = refused["diagnostic"]
     assert diag["code"] == "tree_partial" and diag["actionOutcome"] == "not_dispatched", diag
     assert diag["details"]["reason"] == "app_not_answering" and "healed" not in diag, diag
-    assert "has not answered for" in refused["text"], refused["text"]
+    assert "The app is not answering" in refused["text"], refused["text"]
+    assert "the last tree it gave is" in refused["text"], refused["text"]
 
     # a key pressed into the stopped app waits in the X server: the result does not call it
     # a no-op (the same tree and a frozen screenshot prove nothing) and says not to repeat it

@@ -108,6 +108,22 @@ def window_relative(region: Rect, window: Rect) -> Rect | None:
     return Rect(x=x0 - window.x, y=y0 - window.y, width=x1 - x0, height=y1 - y0)
 
 
+def covered_regions(window: XWindow, windows: list[XWindow]) -> list[Rect]:
+    """The parts of ``window`` that the windows above it (``windows``: topmost first) lie
+    over, window-relative: X captures a window's screen area, so its screenshot shows their
+    pixels there (and an OCR outline would read their text as this window's)."""
+    out: list[Rect] = []
+    for w in windows:
+        if w.xid == window.xid:
+            break
+        if not w.visible or w.minimized:
+            continue
+        rel = window_relative(w.bounds, window.bounds)
+        if rel is not None:
+            out.append(rel)
+    return out
+
+
 class Observer:
     def __init__(self, desktop: X11Desktop, accessibility: Accessibility | None) -> None:
         self.desktop = desktop
@@ -237,6 +253,7 @@ class Observer:
                 tree.snapshot.truncation if tree else Truncation(tree_unavailable=unavailable)
             ),
             sensitive_regions=sensitive,
+            covered_regions=covered_regions(window, windows),
             tree_read=tree_read(tree, deadline_s if tree_task is not None else None),
             url=tree.snapshot.url if tree else None,
             image=image,

@@ -60,7 +60,7 @@ def _deadline_ms(environ: Mapping[str, str]) -> float | None:
         ms = float(raw)
     except ValueError:
         ms = math.nan
-    if not ms >= 1:  # also NaN
+    if not (ms >= 1 and math.isfinite(ms)):  # also NaN; inf is no number of ms either
         raise _bad(TREE_DEADLINE_ENV, raw, "a number of milliseconds of at least 1, like 1500")
     return ms
 

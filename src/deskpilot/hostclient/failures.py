@@ -17,6 +17,15 @@ from deskpilot.protocol.host_exits import (
     SETTING_LINE,
 )
 
+#: ``details.reason`` of a host that refused to start for a setting (exit ``EXIT_CONFIG``)
+SETTING_INVALID = "host_setting_invalid"
+
+
+def setting_refused(error: DeskpilotError | None) -> bool:
+    """The host refused to start for a setting: starting it again cannot help until the
+    environment it is started with changes (a new server process)."""
+    return error is not None and error.details.get("reason") == SETTING_INVALID
+
 
 def capacity_error(diagnostic: ErrorCode, message: str) -> DeskpilotError:
     return DeskpilotError(
@@ -59,11 +68,13 @@ def host_exit_error(returncode: int | None, during: str, said: str = "") -> Desk
             if line.startswith(SETTING_LINE)
         ]
         why = "; ".join(reasons) or "a DESKPILOT_* setting in its environment cannot be used"
+        # the variables' names alone (no values) are what an agent is shown of them
+        names = [r.partition("=")[0] for r in reasons if r.partition("=")[0].isidentifier()]
         return DeskpilotError(
             ErrorCode.ENVIRONMENT_UNAVAILABLE,
             f"the host refused to start: {why}. Fix or unset it and start again.",
             retryable=False,
-            details={"exitCode": returncode, "reason": "host_setting_invalid"},
+            details={"exitCode": returncode, "reason": SETTING_INVALID, "settings": names},
         )
     if returncode == EXIT_AUTH_FAILURE:
         return DeskpilotError(

@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from deskpilot.hostclient.client import HostClient
 from deskpilot.hostclient.config import HostConfig
+from deskpilot.hostclient.failures import setting_refused
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 
 log = logging.getLogger(__name__)
@@ -145,6 +146,11 @@ class HostSupervisor:
             return self.client
 
     def _budget_error(self, key: str) -> DeskpilotError:
+        if setting_refused(self.last_failure):
+            # the same environment, the same refusal: said as such on every call (the
+            # restart budget is not what stands in the way)
+            assert self.last_failure is not None
+            return self.last_failure
         cause = self.last_failure.message if self.last_failure else "the host stopped"
         who = f"session {key!r}" if key else "calls without a session"
         return DeskpilotError(
@@ -175,6 +181,8 @@ class HostSupervisor:
             self.last_failure = exc
             self.state = "disconnected"
             log.warning("host start failed (%s): %s", reason, exc.code.value)
+            if setting_refused(exc):  # names and values of settings: no secrets
+                log.warning("%s", exc.message)
             raise
         self.generation += 1
         self.heartbeat_failures = 0

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 
 from deskpilot.kernel.policy.signals import NON_ACTIVATING_ACTIONS, role_key_like
@@ -45,6 +46,7 @@ from deskpilot.protocol.wire import (
     ClickAction,
     ExecuteAction,
     InvokeElementAction,
+    Observation,
     PasteTextAction,
     Point,
     ScrollAction,
@@ -93,8 +95,9 @@ async def outlined(state: ObservedState, engine: OcrEngine | None = None) -> Obs
     obs = state.observation
     key = f"{obs.app.pid}:{obs.window.window_id}"
     started = time.perf_counter()
+    masked = _covered_boxes(obs)
     try:
-        reading = await asyncio.to_thread(window_reader().read, chosen, key, png)
+        reading = await asyncio.to_thread(window_reader().read, chosen, key, png, masked)
     except Exception as exc:  # typed, or an engine bug: neither may fail the observation
         typed = exc.code if isinstance(exc, DeskpilotError) else None
         log.log(
@@ -133,6 +136,22 @@ async def outlined(state: ObservedState, engine: OcrEngine | None = None) -> Obs
         image_size=(result.width, result.height),
     )
     return ObservedState(visual_obs, state.png, state.windows, visual)
+
+
+def _covered_boxes(obs: Observation) -> list[tuple[int, int, int, int]]:
+    """The image boxes other windows lie over (``covered_regions``, in window coordinates,
+    scaled to the screenshot): their text is theirs, so OCR does not read it as this
+    window's. Rounded outwards: a covering window's edge pixel is not left in."""
+    image, bounds = obs.image, obs.window.bounds
+    if not obs.covered_regions or image is None or bounds.width <= 0 or bounds.height <= 0:
+        return []
+    sx, sy = image.width / bounds.width, image.height / bounds.height
+    boxes: list[tuple[int, int, int, int]] = []
+    for r in obs.covered_regions:
+        x0, y0 = math.floor(r.x * sx), math.floor(r.y * sy)
+        x1, y1 = math.ceil((r.x + r.width) * sx), math.ceil((r.y + r.height) * sy)
+        boxes.append((x0, y0, x1 - x0, y1 - y0))
+    return boxes
 
 
 def for_host(state: ObservedState | None, request: ExecuteAction) -> ExecuteAction:

@@ -474,6 +474,10 @@ class ObservationBody(WireModel):
     truncation: Truncation = Field(default_factory=Truncation)
     tree_read: TreeRead = Field(default_factory=TreeRead)
     sensitive_regions: list[Rect] = Field(default_factory=list)
+    #: the parts of the window other top-level windows lie over, in the same window
+    #: coordinates as ``sensitive_regions``: the screenshot shows those windows' pixels there,
+    #: and a point there is refused (``covered_point``); empty when nothing covers it
+    covered_regions: list[Rect] = Field(default_factory=list)
     url: str | None = None  # a browser document's URL when the tree exposes it
     image: ImageDescriptor | None = None
     timings_ms: dict[str, float] = Field(default_factory=dict)

@@ -157,8 +157,9 @@ def _refuse_unreadable(call: Call, kind: str, read: TreeRead) -> None:
     if read.stale_age_ms is not None:
         raise refusal(
             ErrorCode.TREE_PARTIAL,
-            f"The app has not answered for {round(read.stale_age_ms)} ms (it is stopped or "
-            f"busy), so the element cannot be found in its current tree; {unsent}. Call "
+            "The app is not answering (it is stopped or busy; the last tree it gave is "
+            f"{round(read.stale_age_ms)} ms old), so the element cannot be found in its current "
+            f"tree; {unsent}. Call "
             "get_app_state again once the app answers (its header then has no stale= mark), "
             "or act on a point of the state's screenshot.",
             reason="app_not_answering",

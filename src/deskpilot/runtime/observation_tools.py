@@ -172,21 +172,31 @@ def desktop_sharing(ctx: ToolContext) -> dict[str, Any]:
 async def diagnose_native_host(ctx: ToolContext, call: Call, args: NoArgs) -> ToolOutcome:
     checks: list[dict[str, Any]] = []
     caps: dict[str, Any] | None = None
+    #: host settings that stopped the host (names only)
+    settings: list[str] = []
     t0 = time.perf_counter()
     try:
         caps = await capabilities_json(ctx, call)
         checks.append({"check": "capabilities", "ok": bool(caps.get("available")), "ms": _ms(t0)})
     except Exception as exc:  # the point of this tool is to report, not to fail
-        checks.append({"check": "capabilities", "ok": False, "code": _code(exc), "ms": _ms(t0)})
+        checks.append({"check": "capabilities", "ok": False, **_failed(exc), "ms": _ms(t0)})
     t1 = time.perf_counter()
     try:
         n = len(await windows_of(ctx, call))
         checks.append({"check": "list_windows", "ok": True, "windows": n, "ms": _ms(t1)})
     except Exception as exc:
-        checks.append({"check": "list_windows", "ok": False, "code": _code(exc), "ms": _ms(t1)})
+        checks.append({"check": "list_windows", "ok": False, **_failed(exc), "ms": _ms(t1)})
+    for c in checks:
+        settings += [s for s in c.get("settings", ()) if s not in settings]
     advice: list[str] = []
     codes = {c.get("code") for c in checks}
-    if ErrorCode.NATIVE_HOST_UNTRUSTED.value in codes:
+    if settings:
+        advice.append(
+            f"The host refused to start: {', '.join(settings)} in the MCP server's environment "
+            "cannot be used. Run deskpilot doctor with that environment (it says what each "
+            "takes), fix or unset it, and start the server again (docs/host.md)."
+        )
+    elif ErrorCode.NATIVE_HOST_UNTRUSTED.value in codes:
         advice.append(
             "The host process was not trusted (native_host_untrusted), so it was not started: "
             "run deskpilot doctor, which says what the installed host is missing; in a "
@@ -215,5 +225,11 @@ def _ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000, 2)
 
 
-def _code(exc: BaseException) -> str:
-    return safe_error(exc)[0].value
+def _failed(exc: BaseException) -> dict[str, Any]:
+    """A failed check's code, and its reason and the settings it names where it has them."""
+    code, _msg, _retry, details = safe_error(exc)
+    out: dict[str, Any] = {"code": code.value}
+    for key in ("reason", "settings"):
+        if details.get(key):
+            out[key] = details[key]
+    return out

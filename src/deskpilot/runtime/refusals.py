@@ -153,6 +153,10 @@ SAFE_MESSAGES: dict[ErrorCode, str] = {
 
 #: What to do next, by the reason code a lower layer attached (codes, never free text).
 REASON_ADVICE: dict[str, str] = {
+    "host_setting_invalid": "A DESKPILOT_* setting in the environment the MCP server was "
+    "started with cannot be used (details.settings names it; `deskpilot doctor` run with the "
+    "same environment says what it takes). Fix or unset it where the server is started and "
+    "start the server again: retrying the call cannot help.",
     "offscreen": "The element is outside the visible part of the window: scroll it into view, "
     "read the state again, then act on it.",
     "no_extents": "The element has no position on screen: try invoke_element, or click the "
@@ -167,8 +171,9 @@ REASON_ADVICE: dict[str, str] = {
     "Left, Home, Page_Down, F5 …) or single characters, with modifiers ctrl, shift, alt, super "
     "joined by '+'.",
     "covered_point": "Another window is on top of the target window at that point, so a "
-    "click there would go to it: act on an element (element actions do not need the window "
-    "in front), or close or move what covers it.",
+    "click there would go to it: act on an element of an accessibility tree (element actions "
+    "do not need the window in front; an OCR outline's elements are points, refused the same "
+    "way), or close or move what covers it.",
     "window_resized": "The window was resized since that image: coordinates from it no "
     "longer point at the same place. Call get_app_state and use the new image.",
     "bound_window_closed": "The window this session was bound to has closed, so the binding "
@@ -252,6 +257,12 @@ def safe_error(exc: BaseException) -> tuple[ErrorCode, str, bool, dict[str, Any]
                 details[key] = value
             elif key == "engagedAt" and isinstance(value, float):
                 details[key] = int(value * 1000)  # epoch ms, as ``since`` is
+        # the names of the host settings that stopped it (identifiers only, never values)
+        names = exc.details.get("settings")
+        if isinstance(names, list):
+            details["settings"] = [
+                n for n in names if isinstance(n, str) and n.isidentifier() and len(n) <= 64
+            ]
         # the agent's own key name, echoed so it sees which part of its chord was refused
         for key in ("key", "chord") if exc.code is ErrorCode.INVALID_REQUEST else ():
             value = exc.details.get(key)
@@ -288,6 +299,9 @@ def _situation(code: ErrorCode, d: dict[str, Any]) -> str | None:
         if when is not None:
             return SAFE_MESSAGES[code].replace("is engaged", f"was engaged at {when}", 1)
     reason = d.get("reason")
+    if code is ErrorCode.ENVIRONMENT_UNAVAILABLE and reason == "host_setting_invalid":
+        names = ", ".join(d.get("settings") or []) or "a DESKPILOT_* setting"
+        return f"deskpilot's host refused to start: {names} cannot be used."
     since = _clock(d.get("since"))
     if code is ErrorCode.HANDOFF_REQUIRED and reason == "taken_over":
         if d.get("takenOverBy") == "agent":

@@ -129,7 +129,8 @@ def render_state(record: StateRecord, obs: ObservationBody, frame: ModelFrame | 
 
 def tree_read_lines(obs: ObservationBody) -> list[str]:
     """What the header says of how the tree was read (protocol/wire.py ``TreeRead``): a
-    visual tree, a partial one, a stale one, and a cache that could not be trusted."""
+    visual tree, a partial one, a stale one, a cache that could not be trusted, and other
+    windows lying over this one."""
     r = obs.tree_read
     lines: list[str] = []
     if r.source == "visual":
@@ -157,4 +158,12 @@ def tree_read_lines(obs: ObservationBody) -> list[str]:
         )
     if r.cache_note:
         lines.append(f"cache={r.cache} ({r.cache_note})")
+    if obs.covered_regions:
+        n = len(obs.covered_regions)
+        lines.append(
+            f"covered={n} {'region' if n == 1 else 'regions'} (other windows lie over part of "
+            "this one: the image shows them there, points there are refused"
+            + ("; their text is left out of this outline" if r.source == "visual" else "")
+            + ")"
+        )
     return lines

@@ -23,10 +23,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from PIL import Image, ImageChops
+from PIL import Image, ImageChops, ImageDraw
 
 from deskpilot.vision.evidence import OcrLine, OcrResult, OcrWord
 from deskpilot.vision.frames import decode_image
@@ -67,10 +68,14 @@ class IncrementalReader:
         self._lock = threading.Lock()
         self.max_windows = max_windows
 
-    def read(self, engine: OcrEngine, key: str, image: bytes) -> Reading:
-        """OCR of ``image`` (encoded), reusing the last frame read under ``key``. Blocking."""
+    def read(
+        self, engine: OcrEngine, key: str, image: bytes, masked: Sequence[Box] = ()
+    ) -> Reading:
+        """OCR of ``image`` (encoded), reusing the last frame read under ``key``. Blocking.
+        ``masked``: boxes of the image (x, y, width, height) painted over with its most common
+        colour first — other windows lying over this one, whose text is not its own."""
         started = time.perf_counter()
-        img = decode_image(image)
+        img = _masked(decode_image(image), masked)
         gray = img if img.mode == "L" else img.convert("L")
         with self._lock:
             last = self._last.get(key)
@@ -149,3 +154,23 @@ _READER = IncrementalReader()
 def window_reader() -> IncrementalReader:
     """The process's reader: one last frame per window, shared by every caller."""
     return _READER
+
+
+#: a box of an image: x, y, width, height in pixels
+Box = tuple[int, int, int, int]
+
+
+def _masked(img: Image.Image, boxes: Sequence[Box]) -> Image.Image:
+    """``img`` with ``boxes`` painted in its most common colour (its background, mostly: a
+    flat patch in it reads as nothing, and a terminal's cell grid still fits around it)."""
+    if not boxes:
+        return img
+    thumb = img.resize((64, 40), Image.Resampling.NEAREST)
+    colours = thumb.getcolors(64 * 40) or [(1, thumb.getpixel((0, 0)))]
+    fill = max(colours, key=lambda c: c[0])[1]
+    out = img.copy()
+    draw = ImageDraw.Draw(out)
+    for x, y, w, h in boxes:
+        if w > 0 and h > 0:
+            draw.rectangle((x, y, x + w - 1, y + h - 1), fill=fill)
+    return out

@@ -1,0 +1,48 @@
+// The official TypeScript MCP SDK makes a list of tool calls, in order, against a server it
+// starts over stdio, and prints one JSON line with each result: whether it was an error, its
+// text (cut to 3,000 characters) and its deskpilot diagnostic. For contracts that need no
+// choreography beyond the calls themselves.
+//
+// Run by the tests (tests/mcp/real_clients.py run_ts_script):
+//   node ts_calls.mjs '<config JSON>' '<calls JSON: [{"name": …, "arguments": {…}}, …]>'
+//   config: {"transport": "stdio", "command": ".../deskpilot", "args": ["serve"], "env": {...}}
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const config = JSON.parse(process.argv[2]);
+const calls = JSON.parse(process.argv[3]);
+
+function textOf(result) {
+  return (result.content ?? [])
+    .filter((c) => c.type === "text")
+    .map((c) => c.text)
+    .join("\n");
+}
+
+const transport = new StdioClientTransport({
+  command: config.command,
+  args: config.args,
+  env: config.env,
+  stderr: "inherit",
+});
+const client = new Client({ name: "deskpilot-ts-calls", version: "0" });
+await client.connect(transport);
+const results = [];
+try {
+  for (const { name, arguments: args } of calls) {
+    const t0 = performance.now();
+    const result = await client.callTool({ name, arguments: args ?? {} });
+    const text = textOf(result);
+    results.push({
+      tool: name,
+      ms: performance.now() - t0,
+      isError: result.isError === true,
+      diagnostic: JSON.parse(text.match(/^deskpilot diagnostic: (.*)$/m)?.[1] ?? "null"),
+      text: text.slice(0, 3000),
+    });
+  }
+} finally {
+  await client.close();
+}
+console.log(JSON.stringify({ results }));
