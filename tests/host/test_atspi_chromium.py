@@ -30,6 +30,9 @@ Press me</button>
 <p id="status">Not clicked yet</p>
 <label>Query <input type="text" value="abc"></label>
 <label>Secret <input type="password" value="hunter2-value"></label>
+<select id="pick" aria-label="Pick"><option>zero</option><option>one</option>
+<option>two</option></select>
+<button onclick="document.getElementById('pick').selectedIndex = 2">Pick two</button>
 <ul>ITEMS</ul>
 <script>window.n = 0;</script>
 </body></html>
@@ -139,3 +142,26 @@ async def test_read_from_its_cache_equals_a_collection_read(chromium: dapps.App)
         assert via_cache.node_count == via_collection.node_count
         assert via_cache.text == via_collection.text
         assert via_cache.tree_version == via_collection.tree_version
+
+
+async def test_a_select_shows_the_option_a_script_chose(chromium: dapps.App) -> None:
+    """A ``<select>`` whose option a script chose (``selectedIndex``) leaves every option
+    unselected in Chromium's tree: its value was shown empty (found by a new-user trial).
+    Chromium's ``posinset`` on the combo box says which option it shows; cached and full reads
+    agree."""
+    async with await AtspiClient.connect() as cached, await AtspiClient.connect() as full:
+        full.tree_cache.enabled = False
+        frame = await page_frame(full, chromium.pid)
+        snap = await loaded_snapshot(full, frame)
+        assert '- comboBox "Pick" = "zero" [collapsed]' in snap.text, snap.text
+        await cached.snapshot(frame.ref)
+        button = next(e for e in snap.elements.values() if e.name == "Pick two")
+        since = time.monotonic()
+        await full.perform(button, SemanticOp.invoke(), settle=False)
+        await full.settle(frame.ref.bus_name, since, first_ms=300, max_ms=1500)
+        deadline = time.monotonic() + 10
+        while '"Pick" = "two"' not in (after := await full.snapshot(frame.ref)).text:
+            assert time.monotonic() < deadline, after.text
+            await asyncio.sleep(0.2)
+        assert '- comboBox "Pick" = "two" [collapsed]' in after.text, after.text
+        assert (await cached.snapshot(frame.ref)).text == after.text

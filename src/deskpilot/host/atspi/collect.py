@@ -498,6 +498,10 @@ async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_na
                 unnamed.append(i)
             if n.role in COMBO_ROLES:
                 combos.append(i)
+                # Chromium says which option a <select> shows here (posinset), also when a
+                # script chose it and no option got SELECTED
+                calls.append((n.bus, n.path, I_ACCESSIBLE, "GetAttributes", "", ()))
+                slots.append((i, "attributes"))
         if n.role == R_PASSWORD_TEXT:
             continue  # a secure value is never read
         text = n.role in TEXT_VALUE_ROLES and n.ifaces & _IF_TEXT
@@ -519,6 +523,7 @@ async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_na
     numbers: dict[int, float] = {}
     minimums: dict[int, float] = {}
     labelled_by: dict[int, list[tuple[str, str]]] = {}
+    positions: dict[int, int] = {}
     text_calls: list[Call] = []
     text_slots: list[tuple[int, int]] = []
     for (i, kind), r in zip(slots, res, strict=True):
@@ -543,6 +548,10 @@ async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_na
                 n.value = _format_number(r[0].value)
         elif kind == "minimum":
             minimums[i] = _as_float(r[0].value)
+        elif kind == "attributes":
+            pos = _position(r[0])
+            if pos is not None:
+                positions[i] = pos
         elif kind == "relations":
             targets = [
                 (b or n.bus, p)
@@ -570,7 +579,20 @@ async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_na
         for t, r in zip(outside, res2[len(text_calls) :], strict=True)
     }
     _values(nodes, numbers, minimums)
-    _labels(nodes, unnamed, combos, labelled_by, nearby, where, outside_names)
+    _labels(nodes, unnamed, combos, labelled_by, nearby, where, outside_names, positions)
+
+
+def _position(attributes: object) -> int | None:
+    """The option a Chromium ``<select>`` shows: its ``posinset`` attribute (1-based); None
+    for any other combo box (an ARIA combobox's posinset is its own place in a set)."""
+    if not isinstance(attributes, dict) or attributes.get("tag") != "select":
+        return None
+    raw = attributes.get("posinset")
+    try:
+        pos = int(str(raw))
+    except ValueError:
+        return None
+    return pos if pos >= 1 else None
 
 
 def _values(nodes: list[RawNode], numbers: dict[int, float], minimums: dict[int, float]) -> None:
@@ -593,13 +615,16 @@ def _labels(
     nearby: dict[int, list[int]],
     where: dict[tuple[str, str], int],
     outside_names: dict[tuple[str, str], str],
+    positions: dict[int, int],
 ) -> None:
     """Names for unnamed fields and values for combo boxes.
 
     An unnamed field takes the text of its LABELLED_BY labels; without one, the nearest
     label left of it on the same row (a label nearest to two fields goes to the closer one;
     GTK3 forms such as zenity's set no relation). A combo box with no text shows its chosen
-    item (Chromium: the SELECTED option of its popup); a GTK3 combo box is *named* after its
+    item (Chromium: the SELECTED option of its popup, else the option at its ``posinset``
+    attribute — a script's ``selectedIndex`` leaves every option unselected in its tree but
+    moves that, tests/host/test_atspi_chromium.py); a GTK3 combo box is *named* after its
     active item, so when it has a label and its name is one of its items, the label becomes
     its name and the item its value.
     """
@@ -637,6 +662,9 @@ def _labels(
             continue
         items = _items(nodes, i)
         chosen = next((nodes[j].name for j in items if nodes[j].states & _CHOSEN_MASK), "")
+        pos = positions.get(i)
+        if not chosen and pos is not None and pos <= len(items):
+            chosen = nodes[items[pos - 1]].name
         if chosen:
             n.value = _squash(chosen)
         elif (
