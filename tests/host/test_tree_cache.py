@@ -25,6 +25,7 @@ from deskpilot.host.atspi.tree_cache import (
     NOTE_NO_EVENTS,
     NOTE_OVERFLOW,
     NOTE_SILENT_CHANGE,
+    NOTE_SWITCHED_OFF,
     Dirt,
     classify,
 )
@@ -337,3 +338,25 @@ async def test_the_observation_says_how_the_cache_read_its_tree(dp_desktop: Desk
         await stop(window)
         await acc.close()
         desktop.close()
+
+
+@needs_gtk3
+async def test_a_cache_turned_off_by_the_setting_says_so_on_every_read(
+    desktop: DesktopState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With DESKPILOT_TREE_CACHE=0 every read is a full one and says why (the header's
+    cache= line); a client whose cache a test switched off says nothing."""
+    monkeypatch.setenv("DESKPILOT_TREE_CACHE", "0")
+    window = await start_gtk()
+    try:
+        async with await AtspiClient.connect() as client:
+            frame = await frame_titled(client, window.proc.pid, "Mutating GTK")
+            await client.events_ready()
+            for _ in range(2):
+                snap = await client.snapshot(frame.ref)
+                assert (snap.cache_state, snap.cache_note) == ("off", NOTE_SWITCHED_OFF)
+        monkeypatch.setenv("DESKPILOT_TREE_CACHE", "on")
+        async with await AtspiClient.connect() as client:
+            assert client.tree_cache.enabled and client.tree_cache.disabled_note is None
+    finally:
+        await stop(window)

@@ -36,7 +36,7 @@ from deskpilot.host.atspi.model import (
 )
 from deskpilot.host.atspi.operations import Operations
 from deskpilot.host.atspi.snapshot import Snapshots, tree_version
-from deskpilot.host.atspi.tree_cache import TreeCache
+from deskpilot.host.atspi.tree_cache import NOTE_SWITCHED_OFF, TreeCache
 from deskpilot.host.atspi.tree_read import TreeReader
 from deskpilot.host.atspi.vocab import Iface
 from deskpilot.protocol.wire import Rect
@@ -58,6 +58,8 @@ class AtspiClient:
         #: DESKPILOT_TREE_CACHE=0 (a switch for diagnosis: host/settings.py)
         self.tree_cache = TreeCache(self._events)
         self.tree_cache.enabled = settings.tree_cache_on()
+        if not self.tree_cache.enabled:
+            self.tree_cache.disabled_note = NOTE_SWITCHED_OFF
         self._snapshots = Snapshots(
             self._connections, self._apps, TreeReader(self._apps), self.tree_cache
         )

@@ -119,6 +119,9 @@ NOTE_SILENT_CHANGE: Final = (
 NOTE_OVERFLOW: Final = f"more than {CHANGE_LOG} events since the last read: read in full"
 NOTE_RECONNECT: Final = "the connection to the app was opened again: read in full"
 NOTE_NOT_REGISTERED: Final = "the host is not registered for accessibility events yet"
+NOTE_SWITCHED_OFF: Final = (
+    "turned off by DESKPILOT_TREE_CACHE: every read is a full read (for diagnosis)"
+)
 
 
 @dataclass(eq=False)
@@ -188,6 +191,9 @@ class TreeCache:
         self.verify_every = verify_every
         #: off switch (tests compare with uncached reads through it)
         self.enabled = True
+        #: what an ``off`` read says while ``enabled`` is False (the host's setting says so;
+        #: a test's switch says nothing)
+        self.disabled_note: str | None = None
         #: diagnostics: the first event that made the last planned read a full one
         self.last_full = ""
 
@@ -215,7 +221,7 @@ class TreeCache:
         docstring). ``shape_checked``: the caller checks every hit's and patch's shape
         against the app (Chromium): the app is trusted before its first event."""
         if not self.enabled:
-            return Plan("off", None, seq=self._events.seq(bus))
+            return Plan("off", self.disabled_note, seq=self._events.seq(bus))
         if not self._events.registered:
             return Plan("off", NOTE_NOT_REGISTERED, seq=self._events.seq(bus))
         if not await self._events.barrier(bus):
