@@ -32,7 +32,10 @@ Press me</button>
 <label>Secret <input type="password" value="hunter2-value"></label>
 <select id="pick" aria-label="Pick"><option>zero</option><option>one</option>
 <option>two</option></select>
-<button onclick="document.getElementById('pick').selectedIndex = 2">Pick two</button>
+<select id="grouped" aria-label="Grouped"><option>none</option><optgroup label="Fruit">
+<option>apple</option><option>pear</option></optgroup><option>other</option></select>
+<button onclick="document.getElementById('pick').selectedIndex = 2;
+document.getElementById('grouped').selectedIndex = 2">Pick two</button>
 <ul>ITEMS</ul>
 <script>window.n = 0;</script>
 </body></html>
@@ -154,6 +157,7 @@ async def test_a_select_shows_the_option_a_script_chose(chromium: dapps.App) -> 
         frame = await page_frame(full, chromium.pid)
         snap = await loaded_snapshot(full, frame)
         assert '- comboBox "Pick" = "zero" [collapsed]' in snap.text, snap.text
+        assert '- comboBox "Grouped" = "none" [collapsed]' in snap.text, snap.text
         await cached.snapshot(frame.ref)
         button = next(e for e in snap.elements.values() if e.name == "Pick two")
         since = time.monotonic()
@@ -164,4 +168,6 @@ async def test_a_select_shows_the_option_a_script_chose(chromium: dapps.App) -> 
             assert time.monotonic() < deadline, after.text
             await asyncio.sleep(0.2)
         assert '- comboBox "Pick" = "two" [collapsed]' in after.text, after.text
+        # options in groups are counted in document order
+        assert '- comboBox "Grouped" = "pear" [collapsed]' in after.text, after.text
         assert (await cached.snapshot(frame.ref)).text == after.text

@@ -523,7 +523,7 @@ async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_na
     numbers: dict[int, float] = {}
     minimums: dict[int, float] = {}
     labelled_by: dict[int, list[tuple[str, str]]] = {}
-    positions: dict[int, int] = {}
+    positions: dict[int, tuple[int, int]] = {}
     text_calls: list[Call] = []
     text_slots: list[tuple[int, int]] = []
     for (i, kind), r in zip(slots, res, strict=True):
@@ -582,17 +582,17 @@ async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_na
     _labels(nodes, unnamed, combos, labelled_by, nearby, where, outside_names, positions)
 
 
-def _position(attributes: object) -> int | None:
-    """The option a Chromium ``<select>`` shows: its ``posinset`` attribute (1-based); None
-    for any other combo box (an ARIA combobox's posinset is its own place in a set)."""
+def _position(attributes: object) -> tuple[int, int] | None:
+    """The option a Chromium ``<select>`` shows and how many it has: its ``posinset`` and
+    ``setsize`` attributes (posinset 1-based); None for any other combo box (an ARIA
+    combobox's posinset is its own place in a set)."""
     if not isinstance(attributes, dict) or attributes.get("tag") != "select":
         return None
-    raw = attributes.get("posinset")
     try:
-        pos = int(str(raw))
+        pos, size = int(str(attributes.get("posinset"))), int(str(attributes.get("setsize")))
     except ValueError:
         return None
-    return pos if pos >= 1 else None
+    return (pos, size) if 1 <= pos <= size else None
 
 
 def _values(nodes: list[RawNode], numbers: dict[int, float], minimums: dict[int, float]) -> None:
@@ -615,7 +615,7 @@ def _labels(
     nearby: dict[int, list[int]],
     where: dict[tuple[str, str], int],
     outside_names: dict[tuple[str, str], str],
-    positions: dict[int, int],
+    positions: dict[int, tuple[int, int]],
 ) -> None:
     """Names for unnamed fields and values for combo boxes.
 
@@ -662,9 +662,10 @@ def _labels(
             continue
         items = _items(nodes, i)
         chosen = next((nodes[j].name for j in items if nodes[j].states & _CHOSEN_MASK), "")
-        pos = positions.get(i)
-        if not chosen and pos is not None and pos <= len(items):
-            chosen = nodes[items[pos - 1]].name
+        at = positions.get(i)
+        if not chosen and at is not None and at[1] == len(items):
+            # only when the items are exactly the options it counts (in document order)
+            chosen = nodes[items[at[0] - 1]].name
         if chosen:
             n.value = _squash(chosen)
         elif (
@@ -727,19 +728,23 @@ def _left_gap(
 
 
 def _items(nodes: list[RawNode], i: int) -> list[int]:
-    """A combo box's items: its descendants up to three levels down that have no children
-    (the popup menu's or list's entries)."""
+    """A combo box's items: its named descendants up to three levels down that have no
+    children (the popup menu's or list's entries), in document order (an ``<optgroup>``'s
+    options between the ungrouped ones, as ``posinset`` counts them)."""
     out: list[int] = []
-    level = nodes[i].children
-    for _ in range(3):
-        nxt: list[int] = []
-        for c in level:
+
+    def walk(children: list[int], depth: int) -> None:
+        for c in children:
+            if len(out) >= 500:
+                return
             if nodes[c].children:
-                nxt.extend(nodes[c].children)
+                if depth < 3:
+                    walk(nodes[c].children, depth + 1)
             elif nodes[c].name:
                 out.append(c)
-        level = nxt
-    return out[:500]
+
+    walk(nodes[i].children, 1)
+    return out
 
 
 def _squash(text: str) -> str:
