@@ -57,3 +57,5 @@ def test_observe_prints_an_xterms_visual_tree(xterm: App) -> None:
     assert text.exit_code == 0, text.output
     assert "treeVersion=visual-" in text.stdout
     assert 'text "alpha bravo charlie"' in text.stdout or WORDS in text.stdout
+    # with the same header lines an agent reads of how the tree was read
+    assert "\ntree=visual (no accessibility tree" in text.stdout, text.stdout

@@ -224,3 +224,25 @@ async def test_heartbeat_loop_runs_by_itself(desktop: vdesk.DesktopState) -> Non
         assert sup.status().restarts_by_session == {}
     finally:
         await sup.close()
+
+
+async def test_a_host_refused_for_a_setting_is_not_started_again_into_the_same_refusal(
+    desktop: vdesk.DesktopState,
+) -> None:
+    """The supervisor's environment does not change while it runs: a host that refused to
+    start for a setting would refuse again, so every later call gets that refusal at once
+    (not a second start, not a restart-budget error that hides the reason)."""
+    env = dict(os.environ)
+    env["DESKPILOT_TREE_DEADLINE_MS"] = "soon"
+    sup = HostSupervisor(fast_config(env=env), heartbeat=False)
+    try:
+        errors = []
+        for _ in range(3):
+            with pytest.raises(DeskpilotError) as info:
+                await sup.acquire()
+            errors.append(info.value)
+        assert all(e.details.get("reason") == "host_setting_invalid" for e in errors), errors
+        assert all(e.details.get("settings") == ["DESKPILOT_TREE_DEADLINE_MS"] for e in errors)
+        assert sup.restarts_total == 0  # one start in all
+    finally:
+        await sup.close()

@@ -22,15 +22,21 @@ from deskpilot.hostclient.backend import HostBackend
 from deskpilot.kernel import visual_tree
 from deskpilot.protocol.errors import DeskpilotError
 from deskpilot.protocol.wire import TargetSpec
+from deskpilot.runtime.state_view import tree_read_lines
 
 
-async def _observe(target: TargetSpec, want_png: bool) -> tuple[dict[str, object], bytes | None]:
+async def _observe(
+    target: TargetSpec, want_png: bool
+) -> tuple[dict[str, object], list[str], bytes | None]:
+    """The observation as JSON, the header lines an agent reads of how its tree was read
+    (visual, partial, stale, cache, covered: runtime/state_view.py), and the PNG if wanted."""
     backend = HostBackend(heartbeat=False)
     try:
         # the screenshot is what a tree-less window's visual tree is read from
         state = await backend.observe("cli-observe", target, include_screenshot=True)
         state = await visual_tree.outlined(state)
-        return state.observation.wire(), state.png if want_png else None
+        header = tree_read_lines(state.observation)
+        return state.observation.wire(), header, state.png if want_png else None
     finally:
         await backend.close()
 
@@ -67,7 +73,7 @@ def observe(
         raise typer.Exit(2)
     target = TargetSpec(app=app, pid=pid, window_id=window)
     try:
-        obs, png = asyncio.run(_observe(target, screenshot is not None))
+        obs, header, png = asyncio.run(_observe(target, screenshot is not None))
     except DeskpilotError as exc:
         typer.echo(f"error: {exc.code.value}: {exc.message}", err=True)
         raise typer.Exit(1) from None
@@ -88,4 +94,6 @@ def observe(
     typer.echo(f"App={app_info.get('name')} (pid {app_info.get('pid')})")
     typer.echo(f"Window={win.get('title')!r} ({win.get('windowId')})")
     typer.echo(f"frameId={obs.get('frameId')} treeVersion={obs.get('treeVersion')}")
+    for line in header:
+        typer.echo(line)
     typer.echo(str(obs.get("tree", "")))

@@ -132,6 +132,10 @@ class HostSupervisor:
                 return client
             if client is not None and client.failure is not None:
                 self.last_failure = client.failure
+            if setting_refused(self.last_failure):
+                # started with the same environment, the host would refuse the same way
+                assert self.last_failure is not None
+                raise self.last_failure
             charged = self._attempts > 0
             if charged:
                 used = self._restarts.get(key, 0)
@@ -146,11 +150,6 @@ class HostSupervisor:
             return self.client
 
     def _budget_error(self, key: str) -> DeskpilotError:
-        if setting_refused(self.last_failure):
-            # the same environment, the same refusal: said as such on every call (the
-            # restart budget is not what stands in the way)
-            assert self.last_failure is not None
-            return self.last_failure
         cause = self.last_failure.message if self.last_failure else "the host stopped"
         who = f"session {key!r}" if key else "calls without a session"
         return DeskpilotError(
