@@ -47,9 +47,12 @@ def _raw(environ: Mapping[str, str], name: str) -> str:
     return environ.get(name, "").strip()
 
 
+def _shown(raw: str) -> str:
+    return raw if len(raw) <= _SHOWN else raw[:_SHOWN] + "…"
+
+
 def _bad(name: str, raw: str, takes: str) -> SettingError:
-    shown = raw if len(raw) <= _SHOWN else raw[:_SHOWN] + "…"
-    return SettingError(f"{name}={shown!r} cannot be used: it takes {takes}")
+    return SettingError(f"{name}={_shown(raw)!r} cannot be used: it takes {takes}")
 
 
 def _deadline_ms(environ: Mapping[str, str]) -> float | None:
@@ -83,7 +86,7 @@ def notices(environ: Mapping[str, str] = os.environ) -> list[str]:
         ms = _deadline_ms(environ)
         if ms is not None and ms > MAX_TREE_DEADLINE_MS:
             return [
-                f"{TREE_DEADLINE_ENV}={environ[TREE_DEADLINE_ENV].strip()[:_SHOWN]!r} is above "
+                f"{TREE_DEADLINE_ENV}={_shown(_raw(environ, TREE_DEADLINE_ENV))!r} is above "
                 f"the cap: tree reads use {MAX_TREE_DEADLINE_MS:,} ms (two reads of an action "
                 "must fit in the host client's request timeout)"
             ]

@@ -159,7 +159,7 @@ class HostClient:
         env = host_environment(
             self.config, local_trust=self.artifact is not None and self.artifact.local_trust
         )
-        log_at = self._log_at = log_offset(host_log_path(self.config))
+        self._log_at = log_offset(host_log_path(self.config))
         try:
             self._host = await spawn(self.config, env, self._deliver, self._on_closed)
         except DeskpilotError as exc:
@@ -184,7 +184,7 @@ class HostClient:
                 # the host may have exited by itself (exit 77 = it refused its parent)
                 rc = await self._wait_exit(1.0)
                 if remote and rc == SSH_FAILURE_EXIT:
-                    cause = ssh_failure(read_log_since(host_log_path(self.config), log_at))
+                    cause = ssh_failure(self._host_said())
                 elif rc is not None:
                     cause = host_exit_error(rc, "during the handshake", self._host_said())
             await self._shutdown(cause)

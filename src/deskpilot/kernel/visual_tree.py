@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import time
 
 from deskpilot.kernel.policy.signals import NON_ACTIVATING_ACTIONS, role_key_like
@@ -53,6 +52,7 @@ from deskpilot.protocol.wire import (
     Truncation,
     TypeTextAction,
 )
+from deskpilot.vault import images
 from deskpilot.vision.incremental import window_reader
 from deskpilot.vision.ocr import OcrEngine, ocr_ready
 from deskpilot.vision.outline import build_outline, engine_for
@@ -140,18 +140,15 @@ async def outlined(state: ObservedState, engine: OcrEngine | None = None) -> Obs
 
 def _covered_boxes(obs: Observation) -> list[tuple[int, int, int, int]]:
     """The image boxes other windows lie over (``covered_regions``, in window coordinates,
-    scaled to the screenshot): their text is theirs, so OCR does not read it as this
-    window's. Rounded outwards: a covering window's edge pixel is not left in."""
+    scaled to the screenshot as redaction scales sensitive regions: vault/images.py): their
+    text is theirs, so OCR does not read it as this window's. Rounded outwards: a covering
+    window's edge pixel is not left in."""
     image, bounds = obs.image, obs.window.bounds
-    if not obs.covered_regions or image is None or bounds.width <= 0 or bounds.height <= 0:
+    if not obs.covered_regions or image is None:
         return []
-    sx, sy = image.width / bounds.width, image.height / bounds.height
-    boxes: list[tuple[int, int, int, int]] = []
-    for r in obs.covered_regions:
-        x0, y0 = math.floor(r.x * sx), math.floor(r.y * sy)
-        x1, y1 = math.ceil((r.x + r.width) * sx), math.ceil((r.y + r.height) * sy)
-        boxes.append((x0, y0, x1 - x0, y1 - y0))
-    return boxes
+    size = (image.width, image.height)
+    scale = images.region_scale(size, (bounds.width, bounds.height))
+    return [b for r in obs.covered_regions if (b := images.image_box(r, scale, size))]
 
 
 def for_host(state: ObservedState | None, request: ExecuteAction) -> ExecuteAction:

@@ -149,9 +149,11 @@ def region_scale(
     return (image_size[0] / window_size[0], image_size[1] / window_size[1])
 
 
-def _image_box(
+def image_box(
     region: Rect, scale: tuple[float, float], size: tuple[int, int]
 ) -> tuple[int, int, int, int] | None:
+    """A window-coordinate region as an image box (x, y, width, height), rounded outwards
+    and clipped to the image; None when nothing of it is inside."""
     sx, sy = scale
     x0 = max(0, math.floor(region.x * sx))
     y0 = max(0, math.floor(region.y * sy))
@@ -177,7 +179,7 @@ def redact(
     if not regions:
         return NO_REDACTION
     s = (float(scale), float(scale)) if isinstance(scale, (int, float)) else scale
-    boxes = [b for r in regions if (b := _image_box(r, s, img.size)) is not None]
+    boxes = [b for r in regions if (b := image_box(r, s, img.size)) is not None]
     if not boxes:
         return NO_REDACTION
     draw = ImageDraw.Draw(img)
