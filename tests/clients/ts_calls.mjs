@@ -7,27 +7,12 @@
 //   node ts_calls.mjs '<config JSON>' '<calls JSON: [{"name": …, "arguments": {…}}, …]>'
 //   config: {"transport": "stdio", "command": ".../deskpilot", "args": ["serve"], "env": {...}}
 
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { connectStdio, diagnosticOf, textOf } from "./sdk_kit.mjs";
 
 const config = JSON.parse(process.argv[2]);
 const calls = JSON.parse(process.argv[3]);
 
-function textOf(result) {
-  return (result.content ?? [])
-    .filter((c) => c.type === "text")
-    .map((c) => c.text)
-    .join("\n");
-}
-
-const transport = new StdioClientTransport({
-  command: config.command,
-  args: config.args,
-  env: config.env,
-  stderr: "inherit",
-});
-const client = new Client({ name: "deskpilot-ts-calls", version: "0" });
-await client.connect(transport);
+const client = await connectStdio(config, "deskpilot-ts-calls");
 const results = [];
 try {
   for (const { name, arguments: args } of calls) {
@@ -38,7 +23,7 @@ try {
       tool: name,
       ms: performance.now() - t0,
       isError: result.isError === true,
-      diagnostic: JSON.parse(text.match(/^deskpilot diagnostic: (.*)$/m)?.[1] ?? "null"),
+      diagnostic: diagnosticOf(text),
       text: text.slice(0, 3000),
     });
   }

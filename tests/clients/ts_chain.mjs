@@ -10,9 +10,9 @@
 
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { diagnosticOf, stdioTransport, textOf } from "./sdk_kit.mjs";
 
 const LABELS = ["7 7", "× ×", "6 6", "= ="];
 const EXPECT = [
@@ -26,13 +26,6 @@ const EXPECT = [
 ];
 
 const config = JSON.parse(process.argv[2]);
-
-function textOf(result) {
-  return (result.content ?? [])
-    .filter((c) => c.type === "text")
-    .map((c) => c.text)
-    .join("\n");
-}
 
 function stateIdOf(text) {
   return text.match(/^state_id=(\S+)$/m)?.[1] ?? null;
@@ -54,19 +47,10 @@ function displayOf(text) {
   return text.match(/textField = "([^"]*)"[^\n]*\[\d+\]$/m)?.[1] ?? null;
 }
 
-function diagnosticOf(text) {
-  const line = text.split("\n").findLast((l) => l.startsWith("deskpilot diagnostic: "));
-  return line ? JSON.parse(line.slice("deskpilot diagnostic: ".length)) : null;
-}
 
 function transportFor(cfg) {
   if (cfg.transport === "stdio") {
-    return new StdioClientTransport({
-      command: cfg.command,
-      args: cfg.args,
-      env: cfg.env,
-      stderr: "inherit",
-    });
+    return stdioTransport(cfg);
   }
   const token = process.env.DP_TS_TOKEN;
   return new StreamableHTTPClientTransport(new URL(cfg.url), {

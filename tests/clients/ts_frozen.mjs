@@ -10,18 +10,10 @@
 // Prints one JSON line with each call's time and what its text said; the test asserts on
 // it. The app is sent SIGCONT on the way out, whatever happened.
 
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { connectStdio, diagnosticOf, textOf } from "./sdk_kit.mjs";
 
 const config = JSON.parse(process.argv[2]);
 const pid = Number(process.argv[3]);
-
-function textOf(result) {
-  return (result.content ?? [])
-    .filter((c) => c.type === "text")
-    .map((c) => c.text)
-    .join("\n");
-}
 
 // the id at the end of the first tree line that has one, e.g. `- textField [3]`
 function firstElementId(text) {
@@ -31,14 +23,7 @@ function firstElementId(text) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const transport = new StdioClientTransport({
-  command: config.command,
-  args: config.args,
-  env: config.env,
-  stderr: "inherit",
-});
-const client = new Client({ name: "deskpilot-ts-frozen", version: "0" });
-await client.connect(transport);
+const client = await connectStdio(config, "deskpilot-ts-frozen");
 
 async function call(name, args) {
   const t0 = performance.now();
@@ -49,7 +34,7 @@ async function call(name, args) {
     ms: performance.now() - t0,
     isError: result.isError === true,
     stateId: text.match(/^state_id=(\S+)$/m)?.[1] ?? null,
-    diagnostic: JSON.parse(text.match(/^deskpilot diagnostic: (.*)$/m)?.[1] ?? "null"),
+    diagnostic: diagnosticOf(text),
     stale: text.match(/^stale=age (\d+) ms/m)?.[1] ?? null,
     unavailable: /^tree=unavailable/m.test(text),
     elementId: firstElementId(text),

@@ -5,17 +5,9 @@
 //   {"command": ".../deskpilot", "args": ["serve"], "env": {...}, "task": {start_task args}}
 // Prints one JSON line with what it saw; a tool error is a result, reported, not thrown.
 
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { connectStdio, textOf } from "./sdk_kit.mjs";
 
 const config = JSON.parse(process.argv[2]);
-
-function textOf(result) {
-  return (result.content ?? [])
-    .filter((c) => c.type === "text")
-    .map((c) => c.text)
-    .join("\n");
-}
 
 // the JSON body of a result (the text before the diagnostic line)
 function bodyOf(result) {
@@ -28,16 +20,9 @@ function bodyOf(result) {
   }
 }
 
-const transport = new StdioClientTransport({
-  command: config.command,
-  args: config.args,
-  env: config.env,
-  stderr: "inherit",
-});
-const client = new Client({ name: "deskpilot-ts-task", version: "0" });
 const report = { tools: [], start: null, wait: null, status: null, errors: [] };
 
-await client.connect(transport);
+const client = await connectStdio(config, "deskpilot-ts-task");
 try {
   report.tools = (await client.listTools()).tools.map((t) => t.name);
   const start = await client.callTool({ name: "start_task", arguments: config.task });
