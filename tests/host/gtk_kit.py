@@ -1,9 +1,9 @@
-"""A GTK 3 window that changes on command, and finding an app's window, for the host tests
-(one kit, not copies).
+"""A GTK 3 window and a Qt 6 window that change on command, and finding an app's window, for
+the host tests (one kit, not copies).
 
-tests/host/mutating_gtk_app.py runs under the system python3 (GTK 3 comes from Debian's gi,
-not the venv): each line on its stdin makes up to that many random changes (seeded) and it
-answers ``ok N``.
+tests/host/mutating_gtk_app.py and mutating_qt_app.py run under the system python3 (GTK 3
+comes from Debian's gi, Qt 6 from Debian's python3-pyqt6, not the venv): each line on its
+stdin makes up to that many random changes (seeded) and it answers ``ok N``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pytest
 from deskpilot.host.atspi import AtspiClient, FrameInfo
 
 GTK_APP = Path(__file__).with_name("mutating_gtk_app.py")
+QT_APP = Path(__file__).with_name("mutating_qt_app.py")
 SYSTEM_PYTHON = "/usr/bin/python3"
 
 
@@ -31,6 +32,19 @@ def has_gtk3() -> bool:
 
 
 needs_gtk3 = pytest.mark.skipif(not has_gtk3(), reason="the system python3 has no GTK 3 gi")
+
+
+def has_qt6() -> bool:
+    return (
+        os.path.exists(SYSTEM_PYTHON)
+        and subprocess.run(
+            [SYSTEM_PYTHON, "-c", "import PyQt6.QtWidgets"], capture_output=True
+        ).returncode
+        == 0
+    )
+
+
+needs_qt6 = pytest.mark.skipif(not has_qt6(), reason="the system python3 has no PyQt6")
 
 
 class GtkWindow:
@@ -54,10 +68,26 @@ class GtkWindow:
 
 
 async def start_gtk(seed: int = 7) -> GtkWindow:
-    env = dict(os.environ, NO_AT_BRIDGE="0", GTK_A11Y="atspi", ACCESSIBILITY_ENABLED="1")
+    return await _start(GTK_APP, seed)
+
+
+async def start_qt(seed: int = 7) -> GtkWindow:
+    """The Qt twin (tests/host/mutating_qt_app.py), same protocol."""
+    return await _start(QT_APP, seed)
+
+
+async def _start(script: Path, seed: int) -> GtkWindow:
+    env = dict(
+        os.environ,
+        NO_AT_BRIDGE="0",
+        GTK_A11Y="atspi",
+        ACCESSIBILITY_ENABLED="1",
+        QT_LINUX_ACCESSIBILITY_ALWAYS_ON="1",
+        QT_QPA_PLATFORM="xcb",
+    )
     proc = await asyncio.create_subprocess_exec(
         SYSTEM_PYTHON,
-        str(GTK_APP),
+        str(script),
         str(seed),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

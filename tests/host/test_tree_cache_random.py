@@ -11,7 +11,9 @@ match — a stale cache never heals by waiting, since it learns of changes only 
   nodes between containers, and toggles check boxes, on each press of its "Step" button;
 * GTK 3 (tests/host/mutating_gtk_app.py, with the system python3's gi): labels and buttons
   relabelled, widgets hidden, shown, added, removed and moved, check buttons toggled, entry
-  texts set, on a line on its stdin.
+  texts set, on a line on its stdin;
+* Qt 6 (tests/host/mutating_qt_app.py, the same changes and focus moves): never served from
+  the cache (Qt changes names silently), so this checks its reads stay right and say why.
 
 ``DESKPILOT_CACHE_STEPS`` (default 1,000 per app: 2,000 steps in CI, ~3 min) sets the steps
 per app; each step makes up to three changes. The same page also steps by itself (one change
@@ -34,11 +36,12 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-from gtk_kit import frame_titled, needs_gtk3, start_gtk, stop
+from gtk_kit import frame_titled, needs_gtk3, needs_qt6, start_gtk, start_qt, stop
 
 from deskpilot.desktop import DesktopState
 from deskpilot.desktop import apps as dapps
 from deskpilot.host.atspi import AtspiClient, FrameInfo, SemanticOp, TreeSnapshot
+from deskpilot.host.atspi.tree_cache import NOTE_QT
 from desktop_kit import needs_chromium
 
 pytestmark = pytest.mark.desktop
@@ -302,6 +305,34 @@ async def test_gtk3_mutations_cached_equals_full(desktop: DesktopState) -> None:
                 await cmp.check(step)
             print(f"gtk3 seed={SEED} steps={STEPS} {dict(cmp.kinds)} retries={cmp.retries}")
             cmp.assert_used()
+        finally:
+            await stop(window)
+
+
+@needs_qt6
+async def test_qt6_is_never_served_from_the_cache_and_reads_stay_right(
+    desktop: DesktopState,
+) -> None:
+    """Qt's own AT-SPI bridge (not atk-bridge) names a field after a label and gives it the
+    label's new text with no event for the field: this test found it when Qt was cached like
+    GTK. So Qt's reads are all full (``off``, saying why), and they stay right and the app
+    alive (Qt 6.4 dies of a ``Properties.GetAll``) through mutations and focus moves."""
+    async with await AtspiClient.connect() as cached, await AtspiClient.connect() as full:
+        full.tree_cache.enabled = False
+        window = await start_qt(SEED)
+        try:
+            frame = await frame_titled(full, window.pid, "Mutating Qt")
+            cmp = Compare(cached, full, frame)
+            steps = max(50, STEPS // 10)
+            for step in range(steps + 1):
+                if step:
+                    await window.send(f"step {1 + step % 3}")
+                snap = await cmp.check(step)
+                assert '- textField "Name"' in snap.text, snap.text
+            assert set(cmp.kinds) == {"off"}, (SEED, cmp.kinds)
+            last = await cached.snapshot(frame.ref)
+            assert last.cache_note == NOTE_QT
+            assert window.proc.returncode is None
         finally:
             await stop(window)
 

@@ -39,10 +39,10 @@ from dbus_fast.aio import MessageBus
 
 from deskpilot.host.atspi.bus import (
     I_ACCESSIBLE,
-    I_APPLICATION,
     ROOT_PATH,
     AtspiCallError,
     Conn,
+    app_bus_address,
 )
 from deskpilot.host.atspi.vocab import State, bit, state_mask
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
@@ -169,14 +169,8 @@ class ActionConns:
     async def _lane(self, bus: str, pid: int) -> ActionLane | None:
         if bus in self._lanes:
             return self._lanes[bus]
-        lane: ActionLane | None = None
-        try:
-            body = await self._a11y.call(bus, ROOT_PATH, I_APPLICATION, "GetApplicationBusAddress")
-            if str(body[0]):
-                lane = ActionLane(pid, str(body[0]))
-        except AtspiCallError as exc:
-            if exc.gone:
-                raise
+        address = await app_bus_address(self._a11y, bus)  # raises when the app is gone
+        lane = ActionLane(pid, address) if address else None
         self._lanes[bus] = lane
         return lane
 

@@ -52,14 +52,30 @@ I_TEXT: Final = "org.a11y.atspi.Text"
 I_VALUE: Final = "org.a11y.atspi.Value"
 I_PROPERTIES: Final = "org.freedesktop.DBus.Properties"
 
+#: the properties a refused ``Properties.GetAll`` is read as, one ``Get`` each: what the
+#: host reads of each interface (Qt answers GetAll with UnknownInterface, Get it answers)
+GET_ALL_PROPERTIES: Final[dict[str, tuple[str, ...]]] = {
+    I_ACCESSIBLE: ("Name", "Description", "Parent", "ChildCount"),
+    I_TEXT: ("CharacterCount", "CaretOffset"),
+}
+#: the error names of a GetAll refused as unknown, not failed
+_GET_ALL_UNKNOWN: Final = frozenset(
+    {
+        "org.freedesktop.DBus.Error.UnknownInterface",
+        "org.freedesktop.DBus.Error.UnknownMethod",
+        "org.freedesktop.DBus.Error.NotSupported",
+    }
+)
+
 # Error names that mean "the object or its app is gone", not "this call is unsupported".
+UNKNOWN_OBJECT: Final = "org.freedesktop.DBus.Error.UnknownObject"
 GONE_ERRORS: Final = frozenset(
     {
         "org.freedesktop.DBus.Error.ServiceUnknown",
         "org.freedesktop.DBus.Error.NoReply",
         "org.freedesktop.DBus.Error.Disconnected",
         "org.freedesktop.DBus.Error.NameHasNoOwner",
-        "org.freedesktop.DBus.Error.UnknownObject",
+        UNKNOWN_OBJECT,
         "org.a11y.atspi.Error.Defunct",
     }
 )
@@ -78,6 +94,10 @@ class AtspiCallError(Exception):
         return self.name in GONE_ERRORS
 
 
+#: the answer a GetAll held back from an app of ``Conn.get_only`` stands in with
+_HELD_BACK: Final = AtspiCallError("org.freedesktop.DBus.Error.UnknownMethod", "held back")
+
+
 class Conn:
     """One D-Bus connection with bounded concurrency.
 
@@ -85,12 +105,15 @@ class Conn:
     destination there.
     """
 
-    __slots__ = ("_sem", "bus", "direct")
+    __slots__ = ("_sem", "bus", "direct", "get_only")
 
     def __init__(self, bus: MessageBus, *, direct: bool = False) -> None:
         self.bus = bus
         self.direct = direct
         self._sem = asyncio.Semaphore(MAX_IN_FLIGHT)
+        #: the bus names of the apps never sent a ``Properties.GetAll``, asked one ``Get``
+        #: per property instead: Qt's (Qt 6.4 crashes on it) and any that refused one
+        self.get_only: set[str] = set()
 
     @property
     def connected(self) -> bool:
@@ -132,7 +155,72 @@ class Conn:
         Each result is the reply body (a list) or an :class:`AtspiCallError`. Driven by reply
         callbacks rather than one task per call: for thousands of calls the per-task cost
         of ``asyncio.gather`` is larger than the D-Bus work itself.
+
+        A ``Properties.GetAll`` to an app of :attr:`get_only`, or that the app refuses as
+        unknown (Qt 6.12 implements only ``Get``), is answered with one ``Get`` per property
+        of :data:`GET_ALL_PROPERTIES`, sent together in a second round, in the reply shape
+        ``GetAll`` has: callers never see the difference.
         """
+        loop = asyncio.get_running_loop()
+        errors: list[int] = []
+        out: asyncio.Future[list[Any]] = loop.create_future()
+        get_only = self.get_only
+        held = (
+            {i for i, c in enumerate(calls) if c[0] in get_only and _asks_get_all(c)}
+            if get_only
+            else set()
+        )
+
+        def first(sent: asyncio.Future[list[Any]]) -> None:
+            if out.done():
+                return
+            if sent.cancelled():
+                out.cancel()
+                return
+            results = sent.result()
+            redo = [i for i in errors if _get_all_refused(calls[i], results[i])]
+            get_only.update(calls[i][0] for i in redo)
+            if not redo:
+                out.set_result(results)
+                return
+            gets: list[Call] = []
+            for i in redo:
+                dest, path, _iface, _member, _sig, body = calls[i]
+                gets += [
+                    (dest, path, I_PROPERTIES, "Get", "ss", (body[0], name))
+                    for name in GET_ALL_PROPERTIES[body[0]]
+                ]
+
+            def second(got: asyncio.Future[list[Any]]) -> None:
+                if out.done():
+                    return
+                if got.cancelled():
+                    out.cancel()
+                    return
+                values, k = got.result(), 0
+                for i in redo:
+                    names = GET_ALL_PROPERTIES[calls[i][5][0]]
+                    answers = values[k : k + len(names)]
+                    k += len(names)
+                    results[i] = [
+                        {
+                            name: answer[0]
+                            for name, answer in zip(names, answers, strict=True)
+                            if not isinstance(answer, AtspiCallError)
+                        }
+                    ]
+                out.set_result(results)
+
+            self._send(gets, [], set()).add_done_callback(second)
+
+        self._send(calls, errors, held).add_done_callback(first)
+        return out
+
+    def _send(
+        self, calls: Sequence[Call], errors: list[int], held: set[int]
+    ) -> asyncio.Future[list[Any]]:
+        """The calls issued but those ``held`` back (answered as refused GetAlls); their
+        results in order (``errors``: the indexes that failed)."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future[list[Any]] = loop.create_future()
         n = len(calls)
@@ -157,8 +245,12 @@ class Conn:
             elif reply.message_type == MessageType.ERROR:
                 text = str(reply.body[0]) if reply.body else ""
                 results[i] = AtspiCallError(reply.error_name or "Failed", text)
+                errors.append(i)
             else:
                 results[i] = reply.body
+            return count_done()
+
+        def count_done() -> bool:
             state[1] -= 1
             state[2] += 1
             if state[2] == n:
@@ -188,6 +280,12 @@ class Conn:
                 i = state[0]
                 state[0] += 1
                 state[1] += 1
+                if held and i in held:
+                    results[i] = _HELD_BACK
+                    errors.append(i)
+                    if not count_done():
+                        return
+                    continue
                 dest, path, iface, member, sig, body = calls[i]
                 target = None if direct else dest
                 try:
@@ -225,12 +323,48 @@ class Conn:
         return value.value if isinstance(value, Variant) else value
 
     async def get_all(self, dest: str, path: str, iface: str) -> dict[str, Any]:
-        body = await self.call(dest, path, I_PROPERTIES, "GetAll", "s", (iface,))
+        (body,) = await self.batch([(dest, path, I_PROPERTIES, "GetAll", "s", (iface,))])
+        if isinstance(body, AtspiCallError):
+            raise body
         return {k: v.value if isinstance(v, Variant) else v for k, v in body[0].items()}
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.bus.disconnect()
+
+
+async def app_bus_address(conn: Conn, bus: str) -> str:
+    """The app's peer-to-peer socket address, "" when it offers none; AtspiCallError when the
+    app is gone. Qt does not implement the method and answers UnknownObject about its own
+    root: an answer from the app itself, so it is there."""
+    try:
+        body = await conn.call(bus, ROOT_PATH, I_APPLICATION, "GetApplicationBusAddress")
+    except AtspiCallError as exc:
+        if exc.gone and exc.name != UNKNOWN_OBJECT:
+            raise
+        return ""
+    return str(body[0])
+
+
+def _asks_get_all(call: Call) -> bool:
+    """Whether ``call`` is a GetAll of an interface :data:`GET_ALL_PROPERTIES` can answer."""
+    _dest, _path, iface, member, _sig, body = call
+    return (
+        member == "GetAll"
+        and iface == I_PROPERTIES
+        and bool(body)
+        and body[0] in GET_ALL_PROPERTIES
+    )
+
+
+def _get_all_refused(call: Call, result: Any) -> bool:
+    """Whether ``result`` is an app's refusal of ``call`` as a GetAll it does not know (or
+    one held back from an app of ``Conn.get_only``)."""
+    return (
+        isinstance(result, AtspiCallError)
+        and result.name in _GET_ALL_UNKNOWN
+        and _asks_get_all(call)
+    )
 
 
 async def connect_session(session_address: str | None) -> MessageBus:

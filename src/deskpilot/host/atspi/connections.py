@@ -16,11 +16,9 @@ from typing import Any
 from dbus_fast.aio import MessageBus
 
 from deskpilot.host.atspi.bus import (
-    I_APPLICATION,
-    ROOT_PATH,
-    AtspiCallError,
     Conn,
     a11y_address,
+    app_bus_address,
     connect_session,
     enable_accessibility,
 )
@@ -73,9 +71,8 @@ class Connections:
                 return conn
             del self._direct[bus]
         direct: Conn | None = None
+        address = await app_bus_address(self.bus, bus)  # raises when the app is gone
         try:
-            body = await self.bus.call(bus, ROOT_PATH, I_APPLICATION, "GetApplicationBusAddress")
-            address = str(body[0])
             if address:
                 bus_ = await asyncio.wait_for(MessageBus(bus_address=address).connect(), 2.0)
                 direct = Conn(bus_, direct=True)
@@ -83,9 +80,6 @@ class Connections:
                 self._watchers.add(
                     asyncio.ensure_future(_quietly(bus_.wait_for_disconnect()))  # type: ignore[no-untyped-call]
                 )
-        except AtspiCallError as exc:
-            if exc.gone:
-                raise
         except Exception:
             direct = None
         self._direct[bus] = direct

@@ -20,11 +20,11 @@ from deskpilot.host.atspi.bus import (
 )
 from deskpilot.host.atspi.model import AppInfo, FrameInfo, NodeRef
 from deskpilot.host.atspi.vocab import (
-    FRAME_ROLES,
     rendered_role,
     role_name,
     state_mask,
     state_names,
+    window_role,
 )
 from deskpilot.protocol.wire import Rect
 
@@ -86,9 +86,13 @@ class FrameLookup:
 
 
 def _frame(app: AppInfo, ref: NodeRef, replies: list[Any]) -> FrameInfo | None:
-    """The frame from the replies about one child of the app; None when it is no frame."""
+    """The frame from the replies about one child of the app; None when it did not answer.
+
+    Every child of an application is one of its top-level windows, whatever role it gives:
+    GTK and Chromium say frame, window or dialog, but a Qt top-level that is a plain
+    ``QWidget`` says filler. Matching by title and extents picks the one an X window is."""
     role, name, st, ext = replies
-    if isinstance(role, AtspiCallError) or int(role[0]) not in FRAME_ROLES:
+    if isinstance(role, AtspiCallError):
         return None
     extents = None
     if not isinstance(ext, AtspiCallError):
@@ -99,7 +103,7 @@ def _frame(app: AppInfo, ref: NodeRef, replies: list[Any]) -> FrameInfo | None:
         pid=app.pid,
         app_name=app.name,
         title="" if isinstance(name, AtspiCallError) else str(name[0].value),
-        role=rendered_role(int(role[0])),
+        role=rendered_role(window_role(int(role[0]))),
         atspi_role=role_name(int(role[0])),
         extents=extents,
         states=state_names(0 if isinstance(st, AtspiCallError) else state_mask(st[0])),

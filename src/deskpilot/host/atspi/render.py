@@ -38,6 +38,7 @@ from deskpilot.host.atspi.vocab import (
     State,
     bit,
     is_noise_action,
+    window_role,
 )
 
 NAME_MAX_CHARS: Final = 200
@@ -313,7 +314,8 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
                 stopped = out.cap_hit = True
                 out.omitted += 1
             else:
-                line = _line(node, names[i], depth, len(lines) + 1)
+                role = window_role(node.role) if i == 0 else node.role
+                line = _line(node, role, names[i], depth, len(lines) + 1)
                 cost = utf16_len(line) + 1
                 if used + cost > budget:
                     stopped = out.budget_hit = True
@@ -343,12 +345,8 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
     return out
 
 
-def _line(node: RawNode, name: str, depth: int, line_no: int) -> str:
-    parts = [
-        "  " * depth,
-        "- ",
-        ROLE_VOCAB[node.role] if 0 <= node.role < len(ROLE_VOCAB) else "generic",
-    ]
+def _line(node: RawNode, role: int, name: str, depth: int, line_no: int) -> str:
+    parts = ["  " * depth, "- ", ROLE_VOCAB[role] if 0 <= role < len(ROLE_VOCAB) else "generic"]
     if name:
         parts.append(f' "{_quote(name)}"')
     if node.value is not None and node.role != R_PASSWORD_TEXT:

@@ -31,7 +31,14 @@ from deskpilot.host.atspi.collect import RawNode
 from deskpilot.host.atspi.connections import Connections
 from deskpilot.host.atspi.model import AppInfo, ElementRef, NodeRef, TreeSnapshot
 from deskpilot.host.atspi.render import Rendered, RenderOptions, clean_name, is_hidden, render
-from deskpilot.host.atspi.tree_cache import CacheState, Entry, FreshRead, Plan, TreeCache
+from deskpilot.host.atspi.tree_cache import (
+    NOTE_QT,
+    CacheState,
+    Entry,
+    FreshRead,
+    Plan,
+    TreeCache,
+)
 from deskpilot.host.atspi.tree_patch import focus_moved, patch_nodes, same_shape
 from deskpilot.host.atspi.tree_read import TreeReader
 from deskpilot.host.atspi.vocab import (
@@ -44,6 +51,7 @@ from deskpilot.host.atspi.vocab import (
     iface_names,
     rendered_role,
     state_names,
+    window_role,
 )
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import Rect, Truncation
@@ -130,7 +138,10 @@ class Snapshots:
         async with entry.lock:
             t0 = time.perf_counter()
             conn = await collect.until(self._connections.conn_for(root.bus_name), deadline)
-            chromium = await self._chromium(root)
+            toolkit = await self._toolkit(root)
+            chromium = toolkit.startswith("chrom")
+            if toolkit == "qt":
+                cache.distrust(root.bus_name, NOTE_QT)
             # Chromium changes its tree's shape without events: a hit or patch of it stands
             # only if the kept nodes are still exactly its tree (one GetMatches, ~7 ms of
             # Chromium's time on 1,733 nodes: most of a hit). It is sent once the plan's and
@@ -232,11 +243,13 @@ class Snapshots:
             snap, elements=elements, sensitive_regions=regions, timings_ms={"hit": _ms_since(t0)}
         )
 
-    async def _chromium(self, root: NodeRef) -> bool:
-        """Chromium's tree can change shape without an event: its hits and patches need the
-        shape checked (``tree_patch.same_shape``), and its patches never splice subtrees."""
+    async def _toolkit(self, root: NodeRef) -> str:
+        """The app's toolkit name in lower case ("" when it gives none). Chromium's tree can
+        change shape without an event: its hits and patches need the shape checked
+        (``tree_patch.same_shape``), and its patches never splice subtrees. Qt's changes
+        names without one: it is never served from the cache."""
         info = await self._apps.info(root.bus_name, ROOT_PATH)
-        return bool(info and info.toolkit and info.toolkit.lower().startswith("chrom"))
+        return (info.toolkit or "").lower() if info else ""
 
     async def _patch(
         self,
@@ -260,7 +273,7 @@ class Snapshots:
         if plan.dirt is None:
             return None
         info = await self._apps.info(snap.root.bus_name, ROOT_PATH)
-        chromium = await self._chromium(snap.root)
+        chromium = (await self._toolkit(snap.root)).startswith("chrom")
         limit = _read_limit(max_elements)
         patched = await patch_nodes(
             conn,
@@ -548,7 +561,7 @@ def _elements(
             id=eid,
             ref=NodeRef(n.bus, n.path),
             pid=pid,
-            role=rendered_role(n.role),
+            role=rendered_role(window_role(n.role) if ni == 0 else n.role),
             atspi_role=n.role,
             name=clean_name(n, gtk4),
             states=_states(n.states),

@@ -30,6 +30,9 @@ It is never trusted where it cannot be (``off``, and ``cache_note`` says why):
   every look;
 * after the app changed its tree without an event (found by a full read that every
   ``verify_every``-th cached read does instead, and compares);
+* for Qt's own bridge (not atk-bridge), at all: a field Qt names after a label takes the
+  label's new text with no event for the field (the randomized test found it), and Qt hands
+  a text edit's focus on to its viewport silently;
 
 and a full read follows an event log that overflowed or a connection to the app opened again.
 
@@ -115,6 +118,10 @@ NOTE_NO_EVENTS: Final = (
 )
 NOTE_SILENT_CHANGE: Final = (
     "the app changed its tree without sending events: its tree is read in full from now on"
+)
+NOTE_QT: Final = (
+    "Qt changes names without sending events (a field named after a label takes the label's "
+    "new text silently): its tree is read in full every time"
 )
 NOTE_OVERFLOW: Final = f"more than {CHANGE_LOG} events since the last read: read in full"
 NOTE_RECONNECT: Final = "the connection to the app was opened again: read in full"
@@ -209,6 +216,8 @@ class TreeCache:
 
     def distrust(self, bus: str, note: str) -> None:
         """Read this app in full from now on (``note`` says why, on every read)."""
+        if self._distrusted.get(bus) == note:
+            return
         self._distrusted[bus] = note
         for key, e in self._entries.items():
             if key[0] == bus:

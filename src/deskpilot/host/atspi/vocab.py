@@ -191,6 +191,15 @@ R_STATIC: Final = ROLE_NUMBER["static"]
 
 # Top-level nodes an observe can target.
 FRAME_ROLES: Final = _roles("frame", "window", "dialog", "alert", "file chooser")
+R_WINDOW: Final = ROLE_NUMBER["window"]
+
+
+def window_role(role: int) -> int:
+    """The role a window's root is shown with: its own when it is a window role, else
+    ``window`` (a Qt top-level that is a plain ``QWidget`` says filler; it is the window
+    all the same, and agents and the state-reuse rules read the root line's role)."""
+    return role if role in FRAME_ROLES else R_WINDOW
+
 
 # Elements a user operates. Their Action is assumed usable without looking at names.
 INTERACTIVE_ROLES: Final = _roles(

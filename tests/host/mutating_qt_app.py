@@ -1,0 +1,162 @@
+"""A Qt 6 window that mutates itself on command, for the host's Qt tests and the tree
+cache's randomized test: the Qt twin of mutating_gtk_app.py, same protocol.
+
+Run by the system python3 (Debian's python3-pyqt6, Qt 6.4: the Qt whose AT-SPI bridge
+crashes on ``Properties.GetAll``): ``python3 mutating_qt_app.py SEED``. Every line
+``step N`` on stdin makes N seeded random changes — relabel a label or a button, hide or
+show a widget, toggle a check box, set a line edit's text, add, remove or move a widget
+between the two columns, move the keyboard focus (Qt hands a text edit's focus on to its
+viewport without an event) — and then prints ``ok K`` (K: steps done) once Qt has processed
+them. ``label TEXT`` sets the fixed label at the top. The window is a plain ``QWidget``,
+which Qt exposes with the role filler, not frame. Its fixed widgets, for the action tests: a
+button "Increment" that counts in the label "Count is N", a line edit "Name", a spin box
+"Amount", a check box "Subscribe" and a text edit "Notes".
+"""
+
+import random
+import sys
+
+from PyQt6.QtCore import QSocketNotifier, QTimer
+from PyQt6.QtWidgets import (
+    QApplication,
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
+
+rng = random.Random(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
+counter = 0
+steps = 0
+
+app = QApplication(sys.argv[:1])
+window = QWidget()
+window.setWindowTitle("Mutating Qt")
+window.resize(480, 640)
+top = QVBoxLayout(window)
+fixed = QLabel("Fixed label")
+top.addWidget(fixed)
+count = QLabel("Count is 0")
+top.addWidget(count)
+clicks = [0]
+
+
+def increment() -> None:
+    clicks[0] += 1
+    count.setText(f"Count is {clicks[0]}")
+
+
+increment_button = QPushButton("Increment")
+increment_button.clicked.connect(increment)
+top.addWidget(increment_button)
+name = QLineEdit()
+name.setAccessibleName("Name")
+top.addWidget(name)
+amount = QSpinBox()
+amount.setAccessibleName("Amount")
+top.addWidget(amount)
+subscribe = QCheckBox("Subscribe")
+top.addWidget(subscribe)
+notes = QTextEdit()
+notes.setAccessibleName("Notes")
+notes.setFixedHeight(60)
+top.addWidget(notes)
+row = QHBoxLayout()
+top.addLayout(row)
+columns = [QVBoxLayout(), QVBoxLayout()]
+for column in columns:
+    row.addLayout(column)
+pool: list[QWidget] = []
+focusable: list[QWidget] = [name, amount, subscribe, notes, increment_button]
+
+
+def word() -> str:
+    global counter
+    counter += 1
+    return f"{rng.choice(WORDS)} {counter}"
+
+
+def new_widget() -> QWidget:
+    kind = rng.randrange(4)
+    if kind == 0:
+        return QLabel(word())
+    if kind == 1:
+        return QPushButton(word())
+    if kind == 2:
+        return QCheckBox(word())
+    edit = QLineEdit()
+    edit.setText(word())
+    return edit
+
+
+def column_of(w: QWidget) -> QVBoxLayout:
+    return columns[0] if columns[0].indexOf(w) >= 0 else columns[1]
+
+
+def add() -> None:
+    w = new_widget()
+    rng.choice(columns).addWidget(w)
+    pool.append(w)
+
+
+def mutate() -> None:
+    op = rng.randrange(9)
+    if op == 0 or len(pool) < 4:
+        if len(pool) < 24:
+            add()
+        return
+    if op == 8:
+        rng.choice(focusable + pool).setFocus()
+        return
+    w = rng.choice(pool)
+    if op == 1:
+        pool.remove(w)
+        column_of(w).removeWidget(w)
+        w.setParent(None)
+        w.deleteLater()
+    elif op == 2:
+        w.setVisible(not w.isVisible())
+    elif op == 3:  # move to the other column
+        here = column_of(w)
+        here.removeWidget(w)
+        (columns[1] if here is columns[0] else columns[0]).addWidget(w)
+    elif isinstance(w, QCheckBox):
+        w.setChecked(not w.isChecked())
+    elif isinstance(w, (QLabel, QPushButton, QLineEdit)):
+        w.setText(word())
+
+
+def on_line() -> None:
+    global steps
+    line = sys.stdin.readline()
+    if not line:
+        app.quit()
+        return
+    parts = line.split()
+    if parts and parts[0] in ("step", "label"):
+        if parts[0] == "label":
+            fixed.setText(" ".join(parts[1:]))
+        else:
+            for _ in range(int(parts[1]) if len(parts) > 1 else 1):
+                mutate()
+        steps += 1
+        # answer once Qt has processed what the changes queued (the next loop turns)
+        QTimer.singleShot(50, answer)
+
+
+def answer() -> None:
+    print(f"ok {steps}", flush=True)
+
+
+for _ in range(8):
+    add()
+window.show()
+reader = QSocketNotifier(sys.stdin.fileno(), QSocketNotifier.Type.Read)
+reader.activated.connect(on_line)
+sys.exit(app.exec())

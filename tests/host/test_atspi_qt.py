@@ -1,0 +1,90 @@
+"""A Qt 6 app through the real host process: Debian's Qt 6.4 (python3-pyqt6), whose own AT-SPI
+bridge differs from atk-bridge's (GTK, Chromium) in ways that each broke observation:
+
+* it crashes (SIGSEGV) on ``Properties.GetAll`` — the host's one-call read of a node's name,
+  parent and child count — so the host asks Qt one ``Get`` per property;
+* it answers ``UnknownObject`` about its root for ``GetApplicationBusAddress``, which it does
+  not implement: that is no sign the app is gone (the host took it for one, and refused every
+  action as ``stale_tree``);
+* a top-level ``QWidget`` has the role filler, not frame: the host took the window for one
+  with no accessible frame and showed an OCR outline; its root now reads ``window``;
+* it changes names with no event (tests/host/test_tree_cache_random.py): read in full always.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from gtk_kit import QT_APP, SYSTEM_PYTHON, needs_qt6
+from host_harness import HostProcess, act, element_id, observe_until
+from test_host_input import wait_window
+
+from deskpilot.host.atspi.tree_cache import NOTE_QT
+
+pytestmark = needs_qt6
+
+
+@pytest.fixture
+def qt_app(desktop: object) -> Iterator[subprocess.Popen[bytes]]:
+    env = dict(os.environ, QT_LINUX_ACCESSIBILITY_ALWAYS_ON="1", QT_QPA_PLATFORM="xcb")
+    app = subprocess.Popen(
+        [SYSTEM_PYTHON, str(QT_APP), "3"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    try:
+        yield app
+    finally:
+        app.kill()
+        app.wait()
+
+
+def test_a_qt_window_is_read_as_its_tree_and_the_app_survives(
+    host: HostProcess, qt_app: subprocess.Popen[bytes]
+) -> None:
+    target = {"windowId": wait_window(host, qt_app.pid)["windowId"]}
+    obs = observe_until(host, target, r'^  - button "Increment"', "qt-read")
+    lines = obs["tree"].splitlines()
+    assert lines[0].startswith('- window "Mutating Qt"'), lines[0]
+    for expected in (
+        '- label "Count is 0"',
+        '- textField "Name" = ""',
+        '- spinButton "Amount" = "0"',
+        '- checkBox "Subscribe"',
+        '- textField "Notes" = ""',
+    ):
+        assert expected in obs["tree"], obs["tree"]
+    read = obs["treeRead"]
+    assert read["source"] == "accessibility"
+    assert (read["cache"], read.get("cacheNote")) == ("off", NOTE_QT)
+    for _ in range(3):
+        request = {"type": "observe", "target": target, "sessionId": "qt-read"}
+        again = host.call({**request, "includeScreenshot": False})
+        assert again["treeVersion"] == obs["treeVersion"]
+    assert qt_app.poll() is None, "the Qt app died while it was read"
+
+
+def test_semantic_actions_on_a_qt_app(host: HostProcess, qt_app: subprocess.Popen[bytes]) -> None:
+    target = {"windowId": wait_window(host, qt_app.pid)["windowId"]}
+    session = "qt-act"
+
+    def step(action: dict[str, Any], role: str, name: str, then: str) -> dict[str, Any]:
+        obs = observe_until(host, target, r'^  - button "Increment"', session)
+        eid = element_id(obs["tree"], role, name)
+        result = act(host, obs, {**action, "elementId": eid}, session)
+        assert result["type"] == "action_result", result
+        assert result["method"] == "semantic", result
+        return observe_until(host, target, then, session)
+
+    step({"kind": "invoke_element"}, "button", "Increment", r'label "Count is 1"')
+    step({"kind": "set_value", "value": "Ada"}, "textField", "Name", r'textField "Name" = "Ada"')
+    step({"kind": "set_value", "value": 7}, "spinButton", "Amount", r'"Amount" = "7"')
+    step({"kind": "invoke_element"}, "checkBox", "Subscribe", r'"Subscribe" \[checked\]')
+    step({"kind": "type_text", "text": "qt notes"}, "textField", "Notes", r'"Notes" = "qt notes"')
+    assert qt_app.poll() is None
