@@ -59,3 +59,25 @@ def test_observe_prints_an_xterms_visual_tree(xterm: App) -> None:
     assert 'text "alpha bravo charlie"' in text.stdout or WORDS in text.stdout
     # with the same header lines an agent reads of how the tree was read
     assert "\ntree=visual (no accessibility tree" in text.stdout, text.stdout
+
+
+def test_an_app_name_two_processes_share_is_refused_with_both_pids(xterm: App) -> None:
+    """As for an agent's ``app`` (runtime/apps.py): the command does not pick one of two."""
+    second = launch_xterm("second xterm")
+    try:
+        deadline = time.monotonic() + 20.0
+        while True:  # the second one's window maps a moment after it starts
+            result = CliRunner().invoke(cli_app, ["observe", "--app", "xterm"])
+            if result.exit_code != 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert result.exit_code == 1, result.output
+        assert "error: target_ambiguous:" in result.stderr
+        for pid in (xterm.pid, second.pid):
+            assert f"pid {pid}: " in result.stderr, result.stderr
+        # the pid it lists is what --pid takes
+        chosen = CliRunner().invoke(cli_app, ["observe", "--pid", str(second.pid)])
+        assert chosen.exit_code == 0, chosen.output
+        assert f"(pid {second.pid})" in chosen.stdout
+    finally:
+        second.stop()

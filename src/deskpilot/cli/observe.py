@@ -23,6 +23,7 @@ from deskpilot.kernel import visual_tree
 from deskpilot.protocol.errors import DeskpilotError
 from deskpilot.protocol.wire import TargetSpec
 from deskpilot.runtime.state_view import tree_read_lines
+from deskpilot.runtime.targets import resolve_in
 
 
 async def _observe(
@@ -32,6 +33,11 @@ async def _observe(
     (visual, partial, stale, cache, covered: runtime/state_view.py), and the PNG if wanted."""
     backend = HostBackend(heartbeat=False)
     try:
+        if target.app is not None:
+            # the same rule an agent's ``app`` goes by (runtime/apps.py): a name that fits
+            # two processes is refused with both, not settled by the host picking one
+            _entry, window = resolve_in(await backend.list_windows(), target.app)
+            target = TargetSpec(window_id=window.window_id)
         # the screenshot is what a tree-less window's visual tree is read from
         state = await backend.observe("cli-observe", target, include_screenshot=True)
         state = await visual_tree.outlined(state)
@@ -39,6 +45,12 @@ async def _observe(
         return state.observation.wire(), header, state.png if want_png else None
     finally:
         await backend.close()
+
+
+def _candidate_line(app: dict[str, object]) -> str:
+    """One app a refused ``--app`` could mean: its pid (what ``--pid`` takes) and names."""
+    names = [f"{key}={app[key]}" for key in ("name", "executable", "wmClass") if app.get(key)]
+    return f"pid {app.get('pid')}: {', '.join(names)} ({app.get('windows')} windows)"
 
 
 def _write_private(path: Path, data: bytes) -> None:
@@ -76,6 +88,8 @@ def observe(
         obs, header, png = asyncio.run(_observe(target, screenshot is not None))
     except DeskpilotError as exc:
         typer.echo(f"error: {exc.code.value}: {exc.message}", err=True)
+        for candidate in (exc.details or {}).get("candidates") or []:
+            typer.echo(f"  {_candidate_line(candidate)}", err=True)
         raise typer.Exit(1) from None
     if screenshot is not None and png is not None:
         try:
