@@ -7,7 +7,9 @@ person's browser, already open when the host comes; atk-bridge builds its cache 
 when the first listener registers). Then it connects the clients and starts gnome-calculator
 and a second Chromium with the same page ("loaded after": atk-bridge's cache then misses the
 page, which Chromium builds without children-changed, and a read grafts it in with
-Collection). Measured in the same run, per app:
+Collection). Last, when the system python3 has PyQt6, a Qt 6 window (tests/host/mutating_qt_app.py),
+which is never served from the cache (its "unchanged" reads are full reads). Measured in the
+same run, per app:
 
 * ``cold``      — a new client per run (no connections, nothing known, nothing kept);
 * ``full``      — ``AtspiClient.snapshot`` with the cache off, one client reused;
@@ -27,6 +29,7 @@ import asyncio
 import collections
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +45,9 @@ from deskpilot.desktop import apps as dapps
 from deskpilot.host.atspi import AtspiClient, FrameInfo, SemanticOp, collect
 from deskpilot.host.atspi.bus import a11y_address, connect_session
 from observe_bench import ITEMS, find_frame, page_html, serve
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+QT_APP = Path(__file__).resolve().parent.parent / "tests" / "host" / "mutating_qt_app.py"
 
 #: a label and a button whose handler edits the label's text node in place
 CONTROLS = (
@@ -143,6 +149,17 @@ async def measure(
         print(f"{'':<24} a cached read after a change differed from the full one: {line}")
 
 
+def _launch_qt() -> dapps.App | None:
+    """tests/host/mutating_qt_app.py (a Qt 6 window with an "Increment" button that counts
+    in a label), when the system python3 has PyQt6; None otherwise."""
+    probe = subprocess.run([SYSTEM_PYTHON, "-c", "import PyQt6.QtWidgets"], capture_output=True)
+    if probe.returncode != 0:
+        print("# no PyQt6 for the system python3: the Qt row is left out")
+        return None
+    os.environ["QT_LINUX_ACCESSIBILITY_ALWAYS_ON"] = "1"
+    return dapps.launch([SYSTEM_PYTHON, str(QT_APP), "3"])
+
+
 async def wait_loaded(client: AtspiClient, frame: FrameInfo) -> None:
     deadline = time.monotonic() + 60
     while f"Item {ITEMS - 1}" not in (await client.snapshot(frame.ref)).text:
@@ -162,6 +179,7 @@ async def run(args: argparse.Namespace, first_url: str, url: str) -> None:
     full.tree_cache.enabled = False
     calc = dapps.launch(["gnome-calculator"])
     chrome = dapps.launch_chromium(url)
+    qt = _launch_qt()
     try:
         first_frame = await find_frame(first.pid, "First page")
         calc_frame = await find_frame(calc.pid, "Calculator")
@@ -170,15 +188,21 @@ async def run(args: argparse.Namespace, first_url: str, url: str) -> None:
         await wait_loaded(full, chrome_frame)
         await asyncio.sleep(1.0)
         print(f"# Xvfb 1280x800, {os.cpu_count()} CPUs, runs={args.runs}")
-        for label, frame, press in (
+        apps = [
             ("gnome-calculator", calc_frame, "7 7"),
             ("chromium, loaded after", chrome_frame, "Press me"),
             ("chromium, loaded first", first_frame, "Press me"),
-        ):
+        ]
+        if qt is not None:  # Qt is read in full every time (docs/host-tree.md, "Qt")
+            qt_frame = await find_frame(qt.pid, "Mutating Qt")
+            apps.append(("qt 6 (python3-pyqt6)", qt_frame, "Increment"))
+        for label, frame, press in apps:
             await measure(label, frame, cached, full, press, args.runs, args.baseline_runs)
     finally:
         await cached.close()
         await full.close()
+        if qt is not None:
+            qt.stop()
         calc.stop()
         chrome.stop()
         first.stop()

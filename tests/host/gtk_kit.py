@@ -34,17 +34,20 @@ def has_gtk3() -> bool:
 needs_gtk3 = pytest.mark.skipif(not has_gtk3(), reason="the system python3 has no GTK 3 gi")
 
 
-def has_qt6() -> bool:
-    return (
-        os.path.exists(SYSTEM_PYTHON)
-        and subprocess.run(
-            [SYSTEM_PYTHON, "-c", "import PyQt6.QtWidgets"], capture_output=True
-        ).returncode
-        == 0
-    )
+def has_module(module: str) -> bool:
+    """Whether the system python3 can import ``module`` (Debian's python3-pyqt6/-pyqt5)."""
+    if not os.path.exists(SYSTEM_PYTHON):
+        return False
+    probe = subprocess.run([SYSTEM_PYTHON, "-c", f"import {module}"], capture_output=True)
+    return probe.returncode == 0
 
 
-needs_qt6 = pytest.mark.skipif(not has_qt6(), reason="the system python3 has no PyQt6")
+needs_qt6 = pytest.mark.skipif(
+    not has_module("PyQt6.QtWidgets"), reason="the system python3 has no PyQt6"
+)
+needs_qt5 = pytest.mark.skipif(
+    not has_module("PyQt5.QtWidgets"), reason="the system python3 has no PyQt5"
+)
 
 
 class GtkWindow:

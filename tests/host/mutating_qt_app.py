@@ -2,33 +2,56 @@
 cache's randomized test: the Qt twin of mutating_gtk_app.py, same protocol.
 
 Run by the system python3 (Debian's python3-pyqt6, Qt 6.4: the Qt whose AT-SPI bridge
-crashes on ``Properties.GetAll``): ``python3 mutating_qt_app.py SEED``. Every line
+crashes on ``Properties.GetAll``): ``python3 mutating_qt_app.py SEED`` (``SEED qt5``: the same
+window in Qt 5 through python3-pyqt5, whose bridge registers only when the display names the
+accessibility bus). Every line
 ``step N`` on stdin makes N seeded random changes — relabel a label or a button, hide or
 show a widget, toggle a check box, set a line edit's text, add, remove or move a widget
 between the two columns, move the keyboard focus (Qt hands a text edit's focus on to its
 viewport without an event) — and then prints ``ok K`` (K: steps done) once Qt has processed
 them. ``label TEXT`` sets the fixed label at the top. The window is a plain ``QWidget``,
 which Qt exposes with the role filler, not frame. Its fixed widgets, for the action tests: a
-button "Increment" that counts in the label "Count is N", a line edit "Name", a spin box
-"Amount", a check box "Subscribe" and a text edit "Notes".
+button "Increment" that counts in the label "Count is N", a menu Edit > More > "Add Ten" that
+adds ten, a line edit "Name", a spin box
+"Amount", a check box "Subscribe", a combo box of Red, Green and Blue (named after its
+current item), a read-only line edit "SKU" and a text edit "Notes".
 """
 
 import random
 import sys
 
-from PyQt6.QtCore import QSocketNotifier, QTimer
-from PyQt6.QtWidgets import (
-    QApplication,
-    QCheckBox,
-    QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QPushButton,
-    QSpinBox,
-    QTextEdit,
-    QVBoxLayout,
-    QWidget,
-)
+if sys.argv[2:] == ["qt5"]:
+    from PyQt5.QtCore import QSocketNotifier, QTimer
+    from PyQt5.QtWidgets import (
+        QApplication,
+        QCheckBox,
+        QComboBox,
+        QHBoxLayout,
+        QLabel,
+        QLineEdit,
+        QMenuBar,
+        QPushButton,
+        QSpinBox,
+        QTextEdit,
+        QVBoxLayout,
+        QWidget,
+    )
+else:
+    from PyQt6.QtCore import QSocketNotifier, QTimer
+    from PyQt6.QtWidgets import (
+        QApplication,
+        QCheckBox,
+        QComboBox,
+        QHBoxLayout,
+        QLabel,
+        QLineEdit,
+        QMenuBar,
+        QPushButton,
+        QSpinBox,
+        QTextEdit,
+        QVBoxLayout,
+        QWidget,
+    )
 
 rng = random.Random(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
@@ -40,6 +63,8 @@ window = QWidget()
 window.setWindowTitle("Mutating Qt")
 window.resize(480, 640)
 top = QVBoxLayout(window)
+menus = QMenuBar()
+top.setMenuBar(menus)
 fixed = QLabel("Fixed label")
 top.addWidget(fixed)
 count = QLabel("Count is 0")
@@ -52,6 +77,14 @@ def increment() -> None:
     count.setText(f"Count is {clicks[0]}")
 
 
+def add_ten() -> None:
+    clicks[0] += 10
+    count.setText(f"Count is {clicks[0]}")
+
+
+edit_menu = menus.addMenu("Edit")
+more_menu = edit_menu.addMenu("More")
+more_menu.addAction("Add Ten").triggered.connect(add_ten)
 increment_button = QPushButton("Increment")
 increment_button.clicked.connect(increment)
 top.addWidget(increment_button)
@@ -63,6 +96,13 @@ amount.setAccessibleName("Amount")
 top.addWidget(amount)
 subscribe = QCheckBox("Subscribe")
 top.addWidget(subscribe)
+colour = QComboBox()
+colour.addItems(["Red", "Green", "Blue"])
+top.addWidget(colour)
+sku = QLineEdit("SKU-0001")
+sku.setAccessibleName("SKU")
+sku.setReadOnly(True)
+top.addWidget(sku)
 notes = QTextEdit()
 notes.setAccessibleName("Notes")
 notes.setFixedHeight(60)
@@ -157,6 +197,7 @@ def answer() -> None:
 for _ in range(8):
     add()
 window.show()
-reader = QSocketNotifier(sys.stdin.fileno(), QSocketNotifier.Type.Read)
+# Qt 6 scopes the enum (QSocketNotifier.Type.Read); Qt 5 has it on the class
+reader = QSocketNotifier(sys.stdin.fileno(), getattr(QSocketNotifier, "Type", QSocketNotifier).Read)
 reader.activated.connect(on_line)
 sys.exit(app.exec())

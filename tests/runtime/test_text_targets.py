@@ -10,7 +10,12 @@ from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.tree import parse_tree
 from deskpilot.protocol.wire import ActionResult
 from deskpilot.runtime.item_clicks import ItemClick
-from deskpilot.runtime.text_targets import check_text_target, nearest_text_target, takes_text
+from deskpilot.runtime.text_targets import (
+    check_text_target,
+    check_value_target,
+    nearest_text_target,
+    takes_text,
+)
 
 CHROMIUM = """\
 - window "Edit - Chromium" [1]
@@ -81,6 +86,22 @@ def test_read_only_fields_and_selects_are_refused_editable_ones_pass() -> None:
     with pytest.raises(DeskpilotError) as err:
         check_text_target(CHROMIUM, 10, "paste")
     assert "read only" in err.value.message and "paste with element_id=" in err.value.message
+
+
+def test_set_value_on_a_read_only_field_is_refused_other_targets_are_left_alone() -> None:
+    """Qt's EditableText overwrote a read-only QLineEdit: the plan refuses it first."""
+    with pytest.raises(DeskpilotError) as err:
+        check_value_target(CHROMIUM, 10)
+    exc = err.value
+    assert exc.code is ErrorCode.UNSUPPORTED_ACTION
+    assert (exc.details["reason"], exc.details["elementId"]) == ("read_only", 10)
+    assert "read only" in exc.message and "fixed" not in exc.message  # no UI text
+    with pytest.raises(DeskpilotError):
+        check_value_target(CALCULATOR, 2)
+    # editable fields, spin buttons, combo boxes and unknown ids are the host's to decide
+    for fine in (4, 9, 11, 12, 13, 99):
+        check_value_target(CHROMIUM, fine)
+    check_value_target(CALCULATOR, 3)
 
 
 def test_without_an_element_the_focused_one_must_take_text() -> None:

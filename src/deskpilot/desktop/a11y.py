@@ -64,6 +64,28 @@ async def enable_accessibility(session_address: str | None = None) -> None:
         bus.disconnect()
 
 
+def announce_on_display(display: str, address: str) -> None:
+    """Put the accessibility bus's address on the X root window (``AT_SPI_BUS``), as a desktop
+    session's bus launcher does where it can (this one does not, here).
+
+    Qt 5 needs it. With the address on the display it connects to the bus as it starts;
+    without it, it asks the session bus and registers before the answer comes, which fails,
+    and it never registers again. The result is no tree at all (Qt 5.15.8, Debian 12).
+    atk-bridge (GTK, Chromium) and Qt 6 read the same address either way."""
+    from Xlib import X, Xatom
+    from Xlib import display as xdisplay
+
+    conn = xdisplay.Display(display)
+    try:
+        root = conn.screen().root
+        root.change_property(
+            conn.intern_atom("AT_SPI_BUS"), Xatom.STRING, 8, address.encode(), X.PropModeReplace
+        )
+        conn.sync()
+    finally:
+        conn.close()
+
+
 async def wait_for_a11y_bus(
     session_address: str | None, timeout: float, *, auto_start: bool = True
 ) -> str:

@@ -121,6 +121,9 @@ def _start_xvfb(width: int, height: int, env: dict[str, str]) -> tuple[str, int]
         "MIT-SHM",
         "-dpi",
         "96",
+        # no reset when the last client leaves: that would drop the root window's
+        # properties, the accessibility bus's address among them (desktop/a11y.py)
+        "-noreset",
     ]
     proc = _spawn(argv, env, stdout=subprocess.DEVNULL, pass_fds=(write_fd,))
     os.close(write_fd)
@@ -173,7 +176,7 @@ def up(
             stdout=subprocess.DEVNULL,
         )
         pids["at_spi"] = launcher.pid
-        _run(_prepare_a11y(dbus_address, timeout))
+        _run(_prepare_a11y(display, dbus_address, timeout))
         if wm:
             pids["wm"] = _spawn([_require(wm)], env, stdout=subprocess.DEVNULL).pid
     except BaseException:
@@ -201,14 +204,15 @@ def _run(coro: Coroutine[Any, Any, None]) -> None:
         pool.submit(asyncio.run, coro).result()
 
 
-async def _prepare_a11y(dbus_address: str, timeout: float) -> None:
+async def _prepare_a11y(display: str, dbus_address: str, timeout: float) -> None:
     # imported here: the kernel imports this module for is_private_display on every action,
     # and must not load D-Bus for it
-    from deskpilot.desktop.a11y import enable_accessibility, wait_for_a11y_bus
+    from deskpilot.desktop.a11y import announce_on_display, enable_accessibility, wait_for_a11y_bus
 
     # no auto-start: the launcher recorded in ``pids`` must be the one that owns org.a11y.Bus
-    await wait_for_a11y_bus(dbus_address, timeout, auto_start=False)
+    address = await wait_for_a11y_bus(dbus_address, timeout, auto_start=False)
     await enable_accessibility(dbus_address)
+    announce_on_display(display, address)
 
 
 def _group_running(pgid: int) -> bool:

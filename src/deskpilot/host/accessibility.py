@@ -363,6 +363,15 @@ class Accessibility:
         except Exception:
             return None
 
+    async def toolkit(self, element: ElementRef) -> str:
+        """The element's app's toolkit name in lower case ("qt", "gtk", "chromium"); "" when
+        it gives none or does not answer."""
+        try:
+            info = await asyncio.wait_for(self.client.application(element.bus_name), 3.0)
+        except Exception:
+            return ""
+        return (info.toolkit or "").lower() if info is not None else ""
+
     async def extents(self, element: ElementRef) -> Rect | None:
         if element.extents is not None:
             return element.extents

@@ -14,26 +14,33 @@ that everywhere (see ``atspi/combo.py`` for what each toolkit exposes):
 
 ``set_value`` on a combo box (one without text of its own) with an option's name chooses
 that option without opening the popup: through the combo box's Selection (GTK 3), else the
-option's "select" action when it is not chosen yet (Chromium). A name that is none of the
-options is refused before anything is dispatched.
+option's "select" action when it is not chosen yet (Chromium), else as a person does — the
+combo box's own action opens the popup and a pointer click chooses the option (Qt). A name
+that is none of the options is refused before anything is dispatched.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from deskpilot.host.atspi.combo import ComboOption, ComboParts, match_option
 from deskpilot.host.atspi.model import ElementRef, NodeRef, OpKind, SemanticOp
 from deskpilot.host.atspi.vocab import CLICK_ACTIONS, COMBO_ROLES, ROLE_NUMBER, SELECT_ACTIONS
-from deskpilot.host.item_clicks import NamesFn, SemanticFn, named_action
+from deskpilot.host.item_clicks import NamesFn, PointerFn, SemanticFn, named_action
 from deskpilot.host.outcome import Outcome
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.wire import Rect
 
 #: the combo box (or an option's combo box) read now; None when it has no options list
 PartsFn = Callable[[ElementRef], Awaitable[ComboParts | None]]
 
 R_MENU_ITEM = ROLE_NUMBER["menu item"]
+R_LIST_ITEM = ROLE_NUMBER["list item"]
+#: how long an opened popup may take to show its options
+POPUP_WAIT_S = 1.5
 R_COMBO_BOX = ROLE_NUMBER["combo box"]
 ALREADY_CHOSEN = "the option is already chosen (its 'select' action would unchoose it)"
 
@@ -63,6 +70,7 @@ class ComboBoxes:
     action_names: NamesFn
     parts_of: PartsFn
     combo_of_option: PartsFn
+    pointer: PointerFn
 
     async def click_option(self, item: ElementRef) -> Outcome | None:
         """A left single click on an option of a combo box whose options only toggle (see
@@ -80,7 +88,7 @@ class ComboBoxes:
             return None
         return await self._choose(parts, option, item)
 
-    async def set_value(self, element: ElementRef, value: str) -> Outcome | None:
+    async def set_value(self, element: ElementRef, value: str, rect: Rect) -> Outcome | None:
         """Choose the option named ``value`` of a combo box; None when the element is no
         combo box with an options list (the ordinary set_value rules apply). Raises
         UNSUPPORTED_ACTION (reason ``not_an_option``) when no option has that name."""
@@ -101,10 +109,13 @@ class ComboBoxes:
                     "optionCount": len(parts.options),
                 },
             )
-        return await self._choose(parts, option, element)
+        return await self._choose(parts, option, element, rect)
 
-    async def _choose(self, parts: ComboParts, option: ComboOption, like: ElementRef) -> Outcome:
-        """Make ``option`` the chosen one and leave the popup closed."""
+    async def _choose(
+        self, parts: ComboParts, option: ComboOption, like: ElementRef, rect: Rect | None = None
+    ) -> Outcome:
+        """Make ``option`` the chosen one and leave the popup closed (``rect``: the window's,
+        where a person's two clicks may go when nothing semantic chooses)."""
         combo = _live(parts.combo, like, "comboBox", R_COMBO_BOX)
         done = None
         if parts.has_selection:
@@ -112,13 +123,10 @@ class ComboBoxes:
         if done is None and not option.selected:
             target = _live(option.ref, like, "menuItem", R_MENU_ITEM)
             done = await self.semantic(target, SemanticOp.invoke(SELECT_ACTIONS[0]))
+            if done is None and rect is not None:
+                return await self._choose_by_pointer(parts, option, like, rect)
             if done is None:
-                raise DeskpilotError(
-                    ErrorCode.UNSUPPORTED_ACTION,
-                    "the combo box's options cannot be chosen through accessibility: click "
-                    "the combo box, then the option",
-                    details={"elementId": like.id, "reason": "no_value_interface"},
-                )
+                raise _needs_clicks(like)
         steps = [done.detail if done is not None else ALREADY_CHOSEN]
         closed = await self._close_popup(combo)
         if closed is not None:
@@ -131,6 +139,37 @@ class ComboBoxes:
             "semantic", detail, events_since=first.events_since, answered_at=first.answered_at
         )
 
+    async def _choose_by_pointer(
+        self, parts: ComboParts, option: ComboOption, like: ElementRef, rect: Rect
+    ) -> Outcome:
+        """A person's way where no action chooses (Qt: the popup's SelectChild and an option's
+        Toggle answer true and change nothing): open the popup with the combo box's own
+        action, wait until it shows, click the option. Refused, the popup closed again, when
+        the option never shows inside the window."""
+        combo = _live(parts.combo, like, "comboBox", R_COMBO_BOX)
+        if parts.says_open is None:
+            # no way to tell an open popup from a closed one, whose options' places are
+            # stale: a click there could land on anything
+            raise _needs_clicks(like)
+        opened = None
+        if not parts.says_open:
+            opened = await self.semantic(combo, SemanticOp.invoke())
+        deadline = time.monotonic() + POPUP_WAIT_S
+        while True:
+            now = await self.parts_of(combo)
+            if now is not None and now.says_open:
+                try:
+                    await self.pointer(_live(option.ref, like, "listItem", R_LIST_ITEM), rect, 1)
+                except DeskpilotError:
+                    pass  # not laid out yet, or outside the window
+                else:
+                    how = "opened the popup with its action, " if opened is not None else ""
+                    return Outcome("synthetic", f"{how}clicked option {option.index + 1}")
+            if time.monotonic() > deadline:
+                await self._close_popup(combo)
+                raise _needs_clicks(like)
+            await asyncio.sleep(0.05)
+
     async def _close_popup(self, combo: ElementRef) -> Outcome | None:
         """The combo box's own action (Chromium "open", GTK "press" toggle the popup) when its
         popup is open now; None when it is closed."""
@@ -138,6 +177,15 @@ class ComboBoxes:
         if now is None or not now.expanded:
             return None
         return await self.semantic(combo, SemanticOp.invoke())
+
+
+def _needs_clicks(like: ElementRef) -> DeskpilotError:
+    return DeskpilotError(
+        ErrorCode.UNSUPPORTED_ACTION,
+        "the combo box's options cannot be chosen without opening it: click the combo box, "
+        "then the option",
+        details={"elementId": like.id, "reason": "combo_needs_clicks"},
+    )
 
 
 def _option_at(parts: ComboParts, ref: NodeRef) -> ComboOption | None:

@@ -40,6 +40,7 @@ class KeyboardActions:
             primitives.action_names,
             primitives.combo_parts,
             primitives.combo_of_option,
+            primitives.pointer_click,
         )
 
     async def type_text(
@@ -87,8 +88,15 @@ class KeyboardActions:
     async def set_value(
         self, action: SetValueAction, window: XWindow, rect: Rect, element: ElementRef
     ) -> Outcome:
+        if _read_only(element):
+            # Qt's EditableText overwrites a read-only field: a person could not
+            raise DeskpilotError(
+                ErrorCode.UNSUPPORTED_ACTION,
+                "the element is read only: its value cannot be set",
+                details={"elementId": element.id, "reason": "read_only"},
+            )
         # a combo box takes the name of one of its options (refused before dispatch if none)
-        done = await self._combos.set_value(element, _as_text(action.value))
+        done = await self._combos.set_value(element, _as_text(action.value), rect)
         if done is None:
             done = await self._p.semantic(element, SemanticOp(OpKind.SET_VALUE, value=action.value))
         if done is not None:
@@ -179,3 +187,12 @@ def _as_text(value: str | float) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+def _read_only(element: ElementRef) -> bool:
+    """A text field shown ``[readonly]`` (read only, or not editable: render.py's rule), or any
+    element in the READ_ONLY state."""
+    states = element.states
+    if "read_only" in states:
+        return True
+    return element.role in ("textField", "passwordField") and "editable" not in states

@@ -14,6 +14,7 @@ from typing import Literal
 
 from deskpilot.host.action_checks import to_screen
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
+from deskpilot.host.atspi.vocab import ROLE_NUMBER
 from deskpilot.host.combo_boxes import ComboBoxes
 from deskpilot.host.item_clicks import ItemClicks, clicked_item
 from deskpilot.host.observer import Binding
@@ -31,6 +32,10 @@ from deskpilot.protocol.wire import (
 
 #: deskpilot's own verb for keyboard focus, whatever the element's action names
 FOCUS_ACTION_NAMES = frozenset({"focus", "grab_focus", "grabfocus"})
+#: the AT-SPI roles of the items of a menu
+MENU_ITEM_ROLES = frozenset(
+    ROLE_NUMBER[r] for r in ("menu item", "check menu item", "radio menu item")
+)
 #: rendered roles of fields a person clicks to type into (the tree's vocabulary)
 TEXT_FIELD_ROLES = frozenset({"textField", "passwordField"})
 
@@ -46,6 +51,7 @@ class PointerActions:
             primitives.action_names,
             primitives.combo_parts,
             primitives.combo_of_option,
+            primitives.pointer_click,
         )
 
     async def click(
@@ -76,6 +82,9 @@ class PointerActions:
             # the caret in it (a GTK 3 entry's own "activate" action changes no focus)
             return await self.focus_text(element, window, rect)
         elif element is not None and action.button == "left" and action.count == 1:
+            qt_menu = await self._qt_menu_item_click(element, rect)
+            if qt_menu is not None:
+                return qt_menu
             # an option of a <select> popup: choose it (never unchoose it) and close the popup
             done = await self._combos.click_option(element) or await self._p.semantic(
                 element, SemanticOp.invoke()
@@ -89,6 +98,23 @@ class PointerActions:
             x, y = to_screen(rect, action.point)
         await asyncio.to_thread(self._p.input().click, x, y, action.button.value, action.count)
         return Outcome("synthetic", f"xtest {action.button.value} x{action.count}")
+
+    async def _qt_menu_item_click(self, element: ElementRef, rect: Rect) -> Outcome | None:
+        """A person's click on an item of an open Qt menu: Qt's own action for the item runs
+        it but leaves the menus open (and the one under a submenu sends no event), where a
+        click chooses and closes them all. None for anything else, or an item whose centre is
+        not inside the window (then its action is the way)."""
+        if element.atspi_role not in MENU_ITEM_ROLES or "showing" not in element.states:
+            return None
+        if await self._p.toolkit(element) != "qt":
+            return None
+        try:
+            x, y = await self._p.center(element, rect)
+        except DeskpilotError:
+            return None
+        await asyncio.to_thread(self._p.input().click, x, y, "left", 1)
+        detail = "xtest left click on a Qt menu item (its action keeps menus open)"
+        return Outcome("synthetic", detail)
 
     async def invoke(
         self,

@@ -114,6 +114,11 @@ class Primitives:
             return None
         return await self.accessibility.combo_of_option(element)
 
+    async def toolkit(self, element: ElementRef) -> str:
+        if self.accessibility is None:
+            return ""
+        return await self.accessibility.toolkit(element)
+
     async def character_count(self, element: ElementRef) -> int | None:
         if self.accessibility is None:
             return None

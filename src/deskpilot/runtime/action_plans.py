@@ -38,9 +38,10 @@ from deskpilot.protocol.wire import (
 )
 from deskpilot.runtime import tool_args as ta
 from deskpilot.runtime.coords import to_window_point
+from deskpilot.runtime.enabled_targets import check_enabled
 from deskpilot.runtime.refusals import refusal
 from deskpilot.runtime.state_ids import StateRecord
-from deskpilot.runtime.text_targets import check_text_target
+from deskpilot.runtime.text_targets import check_text_target, check_value_target
 from deskpilot.runtime.tree import element_lines, remap
 
 
@@ -145,6 +146,8 @@ def build_plan(tool: str, args: ta.ToolArgs, record: StateRecord) -> Plan:
 def _click(plan: Plan, args: ta.ClickArgs) -> None:
     button = MouseButton(args.button)
     if args.element_id is not None:
+        if button is MouseButton.LEFT:
+            check_enabled(plan.record.tree, args.element_id, "click")
         el = plan.element(args.element_id)
         plan.add("click", lambda f: ClickAction(element_id=el(f), button=button, count=args.count))
         return
@@ -161,6 +164,8 @@ def _text(plan: Plan, args: ta.TypeTextArgs | ta.PasteArgs) -> None:
     paste = isinstance(args, ta.PasteArgs)
     text = args.text
     # nothing is typed "into" a label: the keys would go to whatever has the focus
+    if args.element_id is not None:
+        check_enabled(plan.record.tree, args.element_id, "paste" if paste else "type_text")
     check_text_target(plan.record.tree, args.element_id, "paste" if paste else "type_text")
     into: Callable[[Frame], int | None] = lambda f: None  # noqa: E731
     if args.element_id is not None:
@@ -187,12 +192,15 @@ def _text(plan: Plan, args: ta.TypeTextArgs | ta.PasteArgs) -> None:
 
 
 def _set_value(plan: Plan, args: ta.SetValueArgs) -> None:
+    check_enabled(plan.record.tree, args.element_id, "set_value")
+    check_value_target(plan.record.tree, args.element_id)
     el = plan.element(args.element_id)
     value = args.value
     plan.add("set_value", lambda f: SetValueAction(element_id=el(f), value=value))
 
 
 def _invoke(plan: Plan, args: ta.InvokeElementArgs) -> None:
+    check_enabled(plan.record.tree, args.element_id, "invoke_element")
     el = plan.element(args.element_id)
     name = args.action
     plan.add("invoke_element", lambda f: InvokeElementAction(element_id=el(f), action=name))

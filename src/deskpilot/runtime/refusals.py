@@ -164,6 +164,13 @@ REASON_ADVICE: dict[str, str] = {
     "no_value_interface": "set_value works on editable text fields, on elements with a "
     "value (sliders, spin buttons) and on combo boxes (the text of one of their options); "
     "click, select or type instead.",
+    "disabled": "The element is disabled ([disabled] in the tree), as a greyed-out control "
+    "is for a person: do what enables it first (fill in the fields it needs, choose an "
+    "option), then read the state again.",
+    "read_only": "The field is read only ([readonly] in the tree), as it is for a person at "
+    "the keyboard: set or type into an editable field, or use the control that changes it.",
+    "combo_needs_clicks": "No action of this combo box chooses an option without its popup "
+    "open: click the combo box, then click the option in the state that follows.",
     "not_an_option": "set_value on a combo box takes the text of one of its options "
     "(details.optionCount says how many it has): click the combo box to see them.",
     "range_too_long": "The range is longer than the element's text can be selected with keys.",

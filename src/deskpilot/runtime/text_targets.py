@@ -1,5 +1,5 @@
-"""Where typed text can go: ``type_text`` and ``paste`` into something that cannot take text are
-refused before anything is dispatched.
+"""Where typed text can go: ``type_text`` and ``paste`` into something that cannot take text, and
+``set_value`` on a read-only text field, are refused before anything is dispatched.
 
 Typing "into" a page's static text used to focus the label (GrabFocus, else a click on it)
 and send the keys to whatever had the focus: the browser's tab strip reacted. A careful
@@ -41,6 +41,7 @@ TERMINAL_ROLES = frozenset({"terminal"})
 #: rendered roles that take text when a text field sits inside them (an entry combo box)
 ENTRY_CONTAINER_ROLES = frozenset({"comboBox"})
 REASON = "not_editable"
+READ_ONLY = "read_only"
 
 
 def takes_text(node: TreeElement, nodes: dict[int, TreeElement]) -> bool:
@@ -89,6 +90,23 @@ def check_text_target(tree: str, element_id: int | None, tool: str) -> None:
         elementId=target.id,
         role=target.role,
         suggestedElementId=suggestion.id if suggestion is not None else None,
+    )
+
+
+def check_value_target(tree: str, element_id: int) -> None:
+    """Refuse (``unsupported_action``, ``details.reason = "read_only"``) a ``set_value`` on a
+    text field shown ``[readonly]``: a person cannot change it, and some toolkits (Qt) let
+    ``EditableText`` overwrite it anyway."""
+    target = parse_tree(tree).elements.get(element_id)
+    if target is None or target.role not in TEXT_FIELD_ROLES or "readonly" not in target.states:
+        return
+    raise refusal(
+        ErrorCode.UNSUPPORTED_ACTION,
+        f"Element {element_id} ({target.role}) is read only: its value cannot be set; nothing "
+        f"was changed and the state_id is still valid. {REASON_ADVICE[READ_ONLY]}",
+        reason=READ_ONLY,
+        elementId=element_id,
+        role=target.role,
     )
 
 

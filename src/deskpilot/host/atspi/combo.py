@@ -31,6 +31,7 @@ COMBO_BOX_ROLES: Final = frozenset({ROLE_NUMBER["combo box"]})
 MAX_OPTIONS: Final = 500
 _B_SELECTED: Final = bit(State.SELECTED)
 _B_EXPANDED: Final = bit(State.EXPANDED)
+_B_EXPANDABLE: Final = bit(State.EXPANDABLE)
 _B_SHOWING: Final = bit(State.SHOWING)
 _NULL_PATHS: Final = ("/org/a11y/atspi/null", ROOT_PATH)
 
@@ -54,6 +55,9 @@ class ComboParts:
     #: the combo box implements Selection over its options (GTK 3)
     has_selection: bool
     options: tuple[ComboOption, ...]
+    #: the combo box's own word on its popup: open (EXPANDED) or closed (EXPANDABLE only);
+    #: None when it says neither (Qt 5, whose closed popup list even reads as showing)
+    says_open: bool | None = None
 
 
 async def _role(conn: Conn, ref: NodeRef) -> int:
@@ -111,10 +115,12 @@ async def read_combo(conn: Conn, combo: NodeRef) -> ComboParts | None:
             ComboOption(ref, str(props.get("Name") or ""), index, bool(state & _B_SELECTED))
         )
     ifaces = (await conn.call(combo.bus_name, combo.path, I_ACCESSIBLE, "GetInterfaces"))[0]
-    expanded = bool(await _state(conn, combo) & _B_EXPANDED) or bool(
-        await _state(conn, popup) & _B_SHOWING
+    combo_state = await _state(conn, combo)
+    expanded = bool(combo_state & _B_EXPANDED) or bool(await _state(conn, popup) & _B_SHOWING)
+    says_open = (
+        bool(combo_state & _B_EXPANDED) if combo_state & (_B_EXPANDED | _B_EXPANDABLE) else None
     )
-    return ComboParts(combo, popup, expanded, I_SELECTION in ifaces, tuple(options))
+    return ComboParts(combo, popup, expanded, I_SELECTION in ifaces, tuple(options), says_open)
 
 
 def match_option(options: tuple[ComboOption, ...], wanted: str) -> ComboOption | None:
