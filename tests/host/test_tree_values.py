@@ -42,6 +42,9 @@ PAGE = """<!doctype html><html><head><title>Values page</title></head><body>
 <label for="empty">Empty date</label><input id="empty" type="date">
 <label for="qty">Quantity</label><input id="qty" type="number" value="7">
 <label for="vol">Volume</label><input id="vol" type="range" min="0" max="10" value="4">
+<label for="code">Code</label><input id="code" readonly value="RO-1">
+<label for="off">Off</label><input id="off" disabled value="OFF-1">
+<label for="notes">Kept notes</label><textarea id="notes" readonly>kept</textarea>
 <p id="out">none</p>
 <script>color.onchange = () => out.textContent = 'picked ' + color.value;</script>
 </body></html>
@@ -163,6 +166,11 @@ async def test_chromium_select_date_and_number_values(
             assert '- spinButton "Month Empty date" = ""' in snap.text
             assert '- spinButton "Quantity" = "7"' in snap.text
             assert '- slider "Volume" = "4"' in snap.text
+            # Chromium leaves a read-only field neither enabled nor sensitive: read only (a
+            # click on it still does what the page says), not disabled; a disabled one is
+            assert '- textField "Code" = "RO-1" [readonly]' in snap.text, snap.text
+            assert '- textField "Kept notes" = "kept" [readonly]' in snap.text, snap.text
+            assert '- textField "Off" = "OFF-1" [disabled]' in snap.text, snap.text
             # choose "Green" the way a user would: focus the select, type its first letter
             await client.perform(combo, SemanticOp(OpKind.GRAB_FOCUS))
             _keys("g")

@@ -154,3 +154,17 @@ def test_the_item_click_note_checks_the_new_state() -> None:
     activated = ItemClick.of(_result("activate", "semantic"), 4)
     assert activated is not None and "activated the item" in activated.note(before, None)
     assert ItemClick.of(_result(None, "semantic"), 4) is None
+
+
+def test_a_disabled_field_is_never_the_field_suggested() -> None:
+    """Qt: a refusal on a read-only field pointed at a disabled one, itself refused next."""
+    tree = """\
+- window "Ledger" [1]
+  - textField "Payee" = "" [2]
+  - textField "Memo" = "locked" [disabled] [3]
+  - textField "Account" = "ACC-1" [readonly] [4]"""
+    with pytest.raises(DeskpilotError) as err:
+        check_text_target(tree, 4, "type_text")
+    assert err.value.details["suggestedElementId"] == 2  # not 3, the nearest
+    nodes = parse_tree(tree).elements
+    assert not takes_text(nodes[3], nodes)

@@ -10,7 +10,7 @@ the host told anything: a refusal costs nothing and changes nothing on the deskt
 The tree is the host's rendering (docs/host-tree.md), read back by the policy's parser
 (``protocol/tree.py``): ``[editable]`` marks an editable
 element of any role, ``[readonly]`` a text field that is read only or not editable. An
-element takes text when it is
+element takes text when it is not ``[disabled]`` and it is
 
 * a text or password field that is not ``[readonly]``;
 * shown ``[editable]`` (contenteditable text and sections, documents in edit mode, editable
@@ -46,6 +46,8 @@ READ_ONLY = "read_only"
 
 def takes_text(node: TreeElement, nodes: dict[int, TreeElement]) -> bool:
     """Whether typing into ``node`` puts text into it (the rules in the module docstring)."""
+    if "disabled" in node.states:
+        return False  # runtime/enabled_targets.py: nothing is sent to it
     if node.role in TEXT_FIELD_ROLES:
         return "readonly" not in node.states
     if "editable" in node.states or node.role in TERMINAL_ROLES:

@@ -183,7 +183,9 @@ def state_words(n: RawNode) -> list[str]:
         out.append("expanded")
     elif st & _B_EXPANDABLE:
         out.append("collapsed")
-    if role in INTERACTIVE_ROLES and not st & (_B_SENSITIVE | _B_ENABLED):
+    if role in INTERACTIVE_ROLES and not st & (_B_SENSITIVE | _B_ENABLED | _B_READ_ONLY):
+        # Chromium leaves a read-only field neither enabled nor sensitive: it is read only
+        # (a click on it still does what the page says: a date picker opens), not disabled
         out.append("disabled")
     if role in _TEXT_FIELD_ROLES:
         if st & _B_READ_ONLY or not st & _B_EDITABLE:
