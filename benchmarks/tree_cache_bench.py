@@ -149,15 +149,22 @@ async def measure(
         print(f"{'':<24} a cached read after a change differed from the full one: {line}")
 
 
-def _launch_qt() -> dapps.App | None:
+def _launch_qt() -> subprocess.Popen[bytes] | None:
     """tests/host/mutating_qt_app.py (a Qt 6 window with an "Increment" button that counts
-    in a label), when the system python3 has PyQt6; None otherwise."""
+    in a label), when the system python3 has PyQt6; None otherwise. Its stdin stays open: it
+    ends at end of input."""
     probe = subprocess.run([SYSTEM_PYTHON, "-c", "import PyQt6.QtWidgets"], capture_output=True)
     if probe.returncode != 0:
         print("# no PyQt6 for the system python3: the Qt row is left out")
         return None
-    os.environ["QT_LINUX_ACCESSIBILITY_ALWAYS_ON"] = "1"
-    return dapps.launch([SYSTEM_PYTHON, str(QT_APP), "3"])
+    env = dict(os.environ, QT_LINUX_ACCESSIBILITY_ALWAYS_ON="1", QT_QPA_PLATFORM="xcb")
+    return subprocess.Popen(
+        [SYSTEM_PYTHON, str(QT_APP), "3"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 async def wait_loaded(client: AtspiClient, frame: FrameInfo) -> None:
@@ -202,7 +209,8 @@ async def run(args: argparse.Namespace, first_url: str, url: str) -> None:
         await cached.close()
         await full.close()
         if qt is not None:
-            qt.stop()
+            qt.kill()
+            qt.wait()
         calc.stop()
         chrome.stop()
         first.stop()
