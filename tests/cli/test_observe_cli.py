@@ -75,6 +75,12 @@ def test_an_app_name_two_processes_share_is_refused_with_both_pids(xterm: App) -
         assert "error: target_ambiguous:" in result.stderr
         for pid in (xterm.pid, second.pid):
             assert f"pid {pid}: " in result.stderr, result.stderr
+        # asked for JSON, the refusal is JSON (on stdout), with the same candidates
+        as_json = CliRunner().invoke(cli_app, ["observe", "--app", "xterm", "--json"])
+        assert as_json.exit_code == 1, as_json.output
+        error = json.loads(as_json.stdout)["error"]
+        assert error["code"] == "target_ambiguous"
+        assert {c["pid"] for c in error["candidates"]} >= {xterm.pid, second.pid}
         # the pid it lists is what --pid takes
         chosen = CliRunner().invoke(cli_app, ["observe", "--pid", str(second.pid)])
         assert chosen.exit_code == 0, chosen.output

@@ -6,21 +6,50 @@
 // Run by the tests (tests/mcp/real_clients.py run_ts_script):
 //   node ts_calls.mjs '<config JSON>' '<calls JSON: [{"name": …, "arguments": {…}}, …]>'
 //   config: {"transport": "stdio", "command": ".../deskpilot", "args": ["serve"], "env": {...}}
+// An argument "$state" stands for the last state_id a result gave; "$element:TEXT" for the
+// id of the last state's one tree line holding TEXT, e.g. `$element:button "Save"` (what an
+// agent reads off the state); null when no line or several do.
 
 import { connectStdio, diagnosticOf, textOf } from "./sdk_kit.mjs";
 
 const config = JSON.parse(process.argv[2]);
 const calls = JSON.parse(process.argv[3]);
 
+let lastState = null;
+let lastTree = "";
+
+function resolved(value) {
+  if (value === "$state") return lastState;
+  if (typeof value === "string" && value.startsWith("$element:")) {
+    const label = value.slice("$element:".length);
+    const ids = lastTree
+      .split("\n")
+      .filter((line) => line.includes(label))
+      .map((line) => line.match(/\[(\d+)\]\s*$/))
+      .filter(Boolean);
+    return ids.length === 1 ? Number(ids[0][1]) : null;
+  }
+  return value;
+}
+
 const client = await connectStdio(config, "deskpilot-ts-calls");
 const results = [];
 try {
   for (const { name, arguments: args } of calls) {
+    const given = Object.fromEntries(
+      Object.entries(args ?? {}).map(([key, value]) => [key, resolved(value)]),
+    );
     const t0 = performance.now();
-    const result = await client.callTool({ name, arguments: args ?? {} });
+    const result = await client.callTool({ name, arguments: given });
     const text = textOf(result);
+    const state = text.match(/^state_id=(\S+)$/m)?.[1];
+    if (state) {
+      lastState = state;
+      lastTree = text;
+    }
     results.push({
       tool: name,
+      arguments: given,
       ms: performance.now() - t0,
       isError: result.isError === true,
       diagnostic: diagnosticOf(text),

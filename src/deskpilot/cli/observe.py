@@ -87,8 +87,13 @@ def observe(
     try:
         obs, header, png = asyncio.run(_observe(target, screenshot is not None))
     except DeskpilotError as exc:
+        candidates = (exc.details or {}).get("candidates") or []
+        if as_json:  # a script asked for JSON: the refusal is JSON too, on stdout
+            error = {"code": exc.code.value, "message": exc.message, "candidates": candidates}
+            typer.echo(json.dumps({"error": error}))
+            raise typer.Exit(1) from None
         typer.echo(f"error: {exc.code.value}: {exc.message}", err=True)
-        for candidate in (exc.details or {}).get("candidates") or []:
+        for candidate in candidates:
             typer.echo(f"  {_candidate_line(candidate)}", err=True)
         raise typer.Exit(1) from None
     if screenshot is not None and png is not None:

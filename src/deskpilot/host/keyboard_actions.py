@@ -13,6 +13,7 @@ from typing import Literal
 
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
 from deskpilot.host.combo_boxes import ComboBoxes
+from deskpilot.host.element_states import read_only
 from deskpilot.host.outcome import Outcome
 from deskpilot.host.primitives import Primitives, test_hang_target
 from deskpilot.host.x11.keymap import parse_chord
@@ -88,7 +89,7 @@ class KeyboardActions:
     async def set_value(
         self, action: SetValueAction, window: XWindow, rect: Rect, element: ElementRef
     ) -> Outcome:
-        if _read_only(element):
+        if read_only(element):
             # Qt's EditableText overwrites a read-only field: a person could not
             raise DeskpilotError(
                 ErrorCode.UNSUPPORTED_ACTION,
@@ -187,12 +188,3 @@ def _as_text(value: str | float) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
-
-
-def _read_only(element: ElementRef) -> bool:
-    """A text field shown ``[readonly]`` (read only, or not editable: render.py's rule), or any
-    element in the READ_ONLY state."""
-    states = element.states
-    if "read_only" in states:
-        return True
-    return element.role in ("textField", "passwordField") and "editable" not in states

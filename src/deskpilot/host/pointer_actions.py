@@ -16,6 +16,7 @@ from deskpilot.host.action_checks import to_screen
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
 from deskpilot.host.atspi.vocab import ROLE_NUMBER
 from deskpilot.host.combo_boxes import ComboBoxes
+from deskpilot.host.element_states import TEXT_FIELD_ROLES, read_only
 from deskpilot.host.item_clicks import ItemClicks, clicked_item
 from deskpilot.host.observer import Binding
 from deskpilot.host.outcome import Outcome
@@ -36,8 +37,6 @@ FOCUS_ACTION_NAMES = frozenset({"focus", "grab_focus", "grabfocus"})
 MENU_ITEM_ROLES = frozenset(
     ROLE_NUMBER[r] for r in ("menu item", "check menu item", "radio menu item")
 )
-#: rendered roles of fields a person clicks to type into (the tree's vocabulary)
-TEXT_FIELD_ROLES = frozenset({"textField", "passwordField"})
 
 
 class PointerActions:
@@ -77,9 +76,11 @@ class PointerActions:
             and action.button == "left"
             and action.count == 1
             and element.role in TEXT_FIELD_ROLES
+            and not read_only(element)
         ):
             # a person clicks a text field to type into it: the click is keyboard focus with
-            # the caret in it (a GTK 3 entry's own "activate" action changes no focus)
+            # the caret in it (a GTK 3 entry's own "activate" action changes no focus). A
+            # read-only one takes no typing: its click is a click (a date picker opens)
             return await self.focus_text(element, window, rect)
         elif element is not None and action.button == "left" and action.count == 1:
             qt_menu = await self._qt_menu_item_click(element, rect)
