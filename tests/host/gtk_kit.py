@@ -50,7 +50,7 @@ needs_qt5 = pytest.mark.skipif(
 )
 
 
-class GtkWindow:
+class MutatingWindow:
     """The running app: ``send`` a line, wait for its ``ok``."""
 
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
@@ -70,16 +70,16 @@ class GtkWindow:
         assert answer.decode().split() == ["ok", str(self.steps)], answer
 
 
-async def start_gtk(seed: int = 7) -> GtkWindow:
+async def start_gtk(seed: int = 7) -> MutatingWindow:
     return await _start(GTK_APP, seed)
 
 
-async def start_qt(seed: int = 7) -> GtkWindow:
+async def start_qt(seed: int = 7) -> MutatingWindow:
     """The Qt twin (tests/host/mutating_qt_app.py), same protocol."""
     return await _start(QT_APP, seed)
 
 
-async def _start(script: Path, seed: int) -> GtkWindow:
+async def _start(script: Path, seed: int) -> MutatingWindow:
     env = dict(
         os.environ,
         NO_AT_BRIDGE="0",
@@ -98,10 +98,10 @@ async def _start(script: Path, seed: int) -> GtkWindow:
         env=env,
         start_new_session=True,
     )
-    return GtkWindow(proc)
+    return MutatingWindow(proc)
 
 
-async def stop(window: GtkWindow) -> None:
+async def stop(window: MutatingWindow) -> None:
     if window.proc.returncode is None:
         window.proc.kill()
     await window.proc.wait()

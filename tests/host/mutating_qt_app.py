@@ -21,53 +21,25 @@ import random
 import sys
 
 if sys.argv[2:] == ["qt5"]:
-    from PyQt5.QtCore import QSocketNotifier, QTimer
-    from PyQt5.QtWidgets import (
-        QApplication,
-        QCheckBox,
-        QComboBox,
-        QHBoxLayout,
-        QLabel,
-        QLineEdit,
-        QMenuBar,
-        QPushButton,
-        QSpinBox,
-        QTextEdit,
-        QVBoxLayout,
-        QWidget,
-    )
+    from PyQt5 import QtCore, QtWidgets
 else:
-    from PyQt6.QtCore import QSocketNotifier, QTimer
-    from PyQt6.QtWidgets import (
-        QApplication,
-        QCheckBox,
-        QComboBox,
-        QHBoxLayout,
-        QLabel,
-        QLineEdit,
-        QMenuBar,
-        QPushButton,
-        QSpinBox,
-        QTextEdit,
-        QVBoxLayout,
-        QWidget,
-    )
+    from PyQt6 import QtCore, QtWidgets
 
 rng = random.Random(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
 counter = 0
 steps = 0
 
-app = QApplication(sys.argv[:1])
-window = QWidget()
+app = QtWidgets.QApplication(sys.argv[:1])
+window = QtWidgets.QWidget()
 window.setWindowTitle("Mutating Qt")
 window.resize(480, 640)
-top = QVBoxLayout(window)
-menus = QMenuBar()
+top = QtWidgets.QVBoxLayout(window)
+menus = QtWidgets.QMenuBar()
 top.setMenuBar(menus)
-fixed = QLabel("Fixed label")
+fixed = QtWidgets.QLabel("Fixed label")
 top.addWidget(fixed)
-count = QLabel("Count is 0")
+count = QtWidgets.QLabel("Count is 0")
 top.addWidget(count)
 clicks = [0]
 
@@ -85,35 +57,35 @@ def add_ten() -> None:
 edit_menu = menus.addMenu("Edit")
 more_menu = edit_menu.addMenu("More")
 more_menu.addAction("Add Ten").triggered.connect(add_ten)
-increment_button = QPushButton("Increment")
+increment_button = QtWidgets.QPushButton("Increment")
 increment_button.clicked.connect(increment)
 top.addWidget(increment_button)
-name = QLineEdit()
+name = QtWidgets.QLineEdit()
 name.setAccessibleName("Name")
 top.addWidget(name)
-amount = QSpinBox()
+amount = QtWidgets.QSpinBox()
 amount.setAccessibleName("Amount")
 top.addWidget(amount)
-subscribe = QCheckBox("Subscribe")
+subscribe = QtWidgets.QCheckBox("Subscribe")
 top.addWidget(subscribe)
-colour = QComboBox()
+colour = QtWidgets.QComboBox()
 colour.addItems(["Red", "Green", "Blue"])
 top.addWidget(colour)
-sku = QLineEdit("SKU-0001")
+sku = QtWidgets.QLineEdit("SKU-0001")
 sku.setAccessibleName("SKU")
 sku.setReadOnly(True)
 top.addWidget(sku)
-notes = QTextEdit()
+notes = QtWidgets.QTextEdit()
 notes.setAccessibleName("Notes")
 notes.setFixedHeight(60)
 top.addWidget(notes)
-row = QHBoxLayout()
+row = QtWidgets.QHBoxLayout()
 top.addLayout(row)
-columns = [QVBoxLayout(), QVBoxLayout()]
+columns = [QtWidgets.QVBoxLayout(), QtWidgets.QVBoxLayout()]
 for column in columns:
     row.addLayout(column)
-pool: list[QWidget] = []
-focusable: list[QWidget] = [name, amount, subscribe, notes, increment_button]
+pool: list[QtWidgets.QWidget] = []
+focusable: list[QtWidgets.QWidget] = [name, amount, subscribe, notes, increment_button]
 
 
 def word() -> str:
@@ -122,20 +94,20 @@ def word() -> str:
     return f"{rng.choice(WORDS)} {counter}"
 
 
-def new_widget() -> QWidget:
+def new_widget() -> QtWidgets.QWidget:
     kind = rng.randrange(4)
     if kind == 0:
-        return QLabel(word())
+        return QtWidgets.QLabel(word())
     if kind == 1:
-        return QPushButton(word())
+        return QtWidgets.QPushButton(word())
     if kind == 2:
-        return QCheckBox(word())
-    edit = QLineEdit()
+        return QtWidgets.QCheckBox(word())
+    edit = QtWidgets.QLineEdit()
     edit.setText(word())
     return edit
 
 
-def column_of(w: QWidget) -> QVBoxLayout:
+def column_of(w: QtWidgets.QWidget) -> QtWidgets.QVBoxLayout:
     return columns[0] if columns[0].indexOf(w) >= 0 else columns[1]
 
 
@@ -166,9 +138,9 @@ def mutate() -> None:
         here = column_of(w)
         here.removeWidget(w)
         (columns[1] if here is columns[0] else columns[0]).addWidget(w)
-    elif isinstance(w, QCheckBox):
+    elif isinstance(w, QtWidgets.QCheckBox):
         w.setChecked(not w.isChecked())
-    elif isinstance(w, (QLabel, QPushButton, QLineEdit)):
+    elif isinstance(w, (QtWidgets.QLabel, QtWidgets.QPushButton, QtWidgets.QLineEdit)):
         w.setText(word())
 
 
@@ -187,7 +159,7 @@ def on_line() -> None:
                 mutate()
         steps += 1
         # answer once Qt has processed what the changes queued (the next loop turns)
-        QTimer.singleShot(50, answer)
+        QtCore.QTimer.singleShot(50, answer)
 
 
 def answer() -> None:
@@ -198,6 +170,7 @@ for _ in range(8):
     add()
 window.show()
 # Qt 6 scopes the enum (QSocketNotifier.Type.Read); Qt 5 has it on the class
-reader = QSocketNotifier(sys.stdin.fileno(), getattr(QSocketNotifier, "Type", QSocketNotifier).Read)
+notifier = QtCore.QSocketNotifier
+reader = notifier(sys.stdin.fileno(), getattr(notifier, "Type", notifier).Read)
 reader.activated.connect(on_line)
 sys.exit(app.exec())

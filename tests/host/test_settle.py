@@ -197,11 +197,11 @@ async def test_a_barrier_never_answered_is_waited_for_no_longer_than_the_plain_r
 async def test_chromium_window_widens_with_the_apps_typical_reaction() -> None:
     from types import SimpleNamespace
 
-    from deskpilot.host.atspi.model import ElementRef, NodeRef
+    from deskpilot.host.atspi.model import AppInfo, ElementRef, NodeRef
 
     acc = FakeAcc()
     acc_any = cast(Any, acc)
-    app = SimpleNamespace(bus_name=APP, toolkit="Chromium", toolkit_version="1.0")
+    app = AppInfo("chromium", 1, APP, "/", toolkit="Chromium", toolkit_version="1.0")
 
     async def application(bus_name: str) -> Any:
         return app if bus_name == APP else None

@@ -370,7 +370,7 @@ class Accessibility:
             info = await asyncio.wait_for(self.client.application(element.bus_name), 3.0)
         except Exception:
             return ""
-        return (info.toolkit or "").lower() if info is not None else ""
+        return info.kit if info is not None else ""
 
     async def extents(self, element: ElementRef) -> Rect | None:
         if element.extents is not None:

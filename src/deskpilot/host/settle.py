@@ -206,7 +206,7 @@ class Settler:
             return "", ""  # not remembered: the next action asks again
         if app is None:
             return "", ""
-        found = ((app.toolkit or "").lower(), app.toolkit_version or "")
+        found = (app.kit, app.toolkit_version or "")
         self._toolkits[bus_name] = found
         return found
 

@@ -205,7 +205,7 @@ class Applications:
             toolkit_version=val(res[2]),
         )
         self._apps[bus] = info
-        if (info.toolkit or "").lower() == "qt":
+        if info.kit == "qt":
             self._bus.get_only.add(bus)  # Qt 6.4 crashes on Properties.GetAll
         return info
 

@@ -172,10 +172,7 @@ class Conn:
         )
 
         def first(sent: asyncio.Future[list[Any]]) -> None:
-            if out.done():
-                return
-            if sent.cancelled():
-                out.cancel()
+            if not _still_wanted(out, sent):
                 return
             results = sent.result()
             redo = [i for i in errors if _get_all_refused(calls[i], results[i])]
@@ -192,10 +189,7 @@ class Conn:
                 ]
 
             def second(got: asyncio.Future[list[Any]]) -> None:
-                if out.done():
-                    return
-                if got.cancelled():
-                    out.cancel()
+                if not _still_wanted(out, got):
                     return
                 values, k = got.result(), 0
                 for i in redo:
@@ -344,6 +338,17 @@ async def app_bus_address(conn: Conn, bus: str) -> str:
             raise
         return ""
     return str(body[0])
+
+
+def _still_wanted(out: asyncio.Future[Any], round_: asyncio.Future[Any]) -> bool:
+    """Whether a round's results still go to ``out``: not when ``out`` was given up (a read
+    past its deadline), nor when the round was cancelled (then ``out`` is too)."""
+    if out.done():
+        return False
+    if round_.cancelled():
+        out.cancel()
+        return False
+    return True
 
 
 def _asks_get_all(call: Call) -> bool:

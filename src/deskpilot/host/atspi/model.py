@@ -31,6 +31,16 @@ class AppInfo:
     toolkit: str | None = None  # "GTK", "Chromium", "Qt", … (Application.ToolkitName)
     toolkit_version: str | None = None
 
+    @property
+    def kit(self) -> str:
+        """The toolkit's name in lower case ("gtk", "chromium", "qt"); "" when it gives none."""
+        return (self.toolkit or "").lower()
+
+    @property
+    def chromium(self) -> bool:
+        """Chromium (or Chrome, Electron): its tree changes shape without events."""
+        return self.kit.startswith("chrom")
+
 
 @dataclass(frozen=True, slots=True)
 class FrameInfo:

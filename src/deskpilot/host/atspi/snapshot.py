@@ -138,9 +138,10 @@ class Snapshots:
         async with entry.lock:
             t0 = time.perf_counter()
             conn = await collect.until(self._connections.conn_for(root.bus_name), deadline)
-            toolkit = await self._toolkit(root)
-            chromium = toolkit.startswith("chrom")
-            if toolkit == "qt":
+            info = await self._apps.info(root.bus_name, ROOT_PATH)
+            chromium = info is not None and info.chromium
+            if info is not None and info.kit == "qt":
+                # Qt changes names without events: never served from the cache
                 cache.distrust(root.bus_name, NOTE_QT)
             # Chromium changes its tree's shape without events: a hit or patch of it stands
             # only if the kept nodes are still exactly its tree (one GetMatches, ~7 ms of
@@ -243,14 +244,6 @@ class Snapshots:
             snap, elements=elements, sensitive_regions=regions, timings_ms={"hit": _ms_since(t0)}
         )
 
-    async def _toolkit(self, root: NodeRef) -> str:
-        """The app's toolkit name in lower case ("" when it gives none). Chromium's tree can
-        change shape without an event: its hits and patches need the shape checked
-        (``tree_patch.same_shape``), and its patches never splice subtrees. Qt's changes
-        names without one: it is never served from the cache."""
-        info = await self._apps.info(root.bus_name, ROOT_PATH)
-        return (info.toolkit or "").lower() if info else ""
-
     async def _patch(
         self,
         entry: Entry,
@@ -273,7 +266,7 @@ class Snapshots:
         if plan.dirt is None:
             return None
         info = await self._apps.info(snap.root.bus_name, ROOT_PATH)
-        chromium = (await self._toolkit(snap.root)).startswith("chrom")
+        chromium = info is not None and info.chromium
         limit = _read_limit(max_elements)
         patched = await patch_nodes(
             conn,
@@ -493,7 +486,7 @@ async def _read_details(
 async def _enrich(
     conn: Conn, nodes: list[RawNode], todo: list[int], info: AppInfo | None, keep: FreshRead | None
 ) -> None:
-    blank_names = bool(info and info.toolkit and info.toolkit.lower().startswith("chrom"))
+    blank_names = info is not None and info.chromium
     names = [nodes[i].name for i in todo] if keep is not None else []
     await collect.enrich(conn, nodes, todo, blank_names)
     if keep is not None:

@@ -53,7 +53,7 @@ class TreeReader:
         bus = root.bus_name
         strategy = self._strategy.get(bus)
         info = self._apps.known(bus)
-        chromium = bool(info and (info.toolkit or "").lower().startswith("chrom"))
+        chromium = info is not None and info.chromium
         if strategy is None or strategy == "cache":
             done, strategy = await self._from_cache(
                 conn, root, limit, max_children, strategy, deadline, chromium
