@@ -75,6 +75,8 @@ def open_popup(host: HostProcess, obs: dict[str, Any], session: str) -> dict[str
     assert opened["detail"] == "action 'open'", opened
     popup: dict[str, Any] = opened["observation"]
     assert re.search(r'comboBox "Color"[^\n]*\[expanded\]', popup["tree"]), popup["tree"]
+    # Chromium's list is a popup window too; the tree shows its options once, in the combo
+    assert popup["tree"].count('menuItem "Blue"') == 1, popup["tree"]
     return popup
 
 
@@ -145,6 +147,9 @@ def test_gtk3_combo_set_value_and_option_click(host: HostProcess) -> None:
         assert re.search(r'comboBox "Blue"', tree) and "menuItem" not in tree, tree
         opened = click(host, result["observation"], combo, "kg")
         popup = opened["observation"]
+        # the open list is a popup window too, but the tree shows it once: under the combo
+        assert popup["tree"].count('menuItem "Green"') == 1, popup["tree"]
+        assert "- popup [" not in popup["tree"], popup["tree"]
         chosen = click(host, popup, line_id(popup["tree"], r'menuItem "Green"'), "kg")
         assert chosen["detail"] == "action 'Click'", chosen
         tree = chosen["observation"]["tree"]

@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from deskpilot.host import settings
@@ -44,7 +45,9 @@ from deskpilot.host.atspi.model import (
     SemanticResult,
     TreeSnapshot,
 )
+from deskpilot.host.atspi.popup_sections import with_popups
 from deskpilot.host.last_trees import LastTrees
+from deskpilot.host.popups import popup_frames
 from deskpilot.host.settings import TREE_DEADLINE_S
 from deskpilot.host.x11.windows import XWindow, executable_of
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
@@ -174,14 +177,18 @@ class Accessibility:
                 window.app_name = best.app_name or None
 
     async def frame_for(self, window: XWindow) -> FrameInfo | None:
+        return (await self.frames_for(window))[0]
+
+    async def frames_for(self, window: XWindow) -> tuple[FrameInfo | None, list[FrameInfo]]:
+        """The window's frame (None when its app has none), and all its app's frames."""
         if window.pid is None:
-            return None
+            return None, []
         frames: list[FrameInfo] = list(
             await asyncio.wait_for(self.client.frames(pid=window.pid), FRAME_LOOKUP_TIMEOUT_S)
         )
         if not frames:
-            return None
-        return min(frames, key=lambda f: frame_score(f, window))
+            return None, []
+        return min(frames, key=lambda f: frame_score(f, window)), frames
 
     async def tree_for(
         self,
@@ -191,6 +198,7 @@ class Accessibility:
         text_budget: int,
         hint: FrameInfo | None = None,
         deadline_s: float = TREE_DEADLINE_S,
+        popups: Sequence[Rect] = (),
     ) -> TreeResult | TreeUnavailable | None:
         """The window's tree by ``deadline_s`` from now; None when it has no accessible
         frame (no tree to speak of), ``TreeUnavailable`` when it has one but reading it
@@ -204,7 +212,11 @@ class Accessibility:
         stopped app's windows do not change).
 
         An app that answers nothing by the deadline gets the window's last complete tree,
-        stale (``TreeResult.stale_age_ms``)."""
+        stale (``TreeResult.stale_age_ms``).
+
+        ``popups``: where the mapped popups are (x11/popups.py). The app's popups among them
+        over this window (a context menu, a drop-down list: host/popups.py) are read next to
+        the window and appended to its tree (atspi/popup_sections.py)."""
         start = time.perf_counter()
         loop = asyncio.get_running_loop()
         began = loop.time()
@@ -228,8 +240,9 @@ class Accessibility:
         if hint is not None:
             early = asyncio.ensure_future(self._snapshot(hint, max_elements, text_budget, deadline))
             early.add_done_callback(_retrieved)  # even when this read is itself cancelled
+        frames: list[FrameInfo] = []
         try:
-            frame = await until(self.frame_for(window), deadline)
+            frame, frames = await until(self.frames_for(window), deadline)
         except TimeoutError:
             frame = hint
             if frame is None:
@@ -246,6 +259,11 @@ class Accessibility:
         if early is not None and (hint is None or hint.ref != frame.ref):
             _drop(early)
             early = None
+        over = popup_frames(frames, frame, window.bounds, popups) if popups else []
+        popup_reads = [
+            asyncio.ensure_future(self._snapshot(f, max_elements, text_budget, deadline))
+            for f in over
+        ]
         snapshot: TreeSnapshot | None = None
         while True:
             try:
@@ -256,6 +274,7 @@ class Accessibility:
                     snapshot = await self._snapshot(frame, max_elements, text_budget, deadline)
             except Exception as exc:
                 log.info("AT-SPI snapshot failed: %s", type(exc).__name__)
+                _drop_all(popup_reads)
                 if _no_answer(exc):
                     self.client.ask(window.pid, frame.ref.bus_name, began)
                     return self._known(window, type(exc).__name__, deadline_ms)
@@ -269,9 +288,12 @@ class Accessibility:
                 break
             await asyncio.sleep(COLD_START_DELAY_S)
         if snapshot is None:
+            _drop_all(popup_reads)
             return None
         if snapshot.partial is None:
             self.last_trees.remember(window.xid, window.pid, snapshot, frame)
+        if popup_reads:
+            snapshot = with_popups(snapshot, await _popup_snapshots(popup_reads))
         elapsed = (time.perf_counter() - start) * 1000
         return TreeResult(snapshot, frame, elapsed, deadline_ms=deadline_ms)
 
@@ -391,6 +413,26 @@ def _drop(future: asyncio.Future[TreeSnapshot | None] | None) -> None:
     hint's frame was the wrong one (a dialog opened, say), and the read of the right frame
     must not spend its deadline waiting for the wrong one's."""
     del future  # it runs on; the done-callback retrieves its result or exception
+
+
+def _drop_all(reads: Sequence[asyncio.Future[TreeSnapshot | None]]) -> None:
+    for read in reads:
+        read.add_done_callback(_retrieved)
+
+
+async def _popup_snapshots(
+    reads: Sequence[asyncio.Future[TreeSnapshot | None]],
+) -> list[TreeSnapshot]:
+    """The popups' trees that were read; a popup that closed meanwhile (its accessible is
+    gone) or did not answer is left out: the window's tree does not fail for it."""
+    done = await asyncio.gather(*reads, return_exceptions=True)
+    out: list[TreeSnapshot] = []
+    for snap in done:
+        if isinstance(snap, TreeSnapshot):
+            out.append(snap)
+        elif isinstance(snap, BaseException):
+            log.info("AT-SPI popup snapshot failed: %s", type(snap).__name__)
+    return out
 
 
 def _no_answer(exc: Exception) -> bool:

@@ -2,8 +2,9 @@
 
 Only when every condition holds: no error, refusal or known state change (the caller checks
 that); the same app identity as the state acted on; a complete window header; a window root;
-unique valid element ids; a screenshot; nothing truncated, elided or partial (an open menu or
-popup over the window is a partial state); in a browser, page content (a document or a
+unique valid element ids; a screenshot; nothing truncated, elided or partial; no other window
+of the app focused over it (a dialog; an open context menu is not one: the host shows it in
+the tree as a ``- popup`` section, docs/host-tree.md); in a browser, page content (a document or a
 dialog: a tab that is still opening has neither). The window title is not compared with the
 tree's root name: AT-SPI reports a page's new title later than X does. Otherwise the result
 says to observe explicitly; nothing is re-read in the background to paper over it. This is a

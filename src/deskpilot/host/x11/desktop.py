@@ -18,6 +18,7 @@ from deskpilot.host.x11.capture import Capturer, CaptureThread
 from deskpilot.host.x11.clipboard import ClipboardOwner
 from deskpilot.host.x11.connection import XConnection, XUnavailable
 from deskpilot.host.x11.input import HeldInputs, XInput, release_all
+from deskpilot.host.x11.popups import PopupLister
 from deskpilot.host.x11.windows import WindowLister, XWindow, parse_xid, process_start_time
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import Rect, TargetSpec
@@ -40,6 +41,7 @@ class X11Desktop:
         except XUnavailable as exc:
             self.connect_error = exc.message
         self.lister = WindowLister(self.conn) if self.conn else None
+        self.popups = PopupLister(self.conn) if self.conn else None
         self.capturer = Capturer(self.conn.name) if self.conn else None
         #: the observer's grabs and their encoding, off the event loop (x11/capture.py)
         self.shooter = CaptureThread(self.conn.name) if self.conn else None
@@ -118,6 +120,11 @@ class X11Desktop:
         if not windows:
             raise DeskpilotError(ErrorCode.NO_WINDOWS_AVAILABLE, "there are no windows")
         return _best(windows), windows
+
+    def popup_rects(self) -> list[Rect]:
+        """Where the mapped popups (menus, tooltips, drop-down lists) are, topmost first;
+        [] without an X server (x11/popups.py)."""
+        return self.popups.popup_rects() if self.popups is not None else []
 
     def current(self, xid: int) -> XWindow | None:
         _, lister, _ = self.require()

@@ -1,0 +1,104 @@
+"""A window's tree with the trees of the popups over it (menus, lists) appended as sections.
+
+Each popup is read as a snapshot of its own (through the tree cache, like the window), and
+shown after the window's tree as one more top-level outline whose root line says ``popup``:
+
+    - window "Untitled 1 - Mousepad" [1]
+      …
+    - popup [13]
+      - menu [14]
+        - menuItem "Undo" [15]
+
+A popup whose elements the tree shows already is left out: a GTK 3 combo box's open list is
+a popup window of its own *and* the combo's child in the window's tree.
+
+Element ids are line numbers (atspi/render.py), so a popup's ids move by the number of lines
+before it, and its lines are renumbered to match. ``treeVersion`` is the hash of the whole
+text, so a menu opening or closing changes it as any other change of what is shown.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Final
+
+from deskpilot.host.atspi.model import TreeSnapshot
+from deskpilot.host.atspi.snapshot import tree_version
+from deskpilot.protocol.wire import Truncation
+
+#: the role word a popup's root line shows (whatever its own role: window, frame, menu)
+POPUP_ROLE: Final = "popup"
+
+
+def with_popups(main: TreeSnapshot, popups: Sequence[TreeSnapshot]) -> TreeSnapshot:
+    """``main`` with each of ``popups`` appended as a section (see the module docstring)."""
+    seen = {e.ref for e in main.elements.values()}
+    shown: list[TreeSnapshot] = []
+    for p in popups:
+        refs = {e.ref for e in p.elements.values()}
+        if p.text and not refs & seen:
+            shown.append(p)
+            seen |= refs
+    popups = shown
+    if not popups:
+        return main
+    lines = main.text.splitlines()
+    elements = dict(main.elements)
+    regions = list(main.sensitive_regions)
+    focused = main.focused_id
+    for popup in popups:
+        offset = len(lines)
+        section = popup.text.splitlines()
+        for old in popup.elements:
+            line = section[old - 1]
+            suffix = f" [{old}]"
+            if line.endswith(suffix):  # always: an element's line ends with its id
+                section[old - 1] = f"{line[: -len(suffix)]} [{old + offset}]"
+        if 1 in popup.elements:  # the popup's root: its first line (render.py keeps it)
+            section[0] = _as_popup_root(section[0])
+        for old, e in popup.elements.items():
+            parent = e.parent_id + offset if e.parent_id is not None else None
+            elements[old + offset] = dataclasses.replace(e, id=old + offset, parent_id=parent)
+        if popup.focused_id is not None:  # the keyboard is in the popup while it is open
+            focused = popup.focused_id + offset
+        lines += section
+        regions += popup.sensitive_regions
+    text = "\n".join(lines)
+    count = main.element_count + sum(p.element_count for p in popups)
+    return dataclasses.replace(
+        main,
+        text=text,
+        tree_version=tree_version(text, count),
+        element_count=count,
+        elements=elements,
+        truncation=_truncation(main.truncation, [p.truncation for p in popups]),
+        sensitive_regions=regions,
+        focused_id=focused,
+        node_count=main.node_count + sum(p.node_count for p in popups),
+        partial=main.partial or next((p.partial for p in popups if p.partial), None),
+        unread_subtrees=main.unread_subtrees + sum(p.unread_subtrees for p in popups),
+        details_unread=main.details_unread or any(p.details_unread for p in popups),
+    )
+
+
+def _as_popup_root(line: str) -> str:
+    """The root line of a popup section, its role word replaced by ``popup``."""
+    indent = len(line) - len(line.lstrip())
+    rest = line[indent:]
+    if not rest.startswith("- "):
+        return line
+    _, sep, tail = rest[2:].partition(" ")
+    return f"{line[:indent]}- {POPUP_ROLE}{sep}{tail}"
+
+
+def _truncation(main: Truncation, popups: list[Truncation]) -> Truncation:
+    every = [main, *popups]
+    return Truncation(
+        omitted_elements=sum(t.omitted_elements for t in every),
+        elided_children=sum(t.elided_children for t in every),
+        noise_dropped=sum(t.noise_dropped for t in every),
+        element_cap_hit=any(t.element_cap_hit for t in every),
+        text_budget_hit=any(t.text_budget_hit for t in every),
+        tree_unavailable=main.tree_unavailable,
+    )

@@ -1,0 +1,63 @@
+"""Which of an app's other top-level accessibles are popups shown over the observed window.
+
+A context menu (GTK's, Chromium's), a drop-down list or a tooltip is an override-redirect X
+window of its own, and its accessible is another child of the application, beside the
+window's frame. Observing only the window's frame left such a menu out of the tree: an agent
+that right-clicked saw nothing open, and could reach the menu only by pixels.
+
+An app child is taken as a popup of the observed window when the X server shows a mapped
+override-redirect window exactly where it says it is (x11/popups.py), and that window lies
+over the observed one. The X side is needed because the accessibility side is not enough:
+Chromium keeps hidden helper frames (its address bar's suggestion list) that claim to be
+showing. Qt leaves its popup menus out of the application's children altogether, so a Qt
+context menu still has no tree (docs/host-tree.md, "Popups").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from deskpilot.host.atspi.model import FrameInfo
+from deskpilot.protocol.wire import Rect
+
+#: pixels an accessible's extents may differ from its X window's geometry (borders, shadows)
+SLACK: Final = 2
+#: popups shown with one window, at most (a menu and its open submenus)
+MAX_POPUPS: Final = 8
+
+
+def popup_frames(
+    frames: Sequence[FrameInfo], main: FrameInfo, window: Rect, popups: Sequence[Rect]
+) -> list[FrameInfo]:
+    """The frames among ``frames`` (one app's top-level accessibles) that are popups over
+    ``window`` (its bounds): showing, placed exactly on one of the mapped override-redirect
+    windows ``popups`` (topmost first), and overlapping the window. Topmost last, as a
+    person reads a menu and then its open submenu."""
+    out: list[tuple[int, FrameInfo]] = []
+    for f in frames:
+        if f.ref == main.ref or f.extents is None or "showing" not in f.states:
+            continue
+        at = next((i for i, r in enumerate(popups) if _same_place(f.extents, r)), None)
+        if at is not None and _overlap(f.extents, window):
+            out.append((at, f))
+    out.sort(key=lambda p: -p[0])
+    return [f for _, f in out[-MAX_POPUPS:]]
+
+
+def _same_place(a: Rect, b: Rect) -> bool:
+    return (
+        abs(a.x - b.x) <= SLACK
+        and abs(a.y - b.y) <= SLACK
+        and abs(a.width - b.width) <= SLACK
+        and abs(a.height - b.height) <= SLACK
+    )
+
+
+def _overlap(a: Rect, b: Rect) -> bool:
+    return (
+        a.x < b.x + b.width
+        and b.x < a.x + a.width
+        and a.y < b.y + b.height
+        and b.y < a.y + a.height
+    )

@@ -1,0 +1,69 @@
+"""The popups on screen: mapped override-redirect top-level windows (menus, tooltips, lists).
+
+A context menu, an open menu or a drop-down list is a window of its own that no window
+manager handles (override-redirect), so it is in no client list and in no window listing
+(x11/windows.py leaves such windows out on purpose). The host shows them with the window of
+the app that opened them (host/popups.py): their places on screen are what this module reads.
+
+A root child's override-redirect flag is set when it is created and hardly ever changes, so
+each root child is asked once whether it is one; only those are asked again, on every call,
+whether they are mapped and where they are. A window manager's frames (most root children on
+a real desktop) then cost nothing after the first call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from Xlib import X, error
+
+from deskpilot.host.x11.connection import XConnection
+from deskpilot.protocol.wire import Rect
+
+#: a popup smaller than this on either side is not one a person can act on (1×1 helpers)
+MIN_SIDE = 4
+
+
+class PopupLister:
+    """Lists the mapped override-redirect root children, remembering which children are."""
+
+    def __init__(self, conn: XConnection) -> None:
+        self._conn = conn
+        #: root child id → whether it is override-redirect
+        self._override: dict[int, bool] = {}
+
+    def popup_rects(self) -> list[Rect]:
+        """Screen rectangles of the mapped override-redirect windows, topmost first."""
+        try:
+            children = self._conn.root.query_tree().children
+        except error.XError:
+            return []
+        live = {int(c.id) for c in children}
+        for gone in set(self._override) - live:
+            del self._override[gone]
+        out: list[Rect] = []
+        for child in reversed(children):
+            rect = self._popup_rect(child)
+            if rect is not None:
+                out.append(rect)
+        return out
+
+    def _popup_rect(self, win: Any) -> Rect | None:
+        xid = int(win.id)
+        if self._override.get(xid) is False:
+            return None
+        try:
+            attrs = win.get_attributes()
+        except error.XError:
+            return None
+        self._override[xid] = bool(attrs.override_redirect)
+        if not attrs.override_redirect or attrs.map_state != X.IsViewable:
+            return None
+        try:
+            geom = win.get_geometry()
+        except error.XError:
+            return None
+        if geom.width < MIN_SIDE or geom.height < MIN_SIDE:
+            return None
+        # a root child's position is its geometry's (no window manager reparents it)
+        return Rect(x=int(geom.x), y=int(geom.y), width=int(geom.width), height=int(geom.height))

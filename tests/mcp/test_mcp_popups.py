@@ -1,0 +1,119 @@
+"""A context menu is part of what an agent sees, through the official TypeScript MCP SDK
+(what Claude Code and pi are built on). A menu a right click opens is a window of its own
+(override-redirect, an application child beside the window's frame); the observation shows
+it after the window's tree as a ``- popup`` section (host/popups.py,
+host/atspi/popup_sections.py), its items are acted on by element id like any other, and it
+is gone from the tree once it closes.
+
+* a GTK 3 window (tests/host/context_menu_gtk_app.py): items that relabel a label, a
+  disabled one (refused, as any disabled element), and a submenu;
+* Chromium's own page menu: "Reload" reloads the page (a counter the page keeps in
+  sessionStorage goes up); Escape closes the menu.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from real_clients import TS_CALLS, run_ts_script, stdio_config
+
+from deskpilot.desktop.apps import App
+from desktop_kit import app_fixture, page_fixture
+
+pytestmark = pytest.mark.desktop
+
+GTK3_MENU_APP = Path(__file__).resolve().parent.parent / "host" / "context_menu_gtk_app.py"
+gtk_menu = app_fixture(
+    "gtk_menu", ["/usr/bin/python3", str(GTK3_MENU_APP)], scope="function", desktop="dp_desktop"
+)
+
+PAGE = """<!doctype html><html><head><title>Menu page</title></head><body>
+<p id="loads">loads 0</p>
+<script>
+const n = Number(sessionStorage.getItem("loads") || 0) + 1;
+sessionStorage.setItem("loads", String(n));
+document.getElementById("loads").textContent = "loads " + n;
+</script>
+</body></html>"""
+
+menu_page = page_fixture("menu_page", PAGE, scope="function", desktop="dp_desktop")
+
+
+def _ok(result: dict[str, Any]) -> str:
+    assert not result["isError"], result
+    text: str = result["text"]
+    return text
+
+
+def _popup(text: str) -> str:
+    """The popup section of a state's tree ("" when there is none)."""
+    m = re.search(r"^- popup \[\d+\]$.*", text, re.M | re.S)
+    return m.group(0) if m else ""
+
+
+def _right_click(target: str) -> dict[str, Any]:
+    return {
+        "name": "click",
+        "arguments": {"state_id": "$state", "element_id": f"$element:{target}", "button": "right"},
+    }
+
+
+def _click(target: str) -> dict[str, Any]:
+    return {
+        "name": "click",
+        "arguments": {"state_id": "$state", "element_id": f"$element:{target}"},
+    }
+
+
+async def test_a_gtk_context_menu_is_seen_and_chosen_from(gtk_menu: App) -> None:
+    calls = [
+        {"name": "get_app_state", "arguments": {"app": gtk_menu.pid}},
+        _right_click('label "Notes"'),
+        _click('menuItem "Nothing here"'),  # disabled: refused, the state still acts
+        _click('menuItem "Whisper"'),
+        _right_click('label "Notes"'),
+        _click('menu "More"'),
+        _click('menuItem "Echo"'),
+    ]
+    report = await run_ts_script(TS_CALLS, stdio_config(), json.dumps(calls))
+    first, opened, disabled, whisper, again, more, echo = report["results"]
+    assert _popup(_ok(first)) == "", first["text"]
+    menu = _popup(_ok(opened))
+    assert re.search(r"^  - menu \[\d+\]$", menu, re.M), menu
+    for line in ('menuItem "Shout"', 'menuItem "Whisper"', 'menuItem "Nothing here" [disabled]'):
+        assert f"    - {line} [" in menu, menu
+    assert menu.index('"Shout"') < menu.index('"Whisper"'), menu
+    # the window's own tree comes first, unchanged: the popup is appended after it
+    assert _ok(opened).index('label "Said: nothing"') < _ok(opened).index("- popup ["), opened
+    assert disabled["isError"] and disabled["diagnostic"]["details"]["reason"] == "disabled"
+    assert 'label "Said: whisper"' in _ok(whisper), whisper["text"]
+    assert _popup(whisper["text"]) == "", whisper["text"]  # chosen: the menu closed
+    assert _popup(_ok(again)), again["text"]
+    assert re.search(r'- menu "More" .*\n\s+- menuItem "Echo"', _ok(more)), more["text"]
+    assert 'label "Said: echo"' in _ok(echo) and _popup(echo["text"]) == "", echo["text"]
+
+
+@pytest.mark.chromium
+async def test_chromium_page_menu_is_seen_chosen_from_and_closed(menu_page: App) -> None:
+    calls = [
+        {"name": "get_app_state", "arguments": {"app": menu_page.pid}},
+        _right_click('text "loads 1"'),
+        _click('menuItem "Reload'),
+        {"name": "get_app_state", "arguments": {"app": menu_page.pid}},
+        _right_click('text "loads 2"'),
+        {"name": "press_key", "arguments": {"state_id": "$state", "keys": ["Escape"]}},
+    ]
+    report = await run_ts_script(TS_CALLS, stdio_config(), json.dumps(calls))
+    first, opened, reload, after, again, escaped = report["results"]
+    assert _popup(_ok(first)) == "", first["text"]
+    menu = _popup(_ok(opened))
+    assert re.search(r'- menuItem "Reload[^"]*" \[\d+\]$', menu, re.M), menu
+    assert re.search(r'- menuItem "Back[^"]*" \[disabled\]', menu), menu
+    _ok(reload)
+    assert 'text "loads 2"' in _ok(after) and _popup(after["text"]) == "", after["text"]
+    assert _popup(_ok(again)), again["text"]
+    assert _popup(_ok(escaped)) == "", escaped["text"]
