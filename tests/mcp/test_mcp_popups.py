@@ -7,6 +7,9 @@ is gone from the tree once it closes.
 
 * a GTK 3 window (tests/host/context_menu_gtk_app.py): items that relabel a label, a
   disabled one (refused, as any disabled element), and a submenu;
+* a Qt 6 and a Qt 5 window (tests/host/context_menu_qt_app.py): Qt leaves its menus out of
+  the application's children, so the host finds them by their ``showing`` events; an item
+  of a submenu hanging past the window's edge is clicked where it is, which closes the menus;
 * Chromium's own page menu: "Reload" reloads the page (a counter the page keeps in
   sessionStorage goes up); Escape closes the menu.
 """
@@ -15,6 +18,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +27,7 @@ import pytest
 from real_clients import TS_CALLS, run_ts_script, stdio_config
 
 from deskpilot.desktop.apps import App
-from desktop_kit import app_fixture, page_fixture
+from desktop_kit import app_fixture, page_fixture, running
 
 pytestmark = pytest.mark.desktop
 
@@ -30,6 +35,25 @@ GTK3_MENU_APP = Path(__file__).resolve().parent.parent / "host" / "context_menu_
 gtk_menu = app_fixture(
     "gtk_menu", ["/usr/bin/python3", str(GTK3_MENU_APP)], scope="function", desktop="dp_desktop"
 )
+
+QT_MENU_APP = GTK3_MENU_APP.with_name("context_menu_qt_app.py")
+
+
+def _has(module: str) -> bool:
+    probe = ["/usr/bin/python3", "-c", f"import {module}.QtWidgets"]
+    return subprocess.run(probe, capture_output=True).returncode == 0
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("qt6", marks=pytest.mark.skipif(not _has("PyQt6"), reason="no PyQt6")),
+        pytest.param("qt5", marks=pytest.mark.skipif(not _has("PyQt5"), reason="no PyQt5")),
+    ]
+)
+def qt_menu(dp_desktop: object, request: pytest.FixtureRequest) -> Iterator[App]:
+    with running(["/usr/bin/python3", str(QT_MENU_APP), request.param]) as app:
+        yield app
+
 
 PAGE = """<!doctype html><html><head><title>Menu page</title></head><body>
 <p id="loads">loads 0</p>
@@ -95,6 +119,35 @@ async def test_a_gtk_context_menu_is_seen_and_chosen_from(gtk_menu: App) -> None
     assert _popup(_ok(again)), again["text"]
     assert re.search(r'- menu "More" .*\n\s+- menuItem "Echo"', _ok(more)), more["text"]
     assert 'label "Said: echo"' in _ok(echo) and _popup(echo["text"]) == "", echo["text"]
+
+
+async def test_a_qt_context_menu_is_found_by_its_events_and_chosen_from(qt_menu: App) -> None:
+    point = {"x": 200, "y": 200, "button": "right"}  # its submenu hangs past the bottom
+    calls = [
+        {"name": "get_app_state", "arguments": {"app": qt_menu.pid}},
+        {"name": "click", "arguments": {"state_id": "$state", **point}},
+        _click('menuItem "Nothing here"'),
+        _click('menuItem "Beta"'),
+        {"name": "click", "arguments": {"state_id": "$state", **point}},
+        _click('menuItem "More"'),
+        _click('menuItem "Delta"'),
+        {"name": "click", "arguments": {"state_id": "$state", **point}},
+        {"name": "press_key", "arguments": {"state_id": "$state", "keys": ["Escape"]}},
+    ]
+    report = await run_ts_script(TS_CALLS, stdio_config(), json.dumps(calls))
+    first, opened, disabled, beta, again, more, delta, third, escaped = report["results"]
+    assert _popup(_ok(first)) == "", first["text"]
+    menu = _popup(_ok(opened))
+    for line in ('menuItem "Alpha"', 'menuItem "Beta"', 'menuItem "Nothing here" [disabled]'):
+        assert f"  - {line} [" in menu, menu
+    assert disabled["isError"] and disabled["diagnostic"]["details"]["reason"] == "disabled"
+    assert 'label "chosen: Beta"' in _ok(beta) and _popup(beta["text"]) == "", beta["text"]
+    assert _popup(_ok(again)), again["text"]
+    assert re.search(r'menuItem "More".*\n.*\n\s+- menuItem "Delta"', _ok(more)), more["text"]
+    # a person's click on the item: it is chosen and every menu closes
+    assert 'label "chosen: Delta"' in _ok(delta) and _popup(delta["text"]) == "", delta["text"]
+    assert _popup(_ok(third)), third["text"]
+    assert _popup(_ok(escaped)) == "", escaped["text"]
 
 
 @pytest.mark.chromium

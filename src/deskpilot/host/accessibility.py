@@ -47,7 +47,7 @@ from deskpilot.host.atspi.model import (
 )
 from deskpilot.host.atspi.popup_sections import with_popups
 from deskpilot.host.last_trees import LastTrees
-from deskpilot.host.popups import popup_frames
+from deskpilot.host.popups import popup_frames, unplaced
 from deskpilot.host.settings import TREE_DEADLINE_S
 from deskpilot.host.x11.windows import XWindow, executable_of
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
@@ -259,7 +259,7 @@ class Accessibility:
         if early is not None and (hint is None or hint.ref != frame.ref):
             _drop(early)
             early = None
-        over = popup_frames(frames, frame, window.bounds, popups) if popups else []
+        over = await self._popups(frame, frames, window.bounds, popups, deadline)
         popup_reads = [
             asyncio.ensure_future(self._snapshot(f, max_elements, text_budget, deadline))
             for f in over
@@ -296,6 +296,33 @@ class Accessibility:
             snapshot = with_popups(snapshot, await _popup_snapshots(popup_reads))
         elapsed = (time.perf_counter() - start) * 1000
         return TreeResult(snapshot, frame, elapsed, deadline_ms=deadline_ms)
+
+    async def _popups(
+        self,
+        frame: FrameInfo,
+        frames: list[FrameInfo],
+        bounds: Rect,
+        popups: Sequence[Rect],
+        deadline: float,
+    ) -> list[FrameInfo]:
+        """The app's popups over the window (host/popups.py): its top-level accessibles
+        placed on a mapped popup, else, for a popup none is placed on, the objects the app
+        said became showing (Qt's menus are no children of their application)."""
+        if not popups:
+            return []
+        over = popup_frames(frames, frame, bounds, popups)
+        missing = unplaced(popups, over, bounds)
+        if missing:
+            try:
+                announced = await until(self.client.announced_frames(frame), deadline)
+            except Exception as exc:  # the window's own tree does not fail for it
+                log.info("AT-SPI popup lookup failed: %s", type(exc).__name__)
+                announced = []
+            known = {f.ref for f in over}
+            over += [
+                f for f in popup_frames(announced, frame, bounds, missing) if f.ref not in known
+            ]
+        return over
 
     def _known(
         self, window: XWindow, reason: str, deadline_ms: float

@@ -104,13 +104,13 @@ class PointerActions:
         """A person's click on an item of an open Qt menu: Qt's own action for the item runs
         it but leaves the menus open (and the one under a submenu sends no event), where a
         click chooses and closes them all. None for anything else, or an item whose centre is
-        not inside the window (then its action is the way)."""
+        neither inside the window nor inside an open popup (then its action is the way)."""
         if element.atspi_role not in MENU_ITEM_ROLES or "showing" not in element.states:
             return None
         if await self._p.toolkit(element) != "qt":
             return None
         try:
-            x, y = await self._p.center(element, rect)
+            x, y = await self._p.center(element, rect, in_popup=True)
         except DeskpilotError:
             return None
         await asyncio.to_thread(self._p.input().click, x, y, "left", 1)

@@ -9,8 +9,10 @@ An app child is taken as a popup of the observed window when the X server shows 
 override-redirect window exactly where it says it is (x11/popups.py), and that window lies
 over the observed one. The X side is needed because the accessibility side is not enough:
 Chromium keeps hidden helper frames (its address bar's suggestion list) that claim to be
-showing. Qt leaves its popup menus out of the application's children altogether, so a Qt
-context menu still has no tree (docs/host-tree.md, "Popups").
+showing. Qt leaves its popup menus out of the application's children altogether: for a popup
+no app child is placed on, the objects the app said became showing (its recent
+``StateChanged:showing`` events, atspi/events.py) are the candidates instead, and a Qt menu
+is found that way (docs/host-tree.md, "Popups over the window").
 """
 
 from __future__ import annotations
@@ -43,6 +45,16 @@ def popup_frames(
             out.append((at, f))
     out.sort(key=lambda p: -p[0])
     return [f for _, f in out[-MAX_POPUPS:]]
+
+
+def unplaced(popups: Sequence[Rect], found: Sequence[FrameInfo], window: Rect) -> list[Rect]:
+    """The popups over ``window`` that none of the frames ``found`` is placed on."""
+    return [
+        r
+        for r in popups
+        if _overlap(r, window)
+        and not any(f.extents is not None and _same_place(f.extents, r) for f in found)
+    ]
 
 
 def _same_place(a: Rect, b: Rect) -> bool:

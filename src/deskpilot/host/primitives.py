@@ -126,9 +126,13 @@ class Primitives:
 
     # ---------------------------------------------------------------- aim and focus
 
-    async def center(self, element: ElementRef, rect: Rect) -> tuple[int, int]:
+    async def center(
+        self, element: ElementRef, rect: Rect, *, in_popup: bool = False
+    ) -> tuple[int, int]:
         """Where synthetic input at the element goes: the centre of its extents read now,
-        inside the window's visible area (else the input would hit something else)."""
+        inside the window's visible area (else the input would hit something else) — or,
+        with ``in_popup``, inside a mapped popup (an item of an open menu that hangs past the
+        window's edge: popups stack above every window, x11/popups.py)."""
         extents = None
         if self.accessibility is not None:
             extents = await self.accessibility.extents(element)
@@ -140,7 +144,8 @@ class Primitives:
             )
         x = extents.x + extents.width // 2
         y = extents.y + extents.height // 2
-        if not (rect.x <= x < rect.x + rect.width and rect.y <= y < rect.y + rect.height):
+        inside = [rect, *(self.desktop.popup_rects() if in_popup else ())]
+        if not any(r.x <= x < r.x + r.width and r.y <= y < r.y + r.height for r in inside):
             raise DeskpilotError(
                 ErrorCode.UNSUPPORTED_ACTION,
                 "the element is outside the window's visible area; scroll it into view",

@@ -89,5 +89,8 @@ class AppEvents:
     def changes_since(self, bus_name: str, seq: int) -> list[Change] | None:
         return self._watcher.changes_since(bus_name, seq)
 
+    def shown_paths(self, bus_name: str) -> list[str]:
+        return self._watcher.shown_paths(bus_name)
+
     async def barrier(self, bus_name: str) -> bool:
         return await self._watcher.barrier(bus_name)

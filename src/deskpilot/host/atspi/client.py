@@ -123,6 +123,17 @@ class AtspiClient:
         """Top-level frames/windows/dialogs of every app (or of one process)."""
         return await self._frames.frames(pid)
 
+    async def announced_frames(self, frame: FrameInfo) -> list[FrameInfo]:
+        """The objects of ``frame``'s app that said they became showing or hidden (its kept
+        events), as frames, other than ``frame``: Qt's popup menus are no children of their
+        application, and this is how they can be found (host/popups.py)."""
+        bus = frame.ref.bus_name
+        paths = [p for p in self._events.shown_paths(bus) if p != frame.ref.path]
+        app = await self._apps.info(bus, ROOT_PATH) if paths else None
+        if app is None:
+            return []
+        return await self._frames.describe(app, [(bus, p) for p in paths])
+
     async def answering_frames(self, wait_s: float) -> list[FrameInfo]:
         """The top-level frames of the apps that answer within ``wait_s``."""
         return await self._frames.answering(wait_s)

@@ -223,6 +223,18 @@ class EventWatcher:
             return None
         return [c for c in changes if c.seq > seq]
 
+    def shown_paths(self, sender: str, limit: int = 16) -> list[str]:
+        """The objects ``sender`` said became showing or hidden (``StateChanged:showing``)
+        among its kept events, newest first, each once: where a popup that is no child of
+        its application (Qt's menus) can be found."""
+        out: list[str] = []
+        for change in reversed(self._changes.get(sender, ())):
+            if change.kind == "StateChanged:showing" and change.path not in out:
+                out.append(change.path)
+                if len(out) >= limit:
+                    break
+        return out
+
     def first_event_after(self, sender: str, since: float) -> float | None:
         """When the first event of ``sender`` after ``since`` (monotonic) arrived; None if none
         did. Past the kept window (more than ``_RECENT_EVENTS`` events since), the oldest kept

@@ -67,7 +67,11 @@ class FrameLookup:
             body = await self._bus.call(app.bus_name, app.path, I_ACCESSIBLE, "GetChildren")
         except AtspiCallError:
             return []
-        refs = [(str(b) or app.bus_name, str(p)) for b, p in body[0]]
+        return await self.describe(app, [(str(b) or app.bus_name, str(p)) for b, p in body[0]])
+
+    async def describe(self, app: AppInfo, refs: list[tuple[str, str]]) -> list[FrameInfo]:
+        """These objects of ``app`` as frames (role, name, state, extents), in one batch;
+        one that does not answer is left out."""
         calls: list[Any] = []
         for b, p in refs:
             calls += [
