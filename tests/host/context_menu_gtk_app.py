@@ -4,13 +4,20 @@ A right click on the "Notes" area pops up a menu (a window of its own, override-
 application child beside the window's frame) with "Shout" and "Whisper", which set the label
 below, a disabled "Nothing here", and a "More" submenu with "Echo". The menu is placed so that
 it hangs past the window's bottom edge, as a context menu near an edge does.
+
+SIGUSR1 pops the menu down (the app closing its own menu, as one does when its document
+changes). ``context_menu_gtk_app.py two`` adds a second window, "Other window", at x=250,
+over the right part of the first: a menu opened over the first window lies over it too.
 """
+
+import signal
+import sys
 
 import gi
 
 gi.require_version("Gtk", "3.0")
 gi.require_version("Gdk", "3.0")
-from gi.repository import Gdk, Gtk  # noqa: E402
+from gi.repository import Gdk, GLib, Gtk  # noqa: E402
 
 window = Gtk.Window(title="Context menus")
 window.set_default_size(360, 160)
@@ -58,4 +65,11 @@ box.pack_start(said, False, False, 0)
 window.add(box)
 window.connect("destroy", Gtk.main_quit)
 window.show_all()
+if sys.argv[1:] == ["two"]:
+    other = Gtk.Window(title="Other window")
+    other.set_default_size(300, 200)
+    other.add(Gtk.Label(label="Second pane"))
+    other.move(250, 0)
+    other.show_all()
+GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGUSR1, lambda: menu.popdown() or True)
 Gtk.main()

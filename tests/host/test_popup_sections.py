@@ -101,7 +101,9 @@ def test_a_popup_is_appended_with_its_ids_and_parents_moved_by_the_lines_before_
     shout = merged.elements[5]
     assert shout.id == 5 and shout.parent_id == 4 and shout.ref == menu.elements[3].ref
     assert merged.elements[3].parent_id is None  # the popup's root has no parent
-    assert merged.elements[2] == main.elements[2]
+    assert merged.elements[2] == main.elements[2] and not merged.elements[2].popup
+    # popup elements are acted on only while still showing (host/atspi/apps.py still_valid)
+    assert all(merged.elements[i].popup for i in (3, 4, 5))
     assert merged.focused_id == 5  # the keyboard is in the open menu
     assert merged.tree_version == tree_version(merged.text, 5) != main.tree_version
     assert merged.truncation.noise_dropped == 2 and merged.node_count == 9
@@ -119,3 +121,9 @@ def test_a_popup_the_tree_shows_already_is_left_out() -> None:
         },
     )
     assert with_popups(main, [combo_list]) is main
+
+
+def test_a_popup_that_shows_nothing_below_its_root_is_left_out() -> None:
+    """A Qt combo box's or a Chromium <select>'s list window: the combo shows its options."""
+    main = snapshot(['- window "Form" [1]', '  - comboBox "Fruit" [2]'])
+    assert with_popups(main, [snapshot(["- window [1]"])]) is main

@@ -137,9 +137,10 @@ async def resolve_element(
             details={"elementId": element_id},
         )
     if accessibility is not None and not await accessibility.still_valid(element):
+        gone = "the menu or popup it was in has closed" if element.popup else "it no longer exists"
         raise DeskpilotError(
             ErrorCode.STALE_TREE,
-            "the element no longer exists; observe again",
+            f"the element cannot be acted on: {gone}; observe again",
             details={"elementId": element_id},
         )
     return element

@@ -242,7 +242,7 @@ class ActionDispatcher:
         if isinstance(action, FocusWindowAction):
             return await keyboard.focus_window(window)
         if isinstance(action, SecondaryAction):
-            return await pointer.secondary(rect, _need(element))
+            return await pointer.secondary(window, rect, _need(element))
         raise DeskpilotError(ErrorCode.UNSUPPORTED_ACTION, "unknown action kind")
 
 

@@ -83,7 +83,7 @@ class PointerActions:
             # read-only one takes no typing: its click is a click (a date picker opens)
             return await self.focus_text(element, window, rect)
         elif element is not None and action.button == "left" and action.count == 1:
-            qt_menu = await self._qt_menu_item_click(element, rect)
+            qt_menu = await self._qt_menu_item_click(element, window, rect)
             if qt_menu is not None:
                 return qt_menu
             # an option of a <select> popup: choose it (never unchoose it) and close the popup
@@ -93,14 +93,16 @@ class PointerActions:
             if done is not None:
                 return done
         if element is not None:
-            x, y = await self._p.center(element, rect)
+            x, y = await self._p.center(element, rect, window=window)
         else:
             assert action.point is not None
             x, y = to_screen(rect, action.point)
         await asyncio.to_thread(self._p.input().click, x, y, action.button.value, action.count)
         return Outcome("synthetic", f"xtest {action.button.value} x{action.count}")
 
-    async def _qt_menu_item_click(self, element: ElementRef, rect: Rect) -> Outcome | None:
+    async def _qt_menu_item_click(
+        self, element: ElementRef, window: XWindow, rect: Rect
+    ) -> Outcome | None:
         """A person's click on an item of an open Qt menu: Qt's own action for the item runs
         it but leaves the menus open (and the one under a submenu sends no event), where a
         click chooses and closes them all. None for anything else, or an item whose centre is
@@ -110,7 +112,7 @@ class PointerActions:
         if await self._p.toolkit(element) != "qt":
             return None
         try:
-            x, y = await self._p.center(element, rect, in_popup=True)
+            x, y = await self._p.center(element, rect, window=window, in_popup=True)
         except DeskpilotError:
             return None
         await asyncio.to_thread(self._p.input().click, x, y, "left", 1)
@@ -137,7 +139,7 @@ class PointerActions:
                 "the element has no action of that name",
                 details={"elementId": element.id, "available": list(element.actions)[:20]},
             )
-        x, y = await self._p.center(element, rect)
+        x, y = await self._p.center(element, rect, window=window)
         await asyncio.to_thread(self._p.input().click, x, y, "left", 1)
         return Outcome("synthetic", "xtest left click (no accessible action)")
 
@@ -178,10 +180,10 @@ class PointerActions:
         await asyncio.to_thread(self._p.input().drag, x0, y0, x1, y1, min(duration, 10.0))
         return Outcome("synthetic", "xtest drag")
 
-    async def secondary(self, rect: Rect, element: ElementRef) -> Outcome:
+    async def secondary(self, window: XWindow, rect: Rect, element: ElementRef) -> Outcome:
         done = await self._p.semantic(element, SemanticOp(OpKind.SECONDARY))
         if done is not None:
             return done
-        x, y = await self._p.center(element, rect)
+        x, y = await self._p.center(element, rect, window=window)
         await asyncio.to_thread(self._p.input().click, x, y, "right", 1)
         return Outcome("synthetic", "xtest right click")

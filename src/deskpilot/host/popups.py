@@ -7,12 +7,14 @@ that right-clicked saw nothing open, and could reach the menu only by pixels.
 
 An app child is taken as a popup of the observed window when the X server shows a mapped
 override-redirect window exactly where it says it is (x11/popups.py), and that window lies
-over the observed one. The X side is needed because the accessibility side is not enough:
-Chromium keeps hidden helper frames (its address bar's suggestion list) that claim to be
-showing. Qt leaves its popup menus out of the application's children altogether: for a popup
-no app child is placed on, the objects the app said became showing (its recent
-``StateChanged:showing`` events, atspi/events.py) are the candidates instead, and a Qt menu
-is found that way (docs/host-tree.md, "Popups over the window").
+over the observed one (and does not name another window as its own: the observer passes
+only the popups whose ``WM_TRANSIENT_FOR`` is the window or unset). The X side is needed
+because the accessibility side is not enough: Chromium keeps hidden helper frames (its
+address bar's suggestion list) that claim to be showing. Qt leaves its popup menus out of
+the application's children altogether: for a popup no app child is placed on, the objects
+the app said became showing (its recent ``StateChanged:showing`` events, atspi/events.py)
+are the candidates instead, and a Qt menu is found that way (docs/host-tree.md, "Popups
+over the window").
 """
 
 from __future__ import annotations

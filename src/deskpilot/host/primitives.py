@@ -127,12 +127,19 @@ class Primitives:
     # ---------------------------------------------------------------- aim and focus
 
     async def center(
-        self, element: ElementRef, rect: Rect, *, in_popup: bool = False
+        self,
+        element: ElementRef,
+        rect: Rect,
+        *,
+        window: XWindow | None = None,
+        in_popup: bool = False,
     ) -> tuple[int, int]:
         """Where synthetic input at the element goes: the centre of its extents read now,
         inside the window's visible area (else the input would hit something else) — or,
         with ``in_popup``, inside a mapped popup (an item of an open menu that hangs past the
-        window's edge: popups stack above every window, x11/popups.py)."""
+        window's edge: popups stack above every window, x11/popups.py). With ``window``, the
+        point must not be covered by another window either: a right click on an element of
+        a covered window would open the menu of the window on top, and keys would follow."""
         extents = None
         if self.accessibility is not None:
             extents = await self.accessibility.extents(element)
@@ -150,6 +157,17 @@ class Primitives:
                 ErrorCode.UNSUPPORTED_ACTION,
                 "the element is outside the window's visible area; scroll it into view",
                 details={"elementId": element.id, "reason": "offscreen"},
+            )
+        other = self.desktop.covered_at(window, x, y) if window is not None else None
+        if other is not None:
+            raise DeskpilotError(
+                ErrorCode.UNSUPPORTED_ACTION,
+                "another window is on top of the element; input there would go to it",
+                details={
+                    "elementId": element.id,
+                    "reason": "covered_point",
+                    "coveringWindow": f"0x{other:x}",
+                },
             )
         return x, y
 
@@ -176,6 +194,6 @@ class Primitives:
         done = await self.semantic(element, SemanticOp(OpKind.GRAB_FOCUS), settle=False)
         if done is not None:
             return "semantic", done.detail
-        x, y = await self.center(element, rect)
+        x, y = await self.center(element, rect, window=window)
         await asyncio.to_thread(self.input().click, x, y, "left", 1)
         return "synthetic", "focus by click"

@@ -177,10 +177,11 @@ REASON_ADVICE: dict[str, str] = {
     "unknown_key": "Key names are X keysym names (Return, Tab, Escape, BackSpace, Delete, "
     "Left, Home, Page_Down, F5 …) or single characters, with modifiers ctrl, shift, alt, super "
     "joined by '+'.",
-    "covered_point": "Another window is on top of the target window at that point, so a "
-    "click there would go to it: act on an element of an accessibility tree (element actions "
-    "do not need the window in front; an OCR outline's elements are points, refused the same "
-    "way), or close or move what covers it.",
+    "covered_point": "Another window is on top of the target window at that point, so "
+    "pointer input there would go to it. Semantic element actions (a left click on an "
+    "element, invoke_element, set_value) do not need the window in front; pointer input does "
+    "(a click at a point, a right click on an element, an OCR outline's element): close or "
+    "move what covers it first.",
     "window_resized": "The window was resized since that image: coordinates from it no "
     "longer point at the same place. Call get_app_state and use the new image.",
     "bound_window_closed": "The window this session was bound to has closed, so the binding "

@@ -229,7 +229,8 @@ class Applications:
         return pid
 
     async def still_valid(self, element: ElementRef) -> bool:
-        """The object still exists, is not defunct, and its bus name still belongs to its pid.
+        """The object still exists, is not defunct, and its bus name still belongs to its pid;
+        an element of a popup (a menu item) is still showing: its menu has not closed.
 
         The two questions go out at once (the app answers one, the bus daemon the other)."""
         self._pids.pop(element.bus_name, None)
@@ -244,7 +245,10 @@ class Applications:
             raise state
         if isinstance(pid, BaseException):
             raise pid
-        if state_mask(state[0]) & bit(State.DEFUNCT):
+        mask = state_mask(state[0])
+        if mask & bit(State.DEFUNCT):
+            return False
+        if element.popup and not mask & bit(State.SHOWING):
             return False
         return pid is not None and pid == element.pid
 

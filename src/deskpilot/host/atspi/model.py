@@ -81,6 +81,9 @@ class ElementRef:
     secure: bool = False  # password/secure field: value never read, bounds are sensitive
     parent_id: int | None = None  # id of the nearest rendered ancestor
     index_in_parent: int | None = None  # AT-SPI index among its parent's children
+    #: in a popup shown with the window (a context menu: atspi/popup_sections.py); it is
+    #: acted on only while it is still showing (the menu may have closed since)
+    popup: bool = False
 
     @property
     def bus_name(self) -> str:

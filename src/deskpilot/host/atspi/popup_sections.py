@@ -10,7 +10,13 @@ shown after the window's tree as one more top-level outline whose root line says
         - menuItem "Undo" [15]
 
 A popup whose elements the tree shows already is left out: a GTK 3 combo box's open list is
-a popup window of its own *and* the combo's child in the window's tree.
+a popup window of its own *and* the combo's child in the window's tree. So is one that shows
+nothing below its root: a Qt combo box's or a Chromium ``<select>``'s list window, whose
+options the combo shows (a click on such an empty line would land on some option).
+
+Their elements are marked ``popup``: an action on one is refused once it is no longer
+showing (host/action_checks.py): a menu closed since the look would otherwise still run the
+item (GTK), click what lies under it (Qt) or crash the app (Chromium).
 
 Element ids are line numbers (atspi/render.py), so a popup's ids move by the number of lines
 before it, and its lines are renumbered to match. ``treeVersion`` is the hash of the whole
@@ -37,7 +43,7 @@ def with_popups(main: TreeSnapshot, popups: Sequence[TreeSnapshot]) -> TreeSnaps
     shown: list[TreeSnapshot] = []
     for p in popups:
         refs = {e.ref for e in p.elements.values()}
-        if p.text and not refs & seen:
+        if p.element_count > 1 and not refs & seen:
             shown.append(p)
             seen |= refs
     popups = shown
@@ -59,7 +65,9 @@ def with_popups(main: TreeSnapshot, popups: Sequence[TreeSnapshot]) -> TreeSnaps
             section[0] = _as_popup_root(section[0])
         for old, e in popup.elements.items():
             parent = e.parent_id + offset if e.parent_id is not None else None
-            elements[old + offset] = dataclasses.replace(e, id=old + offset, parent_id=parent)
+            elements[old + offset] = dataclasses.replace(
+                e, id=old + offset, parent_id=parent, popup=True
+            )
         if popup.focused_id is not None:  # the keyboard is in the popup while it is open
             focused = popup.focused_id + offset
         lines += section

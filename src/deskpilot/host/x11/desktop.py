@@ -121,10 +121,18 @@ class X11Desktop:
             raise DeskpilotError(ErrorCode.NO_WINDOWS_AVAILABLE, "there are no windows")
         return _best(windows), windows
 
-    def popup_rects(self) -> list[Rect]:
+    def popup_rects(self, window: XWindow | None = None) -> list[Rect]:
         """Where the mapped popups (menus, tooltips, drop-down lists) are, topmost first;
-        [] without an X server (x11/popups.py)."""
-        return self.popups.popup_rects() if self.popups is not None else []
+        [] without an X server (x11/popups.py). With ``window``, only those that may be its
+        own: a popup that names another window as the one it belongs to
+        (``WM_TRANSIENT_FOR``) is left out, though it lies over this one."""
+        if self.popups is None:
+            return []
+        return [
+            p.rect
+            for p in self.popups.popups()
+            if window is None or p.transient_for in (None, window.xid)
+        ]
 
     def current(self, xid: int) -> XWindow | None:
         _, lister, _ = self.require()

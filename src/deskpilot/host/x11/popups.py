@@ -13,15 +13,26 @@ a real desktop) then cost nothing after the first call.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from Xlib import X, error
+from Xlib import X, Xatom, error
 
 from deskpilot.host.x11.connection import XConnection
 from deskpilot.protocol.wire import Rect
 
 #: a popup smaller than this on either side is not one a person can act on (1×1 helpers)
 MIN_SIDE = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Popup:
+    """A mapped popup: where it is, and the window it says it belongs to."""
+
+    rect: Rect
+    #: ``WM_TRANSIENT_FOR``: the top-level window that opened it (GTK and Qt set it on their
+    #: menus); None when it does not say
+    transient_for: int | None = None
 
 
 class PopupLister:
@@ -32,8 +43,8 @@ class PopupLister:
         #: root child id → whether it is override-redirect
         self._override: dict[int, bool] = {}
 
-    def popup_rects(self) -> list[Rect]:
-        """Screen rectangles of the mapped override-redirect windows, topmost first."""
+    def popups(self) -> list[Popup]:
+        """The mapped override-redirect windows, topmost first."""
         try:
             children = self._conn.root.query_tree().children
         except error.XError:
@@ -41,14 +52,14 @@ class PopupLister:
         live = {int(c.id) for c in children}
         for gone in set(self._override) - live:
             del self._override[gone]
-        out: list[Rect] = []
+        out: list[Popup] = []
         for child in reversed(children):
-            rect = self._popup_rect(child)
-            if rect is not None:
-                out.append(rect)
+            popup = self._popup(child)
+            if popup is not None:
+                out.append(popup)
         return out
 
-    def _popup_rect(self, win: Any) -> Rect | None:
+    def _popup(self, win: Any) -> Popup | None:
         xid = int(win.id)
         if self._override.get(xid) is False:
             return None
@@ -66,4 +77,10 @@ class PopupLister:
         if geom.width < MIN_SIDE or geom.height < MIN_SIDE:
             return None
         # a root child's position is its geometry's (no window manager reparents it)
-        return Rect(x=int(geom.x), y=int(geom.y), width=int(geom.width), height=int(geom.height))
+        rect = Rect(x=int(geom.x), y=int(geom.y), width=int(geom.width), height=int(geom.height))
+        try:
+            prop = win.get_full_property(Xatom.WM_TRANSIENT_FOR, Xatom.WINDOW)
+        except error.XError:
+            prop = None
+        owner = int(prop.value[0]) if prop is not None and len(prop.value) else None
+        return Popup(rect, owner or None)
