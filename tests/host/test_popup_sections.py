@@ -13,6 +13,7 @@ from deskpilot.host.popups import popup_frames
 from deskpilot.protocol.wire import Rect, Truncation
 
 WINDOW = Rect(x=0, y=0, width=400, height=300)
+MENU_AT = Rect(x=300, y=250, width=150, height=200)
 
 
 def frame(path: str, rect: Rect | None, *, showing: bool = True) -> FrameInfo:
@@ -89,7 +90,7 @@ def snapshot(lines: list[str], *, focused: int | None = None) -> TreeSnapshot:
 def test_a_popup_is_appended_with_its_ids_and_parents_moved_by_the_lines_before_it() -> None:
     main = snapshot(['- window "Notes" [1]', '  - label "Said [2]" [2]'], focused=2)
     menu = snapshot(["- window [1]", "  - menu [2]", '    - menuItem "Shout" [3]'], focused=3)
-    merged = with_popups(main, [menu])
+    merged = with_popups(main, [(menu, MENU_AT)])
     assert merged.text.splitlines() == [
         '- window "Notes" [1]',
         '  - label "Said [2]" [2]',  # a name that looks like an id is left alone
@@ -101,9 +102,10 @@ def test_a_popup_is_appended_with_its_ids_and_parents_moved_by_the_lines_before_
     shout = merged.elements[5]
     assert shout.id == 5 and shout.parent_id == 4 and shout.ref == menu.elements[3].ref
     assert merged.elements[3].parent_id is None  # the popup's root has no parent
-    assert merged.elements[2] == main.elements[2] and not merged.elements[2].popup
-    # popup elements are acted on only while still showing (host/atspi/apps.py still_valid)
-    assert all(merged.elements[i].popup for i in (3, 4, 5))
+    assert merged.elements[2] == main.elements[2] and merged.elements[2].popup_at is None
+    # popup elements are acted on only while their popup is still open there
+    # (host/action_checks.py check_popup_open, host/atspi/apps.py still_valid)
+    assert all(merged.elements[i].popup_at == MENU_AT for i in (3, 4, 5))
     assert merged.focused_id == 5  # the keyboard is in the open menu
     assert merged.tree_version == tree_version(merged.text, 5) != main.tree_version
     assert merged.truncation.noise_dropped == 2 and merged.node_count == 9
@@ -120,10 +122,10 @@ def test_a_popup_the_tree_shows_already_is_left_out() -> None:
             2: dataclasses.replace(main.elements[3], id=2, parent_id=1),
         },
     )
-    assert with_popups(main, [combo_list]) is main
+    assert with_popups(main, [(combo_list, MENU_AT)]) is main
 
 
 def test_a_popup_that_shows_nothing_below_its_root_is_left_out() -> None:
     """A Qt combo box's or a Chromium <select>'s list window: the combo shows its options."""
     main = snapshot(['- window "Form" [1]', '  - comboBox "Fruit" [2]'])
-    assert with_popups(main, [snapshot(["- window [1]"])]) is main
+    assert with_popups(main, [(snapshot(["- window [1]"]), MENU_AT)]) is main

@@ -22,14 +22,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from host_harness import HostProcess, act, launch_accessible, line_id, observe_until
+from host_harness import (
+    HostProcess,
+    act,
+    launch_accessible,
+    line_id,
+    observe_until,
+    wait_for,
+)
 
 from deskpilot.desktop import apps
-from desktop_kit import GTK3_NOOP_ARGV
+from desktop_kit import GTK3_NOOP_ARGV, chromium_page, needs_chromium
 
 pytestmark = pytest.mark.desktop
 
 MENU_APP = ["/usr/bin/python3", str(Path(__file__).with_name("context_menu_gtk_app.py"))]
+PAGE = "<!doctype html><title>Menu page</title><p>Page words</p>"
 
 
 @pytest.fixture
@@ -74,6 +82,26 @@ def test_an_item_of_a_menu_that_closed_since_is_refused_and_not_run(
     assert 'label "Said: nothing"' in after["tree"] and "- popup [" not in after["tree"]
 
 
+@needs_chromium
+def test_an_item_of_a_closed_chromium_menu_is_refused_and_chromium_lives(desktop: object) -> None:
+    """Chromium's items of a closed menu still say they are showing: the host asks the X
+    server whether the menu is still mapped. Before, the click crashed Chromium."""
+    with chromium_page(PAGE) as page, HostProcess() as host:
+        target = {"pid": page.pid}
+        obs = observe_until(host, target, r'text "Page words"', "c-menu")
+        opened = right_click(host, obs, line_id(obs["tree"], r'text "Page words"'), "c-menu")
+        menu = opened["observation"]
+        reload = line_id(menu["tree"], r'menuItem "Reload')
+        closer = observe_until(host, target, r"- popup \[", "c-close")
+        assert act(host, closer, {"kind": "press_key", "keys": ["Escape"]}, "c-close")
+        observe_until(host, target, r'text "Page words"(?![\s\S]*- popup)', "c-close")
+        refused = act(host, menu, {"kind": "click", "elementId": reload}, "c-menu")
+        assert refused["type"] == "error" and refused["code"] == "stale_tree", refused
+        assert "menu or popup it was in has closed" in refused["message"], refused
+        assert page.proc.poll() is None  # alive
+        assert "Page words" in observe_until(host, target, r"Page words", "c-after")["tree"]
+
+
 def test_a_right_click_on_a_covered_window_is_refused(
     host: HostProcess, menu_app: apps.App
 ) -> None:
@@ -96,18 +124,20 @@ def test_a_menu_is_shown_with_the_window_that_opened_it_only(desktop: object) ->
     app = launch_accessible([*MENU_APP, "two"])
     try:
         with HostProcess() as host:
-            obs = observe_until(host, {"pid": app.pid}, r'label "Notes"', "pop-two")
-            assert obs["window"]["title"] == "Context menus", obs["window"]
+
+            def both() -> dict[str, str] | None:
+                listed = host.call({"type": "list_windows"})["windows"]
+                ids = {w["title"]: w["windowId"] for w in listed if w["app"]["pid"] == app.pid}
+                return ids if {"Context menus", "Other window"} <= ids.keys() else None
+
+            ids = wait_for(both)
+            first = {"windowId": ids["Context menus"]}
+            obs = observe_until(host, first, r'label "Notes"', "pop-two")
             opened = right_click(host, obs, line_id(obs["tree"], r'label "Notes"'), "pop-two")
             assert "- popup [" in opened["observation"]["tree"], opened
-            other = next(
-                w
-                for w in host.call({"type": "list_windows"})["windows"]
-                if w["title"] == "Other window"
-            )
-            # the menu (opened at x≈180, ~150 px wide) lies over the other window too
-            assert other["bounds"]["x"] == 250, other
-            seen = observe_until(host, {"windowId": other["windowId"]}, r'label "Second pane"', "o")
+            # the menu (opened at x≈180, ~150 px wide) lies over the other window (x=250) too
+            other = {"windowId": ids["Other window"]}
+            seen = observe_until(host, other, r'label "Second pane"', "pop-other")
             assert "- popup [" not in seen["tree"], seen["tree"]
     finally:
         app.stop()

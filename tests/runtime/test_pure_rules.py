@@ -16,7 +16,7 @@ from deskpilot.protocol.wire import (
 from deskpilot.runtime.apps import resolve_app
 from deskpilot.runtime.coords import to_window_point
 from deskpilot.runtime.state_reuse import reuse_refusals
-from deskpilot.runtime.tree import element_ids, remap
+from deskpilot.runtime.tree import element_ids, in_popup, remap
 
 
 def _win(wid: str, pid: int, title: str = "t", **app: str) -> WindowInfo:
@@ -99,6 +99,16 @@ def test_remap_follows_the_element_by_signature() -> None:
     assert remap(OLD, OLD, 3) == 3
     dup = NEW + '\n  - button "1" [6]'
     assert remap(OLD, dup, 2) is None  # no longer unique: refuse rather than guess
+
+
+def test_an_item_of_a_popup_is_never_remapped() -> None:
+    """One row's context menu closed and the next row's opened: its "Delete" has the same
+    signature, but deletes the other file."""
+    menu = '\n- popup [5]\n  - menu [6]\n    - menuItem "Delete" [7]'
+    old, new = OLD + menu, NEW + menu.replace("[5]", "[6]").replace("[6]", "[7]", 1)
+    assert in_popup(old, 7) and in_popup(old, 5) and not in_popup(old, 4)
+    assert remap(old, old, 7) is None and remap(old, new, 7) is None
+    assert remap(old, new, 2) == 3  # the window's own elements still follow
 
 
 def _obs(**over: object) -> ObservationBody:

@@ -176,9 +176,6 @@ class Accessibility:
                 window.executable = executable_of(best.pid)
                 window.app_name = best.app_name or None
 
-    async def frame_for(self, window: XWindow) -> FrameInfo | None:
-        return (await self.frames_for(window))[0]
-
     async def frames_for(self, window: XWindow) -> tuple[FrameInfo | None, list[FrameInfo]]:
         """The window's frame (None when its app has none), and all its app's frames."""
         if window.pid is None:
@@ -264,6 +261,7 @@ class Accessibility:
             asyncio.ensure_future(self._snapshot(f, max_elements, text_budget, deadline))
             for f in over
         ]
+        popup_places = [f.extents or window.bounds for f in over]
         snapshot: TreeSnapshot | None = None
         while True:
             try:
@@ -293,7 +291,7 @@ class Accessibility:
         if snapshot.partial is None:
             self.last_trees.remember(window.xid, window.pid, snapshot, frame)
         if popup_reads:
-            snapshot = with_popups(snapshot, await _popup_snapshots(popup_reads))
+            snapshot = with_popups(snapshot, await _popup_snapshots(popup_reads, popup_places))
         elapsed = (time.perf_counter() - start) * 1000
         return TreeResult(snapshot, frame, elapsed, deadline_ms=deadline_ms)
 
@@ -448,15 +446,16 @@ def _drop_all(reads: Sequence[asyncio.Future[TreeSnapshot | None]]) -> None:
 
 
 async def _popup_snapshots(
-    reads: Sequence[asyncio.Future[TreeSnapshot | None]],
-) -> list[TreeSnapshot]:
-    """The popups' trees that were read; a popup that closed meanwhile (its accessible is
-    gone) or did not answer is left out: the window's tree does not fail for it."""
+    reads: Sequence[asyncio.Future[TreeSnapshot | None]], places: Sequence[Rect]
+) -> list[tuple[TreeSnapshot, Rect]]:
+    """The popups' trees that were read, each with where it lies; a popup that closed
+    meanwhile (its accessible is gone) or did not answer is left out: the window's tree
+    does not fail for it."""
     done = await asyncio.gather(*reads, return_exceptions=True)
-    out: list[TreeSnapshot] = []
-    for snap in done:
+    out: list[tuple[TreeSnapshot, Rect]] = []
+    for snap, at in zip(done, places, strict=True):
         if isinstance(snap, TreeSnapshot):
-            out.append(snap)
+            out.append((snap, at))
         elif isinstance(snap, BaseException):
             log.info("AT-SPI popup snapshot failed: %s", type(snap).__name__)
     return out

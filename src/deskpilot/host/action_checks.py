@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from deskpilot.host.accessibility import Accessibility
 from deskpilot.host.atspi.model import ElementRef
 from deskpilot.host.observer import Binding, Observer
+from deskpilot.host.popups import same_place
 from deskpilot.host.session_registry import SessionRegistry
 from deskpilot.host.x11.desktop import X11Desktop
 from deskpilot.host.x11.windows import XWindow
@@ -137,13 +138,29 @@ async def resolve_element(
             details={"elementId": element_id},
         )
     if accessibility is not None and not await accessibility.still_valid(element):
-        gone = "the menu or popup it was in has closed" if element.popup else "it no longer exists"
+        gone = (
+            "the menu or popup it was in has closed" if element.popup_at else "it no longer exists"
+        )
         raise DeskpilotError(
             ErrorCode.STALE_TREE,
             f"the element cannot be acted on: {gone}; observe again",
             details={"elementId": element_id},
         )
     return element
+
+
+def check_popup_open(desktop: X11Desktop, element: ElementRef | None) -> None:
+    """An element of a popup (a menu item) is acted on only while a popup is still mapped
+    where its popup was: Chromium's items of a closed menu still say they are showing (and
+    an action on one crashes Chromium), so the X side is asked too (x11/popups.py)."""
+    if element is None or element.popup_at is None:
+        return
+    if not any(same_place(element.popup_at, r) for r in desktop.popup_rects()):
+        raise DeskpilotError(
+            ErrorCode.STALE_TREE,
+            "the element cannot be acted on: the menu or popup it was in has closed; observe again",
+            details={"elementId": element.id},
+        )
 
 
 def check_aim(

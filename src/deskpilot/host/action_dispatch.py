@@ -33,6 +33,7 @@ from deskpilot.host.action_checks import (
     Target,
     check_aim,
     check_canceled,
+    check_popup_open,
     fresh_binding,
     live_window,
     resolve_element,
@@ -184,6 +185,7 @@ class ActionDispatcher:
         window = live_window(self.desktop, binding)
         element_id = getattr(request.action, "element_id", None)
         element = await resolve_element(self.accessibility, binding, element_id)
+        check_popup_open(self.desktop, element)
         rect = self.desktop.visible_rect(window)
         check_aim(self.desktop, binding, window, rect, request.action)
         return Target(binding, window, rect, element)

@@ -185,7 +185,7 @@ class Observer:
                     text_budget=request.text_budget or DEFAULT_TEXT_BUDGET,
                     hint=self._frames.get(window.xid),
                     deadline_s=read_s,
-                    popups=self.desktop.popup_rects(window),
+                    popups=self.desktop.popup_rects(window, [w.xid for w in windows]),
                 )
             )
             await asyncio.sleep(0)  # let the tree's first D-Bus calls go out before capturing

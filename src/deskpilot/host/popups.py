@@ -42,7 +42,7 @@ def popup_frames(
     for f in frames:
         if f.ref == main.ref or f.extents is None or "showing" not in f.states:
             continue
-        at = next((i for i, r in enumerate(popups) if _same_place(f.extents, r)), None)
+        at = next((i for i, r in enumerate(popups) if same_place(f.extents, r)), None)
         if at is not None and _overlap(f.extents, window):
             out.append((at, f))
     out.sort(key=lambda p: -p[0])
@@ -55,11 +55,12 @@ def unplaced(popups: Sequence[Rect], found: Sequence[FrameInfo], window: Rect) -
         r
         for r in popups
         if _overlap(r, window)
-        and not any(f.extents is not None and _same_place(f.extents, r) for f in found)
+        and not any(f.extents is not None and same_place(f.extents, r) for f in found)
     ]
 
 
-def _same_place(a: Rect, b: Rect) -> bool:
+def same_place(a: Rect, b: Rect) -> bool:
+    """Two screen rectangles are the same place (within ``SLACK``)."""
     return (
         abs(a.x - b.x) <= SLACK
         and abs(a.y - b.y) <= SLACK

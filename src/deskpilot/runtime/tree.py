@@ -54,12 +54,29 @@ def role_of(tree: str, element_id: int) -> str | None:
     return sig.role if sig else None
 
 
+def in_popup(tree: str, element_id: int) -> bool:
+    """Whether the element lies in a popup section (a ``- popup [N]`` outline after the
+    window's: an open menu the host shows with its window, docs/host-tree.md)."""
+    popup = False
+    for line in tree.splitlines():
+        if line.startswith("- "):  # a top-level outline begins: the window's or a popup's
+            popup = line.startswith("- popup ")
+        m = _ID_AT_END.search(line)
+        if m and int(m.group(1)) == element_id:
+            return popup
+    return False
+
+
 def remap(old_tree: str, new_tree: str, element_id: int) -> int | None:
     """The id in ``new_tree`` of the element ``element_id`` named in ``old_tree``.
 
     Same id when the signature still matches there; otherwise the one element with the same
-    signature; otherwise None (the element is gone or no longer unique).
+    signature; otherwise None (the element is gone or no longer unique). Never for an item
+    of a popup: a menu that closed is not the menu open now, though its items have the same
+    names ("Delete" of one row's menu is not "Delete" of the next row's).
     """
+    if in_popup(old_tree, element_id):
+        return None
     old_line = element_lines(old_tree).get(element_id)
     if old_line is None:
         return None

@@ -248,7 +248,7 @@ class Applications:
         mask = state_mask(state[0])
         if mask & bit(State.DEFUNCT):
             return False
-        if element.popup and not mask & bit(State.SHOWING):
+        if element.popup_at is not None and not mask & bit(State.SHOWING):
             return False
         return pid is not None and pid == element.pid
 

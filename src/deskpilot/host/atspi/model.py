@@ -81,9 +81,10 @@ class ElementRef:
     secure: bool = False  # password/secure field: value never read, bounds are sensitive
     parent_id: int | None = None  # id of the nearest rendered ancestor
     index_in_parent: int | None = None  # AT-SPI index among its parent's children
-    #: in a popup shown with the window (a context menu: atspi/popup_sections.py); it is
-    #: acted on only while it is still showing (the menu may have closed since)
-    popup: bool = False
+    #: where the popup it is in lies on screen, for an element of a popup shown with the
+    #: window (a context menu: atspi/popup_sections.py); None for the window's own. It is
+    #: acted on only while that popup is still open (the menu may have closed since)
+    popup_at: Rect | None = None
 
     @property
     def bus_name(self) -> str:

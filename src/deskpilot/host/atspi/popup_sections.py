@@ -14,9 +14,11 @@ a popup window of its own *and* the combo's child in the window's tree. So is on
 nothing below its root: a Qt combo box's or a Chromium ``<select>``'s list window, whose
 options the combo shows (a click on such an empty line would land on some option).
 
-Their elements are marked ``popup``: an action on one is refused once it is no longer
-showing (host/action_checks.py): a menu closed since the look would otherwise still run the
-item (GTK), click what lies under it (Qt) or crash the app (Chromium).
+Their elements carry where their popup lies (``ElementRef.popup_at``): an action on one is
+refused once no popup is mapped there any more, or the element no longer says it is showing
+(host/action_checks.py): a menu closed since the look would otherwise still run the item
+(GTK), click what lies under it (Qt) or crash the app (Chromium, whose closed menu's items
+still say they are showing).
 
 Element ids are line numbers (atspi/render.py), so a popup's ids move by the number of lines
 before it, and its lines are renumbered to match. ``treeVersion`` is the hash of the whole
@@ -31,29 +33,29 @@ from typing import Final
 
 from deskpilot.host.atspi.model import TreeSnapshot
 from deskpilot.host.atspi.snapshot import tree_version
-from deskpilot.protocol.wire import Truncation
+from deskpilot.protocol.wire import Rect, Truncation
 
 #: the role word a popup's root line shows (whatever its own role: window, frame, menu)
 POPUP_ROLE: Final = "popup"
 
 
-def with_popups(main: TreeSnapshot, popups: Sequence[TreeSnapshot]) -> TreeSnapshot:
-    """``main`` with each of ``popups`` appended as a section (see the module docstring)."""
+def with_popups(main: TreeSnapshot, popups: Sequence[tuple[TreeSnapshot, Rect]]) -> TreeSnapshot:
+    """``main`` with each of ``popups`` (a popup's tree, and where the popup lies on
+    screen) appended as a section (see the module docstring)."""
     seen = {e.ref for e in main.elements.values()}
-    shown: list[TreeSnapshot] = []
-    for p in popups:
+    shown: list[tuple[TreeSnapshot, Rect]] = []
+    for p, at in popups:
         refs = {e.ref for e in p.elements.values()}
         if p.element_count > 1 and not refs & seen:
-            shown.append(p)
+            shown.append((p, at))
             seen |= refs
-    popups = shown
-    if not popups:
+    if not shown:
         return main
     lines = main.text.splitlines()
     elements = dict(main.elements)
     regions = list(main.sensitive_regions)
     focused = main.focused_id
-    for popup in popups:
+    for popup, at in shown:
         offset = len(lines)
         section = popup.text.splitlines()
         for old in popup.elements:
@@ -66,27 +68,28 @@ def with_popups(main: TreeSnapshot, popups: Sequence[TreeSnapshot]) -> TreeSnaps
         for old, e in popup.elements.items():
             parent = e.parent_id + offset if e.parent_id is not None else None
             elements[old + offset] = dataclasses.replace(
-                e, id=old + offset, parent_id=parent, popup=True
+                e, id=old + offset, parent_id=parent, popup_at=at
             )
         if popup.focused_id is not None:  # the keyboard is in the popup while it is open
             focused = popup.focused_id + offset
         lines += section
         regions += popup.sensitive_regions
     text = "\n".join(lines)
-    count = main.element_count + sum(p.element_count for p in popups)
+    trees = [p for p, _ in shown]
+    count = main.element_count + sum(p.element_count for p in trees)
     return dataclasses.replace(
         main,
         text=text,
         tree_version=tree_version(text, count),
         element_count=count,
         elements=elements,
-        truncation=_truncation(main.truncation, [p.truncation for p in popups]),
+        truncation=_truncation(main.truncation, [p.truncation for p in trees]),
         sensitive_regions=regions,
         focused_id=focused,
-        node_count=main.node_count + sum(p.node_count for p in popups),
-        partial=main.partial or next((p.partial for p in popups if p.partial), None),
-        unread_subtrees=main.unread_subtrees + sum(p.unread_subtrees for p in popups),
-        details_unread=main.details_unread or any(p.details_unread for p in popups),
+        node_count=main.node_count + sum(p.node_count for p in trees),
+        partial=main.partial or next((p.partial for p in trees if p.partial), None),
+        unread_subtrees=main.unread_subtrees + sum(p.unread_subtrees for p in trees),
+        details_unread=main.details_unread or any(p.details_unread for p in trees),
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Collection
 
 from Xlib import X, error
 from Xlib.protocol import event as xevent
@@ -121,17 +122,21 @@ class X11Desktop:
             raise DeskpilotError(ErrorCode.NO_WINDOWS_AVAILABLE, "there are no windows")
         return _best(windows), windows
 
-    def popup_rects(self, window: XWindow | None = None) -> list[Rect]:
+    def popup_rects(
+        self, window: XWindow | None = None, others: Collection[int] = ()
+    ) -> list[Rect]:
         """Where the mapped popups (menus, tooltips, drop-down lists) are, topmost first;
-        [] without an X server (x11/popups.py). With ``window``, only those that may be its
-        own: a popup that names another window as the one it belongs to
-        (``WM_TRANSIENT_FOR``) is left out, though it lies over this one."""
+        [] without an X server (x11/popups.py). With ``window`` and the other top-level
+        windows ``others`` (ids), only those that may be ``window``'s own: a popup that names
+        one of the others as the window it belongs to (``WM_TRANSIENT_FOR``) is left out,
+        though it lies over this one. One that names no listed window (Qt names its hidden
+        leader window for a menu without a parent) may be anyone's."""
         if self.popups is None:
             return []
         return [
             p.rect
             for p in self.popups.popups()
-            if window is None or p.transient_for in (None, window.xid)
+            if window is None or p.transient_for == window.xid or p.transient_for not in others
         ]
 
     def current(self, xid: int) -> XWindow | None:
