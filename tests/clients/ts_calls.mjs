@@ -6,7 +6,9 @@
 // Run by the tests (tests/mcp/real_clients.py run_ts_script):
 //   node ts_calls.mjs '<config JSON>' '<calls JSON: [{"name": …, "arguments": {…}}, …]>'
 //   config: {"transport": "stdio", "command": ".../deskpilot", "args": ["serve"], "env": {...}}
-// An argument "$state" stands for the last state_id a result gave; "$element:TEXT" for the
+// A call named "$sleep" ({"ms": N}) only waits (the app may change meanwhile: a menu it
+// closes by itself), and gives no result line. An argument "$state" stands for the last
+// state_id a result gave; "$element:TEXT" for the
 // id of the last state's one tree line holding TEXT, e.g. `$element:button "Save"` (what an
 // agent reads off the state); null when no line or several do.
 
@@ -36,6 +38,10 @@ const client = await connectStdio(config, "deskpilot-ts-calls");
 const results = [];
 try {
   for (const { name, arguments: args } of calls) {
+    if (name === "$sleep") {
+      await new Promise((done) => setTimeout(done, args.ms));
+      continue;
+    }
     const given = Object.fromEntries(
       Object.entries(args ?? {}).map(([key, value]) => [key, resolved(value)]),
     );

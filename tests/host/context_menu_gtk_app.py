@@ -6,7 +6,8 @@ below, a disabled "Nothing here", and a "More" submenu with "Echo". The menu is 
 it hangs past the window's bottom edge, as a context menu near an edge does.
 
 SIGUSR1 pops the menu down (the app closing its own menu, as one does when its document
-changes). ``context_menu_gtk_app.py two`` adds a second window, "Other window", at x=250,
+changes); ``context_menu_gtk_app.py autoclose`` pops it down 0.8 s after it opened.
+``context_menu_gtk_app.py two`` adds a second window, "Other window", at x=250,
 over the right part of the first: a menu opened over the first window lies over it too.
 """
 
@@ -55,6 +56,8 @@ menu.attach_to_widget(area, None)
 def on_press(_widget: Gtk.Widget, event: Gdk.EventButton) -> bool:
     if event.button == 3:
         menu.popup_at_pointer(event)
+        if sys.argv[1:] == ["autoclose"]:
+            GLib.timeout_add(800, lambda: menu.popdown() or False)
         return True
     return False
 

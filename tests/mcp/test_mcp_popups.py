@@ -150,6 +150,36 @@ async def test_a_qt_context_menu_is_found_by_its_events_and_chosen_from(qt_menu:
     assert _popup(_ok(escaped)) == "", escaped["text"]
 
 
+gtk_autoclose = app_fixture(
+    "gtk_autoclose",
+    ["/usr/bin/python3", str(GTK3_MENU_APP), "autoclose"],
+    scope="function",
+    desktop="dp_desktop",
+)
+
+
+async def test_an_item_of_a_menu_that_closed_since_the_state_is_refused(
+    gtk_autoclose: App,
+) -> None:
+    """The app closes its menu by itself after 0.8 s; the agent acts on the state that
+    showed it open: refused, with what happened, and the item does not run."""
+    calls = [
+        {"name": "get_app_state", "arguments": {"app": gtk_autoclose.pid}},
+        _right_click('label "Notes"'),
+        {"name": "$sleep", "arguments": {"ms": 2000}},
+        _click('menuItem "Shout"'),
+        {"name": "get_app_state", "arguments": {"app": gtk_autoclose.pid}},
+    ]
+    report = await run_ts_script(TS_CALLS, stdio_config(), json.dumps(calls))
+    first, opened, stale, after = report["results"]
+    _ok(first)
+    assert _popup(_ok(opened)), opened["text"]
+    assert stale["isError"], stale
+    assert stale["diagnostic"]["code"] == "stale_tree", stale["diagnostic"]
+    assert "menu or popup that element was in has closed" in stale["text"], stale["text"]
+    assert 'label "Said: nothing"' in _ok(after) and _popup(after["text"]) == "", after
+
+
 @pytest.mark.chromium
 async def test_chromium_page_menu_is_seen_chosen_from_and_closed(menu_page: App) -> None:
     calls = [

@@ -42,7 +42,7 @@ from deskpilot.runtime.enabled_targets import check_enabled
 from deskpilot.runtime.refusals import refusal
 from deskpilot.runtime.state_ids import StateRecord
 from deskpilot.runtime.text_targets import check_text_target, check_value_target
-from deskpilot.runtime.tree import element_lines, remap
+from deskpilot.runtime.tree import element_lines, in_popup, remap
 
 
 @dataclass
@@ -93,6 +93,13 @@ class Plan:
             if frame.frame_id == self.record.frame_id:
                 return element_id
             new_id = remap(self.record.tree, frame.tree, element_id)
+            if new_id is None and in_popup(self.record.tree, element_id):
+                raise refusal(
+                    ErrorCode.STALE_TREE,
+                    "The menu or popup that element was in has closed (or changed) since that "
+                    "state, and its items are not matched again by name. Call get_app_state "
+                    "again, open the menu again if it is still needed, and use the new ids.",
+                )
             if new_id is None:
                 raise refusal(
                     ErrorCode.STALE_TREE,
