@@ -3,7 +3,8 @@ Qt 6 through python3-pyqt6, ``context_menu_qt_app.py qt5`` for Qt 5 through pyth
 
 A right click anywhere in the window pops up a ``QMenu`` at the pointer with "Alpha" and
 "Beta", which set the label "chosen: …", a disabled "Nothing here", and a "More" submenu
-with "Delta". Qt leaves such a menu out of its application's accessible children (it is a
+with "Delta"; a tool button "Tools" whose click opens a menu (InstantPopup) of "Hammer" and
+"Saw". Qt leaves such a menu out of its application's accessible children (it is a
 popup window), so the host finds it by the ``showing`` event it sends (host/popups.py).
 """
 
@@ -22,6 +23,14 @@ layout = QtWidgets.QVBoxLayout(window)
 layout.addWidget(QtWidgets.QLabel("Right click anywhere"))
 chosen = QtWidgets.QLabel("chosen: none")
 layout.addWidget(chosen)
+tools = QtWidgets.QToolButton()
+tools.setText("Tools")
+tools.setPopupMode(QtWidgets.QToolButton.ToolButtonPopupMode.InstantPopup)
+tools_menu = QtWidgets.QMenu(tools)
+for tool in ("Hammer", "Saw"):
+    tools_menu.addAction(tool).triggered.connect(lambda _=False, n=tool: choose(n))
+tools.setMenu(tools_menu)
+layout.addWidget(tools)
 window.setContextMenuPolicy(QtCore.Qt.ContextMenuPolicy.CustomContextMenu)
 
 

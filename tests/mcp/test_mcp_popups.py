@@ -10,6 +10,8 @@ is gone from the tree once it closes.
 * a Qt 6 and a Qt 5 window (tests/host/context_menu_qt_app.py): Qt leaves its menus out of
   the application's children, so the host finds them by their ``showing`` events; an item
   of a submenu hanging past the window's edge is clicked where it is, which closes the menus;
+  a tool button that only opens a menu is clicked as a person would (its ShowMenu action
+  opens nothing);
 * Chromium's own page menu: "Reload" reloads the page (a counter the page keeps in
   sessionStorage goes up); Escape closes the menu.
 """
@@ -133,9 +135,13 @@ async def test_a_qt_context_menu_is_found_by_its_events_and_chosen_from(qt_menu:
         _click('menuItem "Delta"'),
         {"name": "click", "arguments": {"state_id": "$state", **point}},
         {"name": "press_key", "arguments": {"state_id": "$state", "keys": ["Escape"]}},
+        _click('button "Tools"'),  # a tool button that only opens its menu (InstantPopup)
+        _click('menuItem "Saw"'),
     ]
     report = await run_ts_script(TS_CALLS, stdio_config(), json.dumps(calls))
-    first, opened, disabled, beta, again, more, delta, third, escaped = report["results"]
+    first, opened, disabled, beta, again, more, delta, third, escaped, tools, saw = report[
+        "results"
+    ]
     assert _popup(_ok(first)) == "", first["text"]
     menu = _popup(_ok(opened))
     for line in ('menuItem "Alpha"', 'menuItem "Beta"', 'menuItem "Nothing here" [disabled]'):
@@ -148,6 +154,9 @@ async def test_a_qt_context_menu_is_found_by_its_events_and_chosen_from(qt_menu:
     assert 'label "chosen: Delta"' in _ok(delta) and _popup(delta["text"]) == "", delta["text"]
     assert _popup(_ok(third)), third["text"]
     assert _popup(_ok(escaped)) == "", escaped["text"]
+    # Qt's ShowMenu action opens nothing for it: the click is a person's click
+    assert re.search(r'^  - menuItem "Hammer" \[\d+\]$', _popup(_ok(tools)), re.M), tools
+    assert 'label "chosen: Saw"' in _ok(saw) and _popup(saw["text"]) == "", saw["text"]
 
 
 gtk_autoclose = app_fixture(

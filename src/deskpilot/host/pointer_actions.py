@@ -84,6 +84,8 @@ class PointerActions:
             return await self.focus_text(element, window, rect)
         elif element is not None and action.button == "left" and action.count == 1:
             qt_menu = await self._qt_menu_item_click(element, window, rect)
+            if qt_menu is None:
+                qt_menu = await self._qt_menu_button_click(element, window, rect)
             if qt_menu is not None:
                 return qt_menu
             # an option of a <select> popup: choose it (never unchoose it) and close the popup
@@ -118,6 +120,22 @@ class PointerActions:
         await asyncio.to_thread(self._p.input().click, x, y, "left", 1)
         detail = "xtest left click on a Qt menu item (its action keeps menus open)"
         return Outcome("synthetic", detail)
+
+    async def _qt_menu_button_click(
+        self, element: ElementRef, window: XWindow, rect: Rect
+    ) -> Outcome | None:
+        """A person's click on a Qt tool button that only opens a menu (``InstantPopup``:
+        its one action is ShowMenu): Qt's ShowMenu does nothing for it, where a click opens
+        the menu. A button that also has Press keeps its action: a click on it presses it
+        (its menu is behind the arrow). None for anything else; the centre must be inside
+        the window and uncovered (else a refusal says so)."""
+        if [a.lower() for a in element.actions] != ["showmenu"]:
+            return None
+        if await self._p.toolkit(element) != "qt":
+            return None
+        x, y = await self._p.center(element, rect, window=window)
+        await asyncio.to_thread(self._p.input().click, x, y, "left", 1)
+        return Outcome("synthetic", "xtest left click on a Qt menu button (ShowMenu opens nothing)")
 
     async def invoke(
         self,
