@@ -29,7 +29,7 @@ import pytest
 from real_clients import TS_CALLS, run_ts_script, stdio_config
 
 from deskpilot.desktop.apps import App
-from desktop_kit import app_fixture, page_fixture, running
+from desktop_kit import GTK3_NOOP_ARGV, app_fixture, page_fixture, running
 
 pytestmark = pytest.mark.desktop
 
@@ -157,6 +157,39 @@ async def test_a_qt_context_menu_is_found_by_its_events_and_chosen_from(qt_menu:
     # Qt's ShowMenu action opens nothing for it: the click is a person's click
     assert re.search(r'^  - menuItem "Hammer" \[\d+\]$', _popup(_ok(tools)), re.M), tools
     assert 'label "chosen: Saw"' in _ok(saw) and _popup(saw["text"]) == "", saw["text"]
+
+
+gtk_below = app_fixture("gtk_below", GTK3_NOOP_ARGV, scope="function", desktop="dp_desktop")
+
+
+async def test_keys_for_another_app_are_refused_while_a_menu_holds_them(
+    gtk_below: App, gtk_menu: App
+) -> None:
+    """An open menu takes every key until it closes: keys meant for another app would
+    choose in it (a trial erased a document that way: Down, Return ran another app's
+    Undo). They are refused, saying whose menu it is; once it closed, they go through."""
+    calls = [
+        {"name": "get_app_state", "arguments": {"app": gtk_menu.pid}},
+        _right_click('label "Notes"'),
+        {"name": "get_app_state", "arguments": {"app": gtk_below.pid}},
+        {"name": "press_key", "arguments": {"state_id": "$state", "keys": ["Down", "Return"]}},
+        {"name": "get_app_state", "arguments": {"app": gtk_menu.pid}},
+        {"name": "press_key", "arguments": {"state_id": "$state", "keys": ["Escape"]}},
+        {"name": "get_app_state", "arguments": {"app": gtk_below.pid}},
+        {"name": "press_key", "arguments": {"state_id": "$state", "keys": ["Tab"]}},
+        {"name": "get_app_state", "arguments": {"app": gtk_menu.pid}},
+    ]
+    report = await run_ts_script(TS_CALLS, stdio_config(), json.dumps(calls))
+    _, opened, _, refused, own, escaped, _, tab, last = report["results"]
+    assert _popup(_ok(opened)), opened["text"]
+    assert refused["isError"], refused
+    d = refused["diagnostic"]
+    assert d["code"] == "unsupported_action" and d["actionOutcome"] == "not_dispatched", d
+    assert d["details"] == {"reason": "other_menu_open", "menuPid": gtk_menu.pid}, d
+    assert _popup(_ok(own)), own["text"]  # the menu is still open, nothing was chosen
+    assert _popup(_ok(escaped)) == "", escaped["text"]  # its own app's keys reach it
+    _ok(tab)
+    assert 'label "Said: nothing"' in _ok(last), last["text"]
 
 
 gtk_autoclose = app_fixture(

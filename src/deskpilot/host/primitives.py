@@ -177,7 +177,19 @@ class Primitives:
         await asyncio.to_thread(self.input().click, x, y, "left", count)
 
     async def ensure_focus(self, window: XWindow) -> str | None:
-        """Focus the window unless it has it; how it was done, or None when it had it."""
+        """Focus the window unless it has it; how it was done, or None when it had it.
+
+        Every key an action sends comes after this (press_key, typing, paste, select-all):
+        so it refuses first when another app's menu is open. That menu holds the keyboard
+        until it closes, and the keys would choose in it; a person closes it first."""
+        if window.pid is not None:
+            other = self.desktop.foreign_menu(window.pid)
+            if other is not None:
+                raise DeskpilotError(
+                    ErrorCode.UNSUPPORTED_ACTION,
+                    "another app has a menu open: it takes the keys until it closes",
+                    details={"reason": "other_menu_open", "menuPid": other},
+                )
         if self.desktop.has_focus(window):
             return None
         return await asyncio.to_thread(self.desktop.focus, window)

@@ -139,6 +139,16 @@ class X11Desktop:
             if window is None or p.transient_for == window.xid or p.transient_for not in others
         ]
 
+    def foreign_menu(self, pid: int) -> int | None:
+        """The pid of another process whose menu is open (mapped), if one is: such a menu
+        holds the keyboard (and the pointer) until it closes, so keys meant for a window of
+        ``pid`` would choose in it instead. None when there is none, or no X server."""
+        if self.popups is None:
+            return None
+        return next(
+            (p.pid for p in self.popups.popups() if p.menu and p.pid not in (None, pid)), None
+        )
+
     def current(self, xid: int) -> XWindow | None:
         _, lister, _ = self.require()
         return lister.describe(xid)

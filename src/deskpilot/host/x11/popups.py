@@ -23,6 +23,9 @@ from deskpilot.protocol.wire import Rect
 
 #: a popup smaller than this on either side is not one a person can act on (1×1 helpers)
 MIN_SIDE = 4
+#: ``_NET_WM_WINDOW_TYPE`` values of a menu (GTK says popup_menu, Chromium menu): an open
+#: menu takes every key and click until it closes
+MENU_TYPES = ("popup_menu", "dropdown_menu", "menu", "combo")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +36,10 @@ class Popup:
     #: ``WM_TRANSIENT_FOR``: the top-level window that opened it (GTK and Qt set it on their
     #: menus); None when it does not say
     transient_for: int | None = None
+    #: the owning client's pid, as the X server knows it; None when it cannot say
+    pid: int | None = None
+    #: a menu (``MENU_TYPES``), not a tooltip or a notification
+    menu: bool = False
 
 
 class PopupLister:
@@ -83,4 +90,16 @@ class PopupLister:
         except error.XError:
             prop = None
         owner = int(prop.value[0]) if prop is not None and len(prop.value) else None
-        return Popup(rect, owner or None)
+        pid = self._conn.client_pid(int(win.id))
+        return Popup(rect, owner or None, pid, self._is_menu(win))
+
+    def _is_menu(self, win: Any) -> bool:
+        """Whether the window says it is a menu (``_NET_WM_WINDOW_TYPE``)."""
+        try:
+            prop = win.get_full_property(self._conn.atom("_NET_WM_WINDOW_TYPE"), Xatom.ATOM)
+        except error.XError:
+            return False
+        if prop is None:
+            return False
+        menus = {self._conn.atom(f"_NET_WM_WINDOW_TYPE_{t.upper()}") for t in MENU_TYPES}
+        return any(int(v) in menus for v in prop.value)
