@@ -139,5 +139,17 @@ def test_a_menu_is_shown_with_the_window_that_opened_it_only(desktop: object) ->
             other = {"windowId": ids["Other window"]}
             seen = observe_until(host, other, r'label "Second pane"', "pop-other")
             assert "- popup [" not in seen["tree"], seen["tree"]
+            # the menu holds keys and clicks: meant for the other window, they are refused
+            # (they would choose in the menu, or only close it)
+            for action in (
+                {"kind": "press_key", "keys": ["Down", "Return"]},
+                {"kind": "click", "point": {"x": 0.8, "y": 0.8}},
+            ):
+                seen = observe_until(host, other, r'label "Second pane"', "pop-other")
+                refused = act(host, seen, action, "pop-other")
+                assert refused["type"] == "error", refused
+                assert refused["details"] == {"reason": "other_menu_open", "menuPid": app.pid}
+            still = observe_until(host, first, r'label "Said: ', "pop-two")
+            assert "- popup [" in still["tree"] and 'label "Said: nothing"' in still["tree"]
     finally:
         app.stop()

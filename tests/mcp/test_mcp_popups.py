@@ -192,6 +192,29 @@ async def test_keys_for_another_app_are_refused_while_a_menu_holds_them(
     assert 'label "Said: nothing"' in _ok(last), last["text"]
 
 
+async def test_keys_are_refused_while_a_qt_menu_holds_them(gtk_below: App, qt_menu: App) -> None:
+    """Qt 6.4 gives its menus the window type "normal", not a menu type: a mapped popup on
+    screen is taken as a menu unless it says it is a tooltip, notification or drag icon."""
+    calls = [
+        {"name": "get_app_state", "arguments": {"app": qt_menu.pid}},
+        {
+            "name": "click",
+            "arguments": {"state_id": "$state", "x": 200, "y": 200, "button": "right"},
+        },
+        {"name": "get_app_state", "arguments": {"app": gtk_below.pid}},
+        {"name": "press_key", "arguments": {"state_id": "$state", "keys": ["Down", "Return"]}},
+        {"name": "get_app_state", "arguments": {"app": qt_menu.pid}},
+        {"name": "press_key", "arguments": {"state_id": "$state", "keys": ["Escape"]}},
+    ]
+    report = await run_ts_script(TS_CALLS, stdio_config(), json.dumps(calls))
+    _, opened, _, refused, own, escaped = report["results"]
+    assert _popup(_ok(opened)), opened["text"]
+    d = refused["diagnostic"]
+    assert d["details"] == {"reason": "other_menu_open", "menuPid": qt_menu.pid}, d
+    assert _popup(_ok(own)) and 'label "chosen: none"' in own["text"], own["text"]
+    assert _popup(_ok(escaped)) == "", escaped["text"]
+
+
 gtk_autoclose = app_fixture(
     "gtk_autoclose",
     ["/usr/bin/python3", str(GTK3_MENU_APP), "autoclose"],

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from deskpilot.host.accessibility import Accessibility
 from deskpilot.host.atspi.model import ElementRef
+from deskpilot.host.menu_grab import refuse_if_menu_open
 from deskpilot.host.observer import Binding, Observer
 from deskpilot.host.popups import same_place
 from deskpilot.host.session_registry import SessionRegistry
@@ -170,6 +171,7 @@ def check_aim(
     has the observed size, and no other window covers the point."""
     if not positional(action):
         return
+    refuse_if_menu_open(desktop, window)
     if (rect.width, rect.height) != (binding.capture_rect.width, binding.capture_rect.height):
         # a point of the old image would land elsewhere in the resized window
         raise DeskpilotError(

@@ -22,6 +22,7 @@ from deskpilot.host.accessibility import Accessibility
 from deskpilot.host.action_checks import check_canceled
 from deskpilot.host.atspi.combo import ComboParts
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
+from deskpilot.host.menu_grab import refuse_if_menu_open
 from deskpilot.host.outcome import Outcome
 from deskpilot.host.session_registry import SessionRegistry
 from deskpilot.host.x11.desktop import X11Desktop
@@ -158,6 +159,8 @@ class Primitives:
                 "the element is outside the window's visible area; scroll it into view",
                 details={"elementId": element.id, "reason": "offscreen"},
             )
+        if window is not None:
+            refuse_if_menu_open(self.desktop, window)
         other = self.desktop.covered_at(window, x, y) if window is not None else None
         if other is not None:
             raise DeskpilotError(
@@ -180,16 +183,8 @@ class Primitives:
         """Focus the window unless it has it; how it was done, or None when it had it.
 
         Every key an action sends comes after this (press_key, typing, paste, select-all):
-        so it refuses first when another app's menu is open. That menu holds the keyboard
-        until it closes, and the keys would choose in it; a person closes it first."""
-        if window.pid is not None:
-            other = self.desktop.foreign_menu(window.pid)
-            if other is not None:
-                raise DeskpilotError(
-                    ErrorCode.UNSUPPORTED_ACTION,
-                    "another app has a menu open: it takes the keys until it closes",
-                    details={"reason": "other_menu_open", "menuPid": other},
-                )
+        so it refuses first when another app's menu is open (host/menu_grab.py)."""
+        refuse_if_menu_open(self.desktop, window)
         if self.desktop.has_focus(window):
             return None
         return await asyncio.to_thread(self.desktop.focus, window)

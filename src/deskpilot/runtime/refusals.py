@@ -182,9 +182,10 @@ REASON_ADVICE: dict[str, str] = {
     "element, invoke_element, set_value) do not need the window in front; pointer input does "
     "(a click at a point, a right click on an element, an OCR outline's element): close or "
     "move what covers it first.",
-    "other_menu_open": "Another app has a menu open (details.menuPid), and an open menu takes "
-    "every key until it closes: keys sent now would choose in that menu. Close it first: "
-    "get_app_state on that app and press Escape there, or choose its item.",
+    "other_menu_open": "A menu of another app (details.menuPid) or of another window is open, "
+    "and an open menu takes every key and click until it closes: keys sent now would choose "
+    "in it, and a click would only close it. Close it first: get_app_state on that app or "
+    "window and press Escape there, or choose its item.",
     "window_resized": "The window was resized since that image: coordinates from it no "
     "longer point at the same place. Call get_app_state and use the new image.",
     "bound_window_closed": "The window this session was bound to has closed, so the binding "

@@ -139,15 +139,21 @@ class X11Desktop:
             if window is None or p.transient_for == window.xid or p.transient_for not in others
         ]
 
-    def foreign_menu(self, pid: int) -> int | None:
-        """The pid of another process whose menu is open (mapped), if one is: such a menu
-        holds the keyboard (and the pointer) until it closes, so keys meant for a window of
-        ``pid`` would choose in it instead. None when there is none, or no X server."""
-        if self.popups is None:
+    def foreign_menu(self, window: XWindow) -> int | None:
+        """The pid of the app whose open menu is not ``window``'s, if one is: another
+        process's, or one another listed window of the same app opened (``WM_TRANSIENT_FOR``).
+        Such a menu holds the keyboard and the pointer until it closes, so input meant for
+        ``window`` would choose in it instead. None when there is none, or no X server."""
+        if self.popups is None or window.pid is None:
             return None
-        return next(
-            (p.pid for p in self.popups.popups() if p.menu and p.pid not in (None, pid)), None
-        )
+        menus = [p for p in self.popups.popups() if p.menu and p.pid is not None]
+        other = next((p.pid for p in menus if p.pid != window.pid), None)
+        if other is not None:
+            return other
+        owners = {p.transient_for for p in menus} - {None, window.xid}
+        if owners and owners & {w.xid for w in self.windows()[0]}:
+            return window.pid  # one of the app's other windows has its menu open
+        return None
 
     def current(self, xid: int) -> XWindow | None:
         _, lister, _ = self.require()

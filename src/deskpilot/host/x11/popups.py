@@ -23,9 +23,10 @@ from deskpilot.protocol.wire import Rect
 
 #: a popup smaller than this on either side is not one a person can act on (1×1 helpers)
 MIN_SIDE = 4
-#: ``_NET_WM_WINDOW_TYPE`` values of a menu (GTK says popup_menu, Chromium menu): an open
-#: menu takes every key and click until it closes
-MENU_TYPES = ("popup_menu", "dropdown_menu", "menu", "combo")
+#: ``_NET_WM_WINDOW_TYPE`` values of a popup that takes no input: every other popup on
+#: screen is taken as a menu or list, which holds the keyboard and pointer until it closes
+#: (GTK says popup_menu, Chromium menu, but Qt 6.4 says normal for its menus)
+PASSIVE_TYPES = ("tooltip", "notification", "dnd")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +39,8 @@ class Popup:
     transient_for: int | None = None
     #: the owning client's pid, as the X server knows it; None when it cannot say
     pid: int | None = None
-    #: a menu (``MENU_TYPES``), not a tooltip or a notification
+    #: a menu or list: on screen, and not a tooltip, notification or drag icon
+    #: (``PASSIVE_TYPES``)
     menu: bool = False
 
 
@@ -91,15 +93,21 @@ class PopupLister:
             prop = None
         owner = int(prop.value[0]) if prop is not None and len(prop.value) else None
         pid = self._conn.client_pid(int(win.id))
-        return Popup(rect, owner or None, pid, self._is_menu(win))
+        on_screen = (
+            rect.x + rect.width > 0
+            and rect.y + rect.height > 0
+            and rect.x < self._conn.width
+            and rect.y < self._conn.height
+        )  # GTK keeps a mapped 10×10 helper at -100,-100
+        return Popup(rect, owner or None, pid, on_screen and not self._passive(win))
 
-    def _is_menu(self, win: Any) -> bool:
-        """Whether the window says it is a menu (``_NET_WM_WINDOW_TYPE``)."""
+    def _passive(self, win: Any) -> bool:
+        """Whether the window says it takes no input (``PASSIVE_TYPES``)."""
         try:
             prop = win.get_full_property(self._conn.atom("_NET_WM_WINDOW_TYPE"), Xatom.ATOM)
         except error.XError:
             return False
         if prop is None:
             return False
-        menus = {self._conn.atom(f"_NET_WM_WINDOW_TYPE_{t.upper()}") for t in MENU_TYPES}
-        return any(int(v) in menus for v in prop.value)
+        passive = {self._conn.atom(f"_NET_WM_WINDOW_TYPE_{t.upper()}") for t in PASSIVE_TYPES}
+        return any(int(v) in passive for v in prop.value)
