@@ -11,7 +11,8 @@ process, two ways:
   code before popups were shown): the baseline.
 
 Each with the menu closed (what every observation pays) and open (a right click opened
-it: the menu's own read). Also ``popup_rects`` alone.
+it: the menu's own read). Also ``popup_rects`` alone, and ``foreign_menu``: the check
+every key or pointer action now makes first (host/menu_grab.py).
 
 Usage: ``.venv/bin/python benchmarks/popup_bench.py [--runs N]``.
 """
@@ -53,7 +54,7 @@ async def run(runs: int) -> None:
     observer = Observer(desktop, acc)
     listing = desktop.popup_rects
 
-    def nothing(window: object = None) -> list[Rect]:
+    def nothing(*_: object) -> list[Rect]:
         return []
 
     request = Observe(id=1, target=TargetSpec(pid=app.pid), include_screenshot=False)
@@ -65,6 +66,13 @@ async def run(runs: int) -> None:
             listing()
             rects.append((time.perf_counter() - t) * 1000)
         print(f"popup_rects alone: {median(rects):.3f} ms (median of {runs})")
+        window, _ = desktop.resolve(TargetSpec(pid=app.pid))
+        grabs: list[float] = []
+        for _ in range(runs):  # what every key or pointer action now asks first
+            t = time.perf_counter()
+            desktop.foreign_menu(window)
+            grabs.append((time.perf_counter() - t) * 1000)
+        print(f"foreign_menu (before keys and clicks): {median(grabs):.3f} ms")
         for state in ("closed", "open"):
             if state == "open":
                 window, _ = desktop.resolve(TargetSpec(pid=app.pid))
