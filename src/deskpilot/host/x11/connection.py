@@ -17,6 +17,7 @@ from Xlib import X, display, error
 from Xlib.ext import res as xres
 
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
+from deskpilot.protocol.wire import Rect
 
 
 class XUnavailable(DeskpilotError):
@@ -73,6 +74,30 @@ class XConnection:
     @property
     def height(self) -> int:
         return int(self.screen.height_in_pixels)
+
+    def prop(self, win: Any, name: str, ptype: int = X.AnyPropertyType) -> Any:
+        """A window's property by name (python-xlib's reply), or None when it has none or
+        is gone."""
+        try:
+            return win.get_full_property(self.atom(name), ptype)
+        except error.XError:
+            return None
+
+    def card_prop(self, win: Any, name: str) -> list[int]:
+        """A 32-bit property (cardinals, window ids, atoms) as numbers; [] when absent."""
+        prop = self.prop(win, name)
+        if prop is None or prop.format != 32:
+            return []
+        return [int(v) for v in prop.value]
+
+    def on_screen(self, rect: Rect) -> bool:
+        """Whether any part of a root-coordinate rectangle lies on the screen."""
+        return (
+            rect.x + rect.width > 0
+            and rect.y + rect.height > 0
+            and rect.x < self.width
+            and rect.y < self.height
+        )
 
     def atom(self, name: str) -> int:
         cached = self._atoms.get(name)

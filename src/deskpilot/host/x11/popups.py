@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from Xlib import X, Xatom, error
+from Xlib import X, error
 
 from deskpilot.host.x11.connection import XConnection
 from deskpilot.protocol.wire import Rect
@@ -87,27 +87,14 @@ class PopupLister:
             return None
         # a root child's position is its geometry's (no window manager reparents it)
         rect = Rect(x=int(geom.x), y=int(geom.y), width=int(geom.width), height=int(geom.height))
-        try:
-            prop = win.get_full_property(Xatom.WM_TRANSIENT_FOR, Xatom.WINDOW)
-        except error.XError:
-            prop = None
-        owner = int(prop.value[0]) if prop is not None and len(prop.value) else None
+        owner = next(iter(self._conn.card_prop(win, "WM_TRANSIENT_FOR")), None)
         pid = self._conn.client_pid(int(win.id))
-        on_screen = (
-            rect.x + rect.width > 0
-            and rect.y + rect.height > 0
-            and rect.x < self._conn.width
-            and rect.y < self._conn.height
-        )  # GTK keeps a mapped 10×10 helper at -100,-100
-        return Popup(rect, owner or None, pid, on_screen and not self._passive(win))
+        # on screen: GTK keeps a mapped 10×10 helper at -100,-100
+        menu = self._conn.on_screen(rect) and not self._passive(win)
+        return Popup(rect, owner or None, pid, menu)
 
     def _passive(self, win: Any) -> bool:
         """Whether the window says it takes no input (``PASSIVE_TYPES``)."""
-        try:
-            prop = win.get_full_property(self._conn.atom("_NET_WM_WINDOW_TYPE"), Xatom.ATOM)
-        except error.XError:
-            return False
-        if prop is None:
-            return False
+        types = self._conn.card_prop(win, "_NET_WM_WINDOW_TYPE")
         passive = {self._conn.atom(f"_NET_WM_WINDOW_TYPE_{t.upper()}") for t in PASSIVE_TYPES}
-        return any(int(v) in passive for v in prop.value)
+        return any(t in passive for t in types)

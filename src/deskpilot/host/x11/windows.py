@@ -160,14 +160,8 @@ class WindowLister:
 
     # ---------------------------------------------------------------- properties
 
-    def _prop(self, win: Any, name: str, ptype: int = X.AnyPropertyType) -> Any:
-        try:
-            return win.get_full_property(self.conn.atom(name), ptype)
-        except error.XError:
-            return None
-
     def _text_prop(self, win: Any, name: str) -> str | None:
-        prop = self._prop(win, name)
+        prop = self.conn.prop(win, name)
         if prop is None or prop.format != 8:
             return None
         value = prop.value
@@ -177,18 +171,12 @@ class WindowLister:
         encoding = "utf-8" if prop.property_type == utf8 else "latin-1"
         return bytes(value).decode(encoding, errors="replace")
 
-    def _card_prop(self, win: Any, name: str) -> list[int]:
-        prop = self._prop(win, name)
-        if prop is None or prop.format != 32:
-            return []
-        return [int(v) for v in prop.value]
-
     def ewmh_wm(self) -> bool:
         """A live EWMH window manager (``_NET_SUPPORTING_WM_CHECK`` points to itself)."""
-        check = self._card_prop(self.conn.root, "_NET_SUPPORTING_WM_CHECK")
+        check = self.conn.card_prop(self.conn.root, "_NET_SUPPORTING_WM_CHECK")
         if not check:
             return False
-        child = self._card_prop(self.conn.window(check[0]), "_NET_SUPPORTING_WM_CHECK")
+        child = self.conn.card_prop(self.conn.window(check[0]), "_NET_SUPPORTING_WM_CHECK")
         return bool(child) and child[0] == check[0]
 
     # ---------------------------------------------------------------- listing
@@ -196,8 +184,8 @@ class WindowLister:
     def _client_ids(self) -> tuple[list[int], bool]:
         """Client windows bottom-to-top, and whether they came from an EWMH manager."""
         if self.ewmh_wm():
-            stacking = self._card_prop(self.conn.root, "_NET_CLIENT_LIST_STACKING")
-            clients = stacking or self._card_prop(self.conn.root, "_NET_CLIENT_LIST")
+            stacking = self.conn.card_prop(self.conn.root, "_NET_CLIENT_LIST_STACKING")
+            clients = stacking or self.conn.card_prop(self.conn.root, "_NET_CLIENT_LIST")
             if clients:
                 return clients, True
         out: list[int] = []
@@ -236,12 +224,12 @@ class WindowLister:
             if win.id != self.conn.root.id:
                 self._not_clients.add(int(win.id))
             return None
-        if self._prop(win, "WM_STATE") is not None:
+        if self.conn.prop(win, "WM_STATE") is not None:
             return int(win.id)
         if attrs.map_state == X.IsViewable and (
             int(win.id) in self._identities
-            or self._prop(win, "WM_CLASS") is not None
-            or self._prop(win, "WM_NAME") is not None
+            or self.conn.prop(win, "WM_CLASS") is not None
+            or self.conn.prop(win, "WM_NAME") is not None
         ):
             return int(win.id)
         if depth > 0 and attrs.map_state == X.IsViewable:
@@ -267,29 +255,23 @@ class WindowLister:
         # translate_coords(root, 0, 0) gives the root's origin in the window: negate it
         x, y = -int(origin.x), -int(origin.y)
         title = self._text_prop(win, "_NET_WM_NAME") or self._text_prop(win, "WM_NAME") or ""
-        wm_state = self._card_prop(win, "WM_STATE")
-        net_state = self._card_prop(win, "_NET_WM_STATE")
+        wm_state = self.conn.card_prop(win, "WM_STATE")
+        net_state = self.conn.card_prop(win, "_NET_WM_STATE")
         minimized = (bool(wm_state) and wm_state[0] == _ICONIC_STATE) or (
             self.conn.atom("_NET_WM_STATE_HIDDEN") in net_state
         )
         viewable = attrs.map_state == X.IsViewable
         bounds = Rect(x=x, y=y, width=int(geom.width), height=int(geom.height))
-        on_screen = (
-            bounds.x + bounds.width > 0
-            and bounds.y + bounds.height > 0
-            and bounds.x < self.conn.width
-            and bounds.y < self.conn.height
-        )
         ident = self._identities.get(xid)
         if ident is None or not ident.still_owner():
             ident = self._identity(win, xid)
             self._identities[xid] = ident
-        parent = self._card_prop(win, "WM_TRANSIENT_FOR")
+        parent = self.conn.card_prop(win, "WM_TRANSIENT_FOR")
         return XWindow(
             xid=xid,
             title=title,
             bounds=bounds,
-            visible=viewable and not minimized and on_screen,
+            visible=viewable and not minimized and self.conn.on_screen(bounds),
             minimized=minimized,
             pid=ident.pid,
             executable=ident.executable,
@@ -302,10 +284,10 @@ class WindowLister:
     def _identity(self, win: Any, xid: int) -> _Identity:
         pid = self.conn.client_pid(xid)
         if pid is None:
-            net_pid = self._card_prop(win, "_NET_WM_PID")
+            net_pid = self.conn.card_prop(win, "_NET_WM_PID")
             pid = net_pid[0] if net_pid else None
         parts: tuple[str, ...] = ()
-        raw_class = self._prop(win, "WM_CLASS", Xatom.STRING)
+        raw_class = self.conn.prop(win, "WM_CLASS", Xatom.STRING)
         if raw_class is not None and raw_class.format == 8:
             value = raw_class.value
             text = value if isinstance(value, str) else bytes(value).decode("latin-1")
@@ -362,7 +344,7 @@ class WindowLister:
 
     def focused_xid(self, ewmh: bool, candidates: list[int]) -> int | None:
         if ewmh:
-            active = self._card_prop(self.conn.root, "_NET_ACTIVE_WINDOW")
+            active = self.conn.card_prop(self.conn.root, "_NET_ACTIVE_WINDOW")
             if active and active[0]:
                 return self.toplevel_of(active[0], candidates)
         try:
