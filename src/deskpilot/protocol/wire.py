@@ -523,6 +523,13 @@ class ActionResult(_Response):
     #: start); None for keys and window focus. The ledger keeps it with the outcome, so the
     #: dashboard's live view can outline what the agent acted on
     target_bounds: Rect | None = None
+    #: what the host saw of the action's effect where it checks one (text typed into a
+    #: field: the field's text read back afterwards): "confirmed" (the effect is there),
+    #: "unconfirmed" (it could not be seen: ``effect_note`` says why); None when nothing
+    #: was checked. An agent is never told an effect it was not shown
+    effect: Literal["confirmed", "unconfirmed"] | None = None
+    #: why the effect is unconfirmed, in words for the agent; never the typed text
+    effect_note: str | None = None
 
 
 class Ack(_Response):

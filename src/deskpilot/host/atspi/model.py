@@ -85,6 +85,10 @@ class ElementRef:
     #: window (a context menu: atspi/popup_sections.py); None for the window's own. It is
     #: acted on only while that popup is still open (the menu may have closed since)
     popup_at: Rect | None = None
+    #: what names this element from one read to the next when its object path does not: a
+    #: sheet's cell is built anew by the app for each read, so it is its table's path and
+    #: its address. None: the object path names it (atspi/element_ids.py)
+    identity: tuple[str, ...] | None = None
 
     @property
     def bus_name(self) -> str:
