@@ -30,8 +30,7 @@ from deskpilot.host.atspi import (
     TreeSnapshot,
     collect,
 )
-from deskpilot.host.atspi.collect import RawNode
-from deskpilot.host.atspi.render import is_hidden
+from deskpilot.host.atspi.collect import RawNode, is_hidden
 from deskpilot.host.atspi.vocab import ROLE_NUMBER, State, bit
 from desktop_kit import needs_chromium
 

@@ -58,6 +58,7 @@ from deskpilot.host.atspi.vocab import (
     NUMERIC_VALUE_ROLES,
     R_PASSWORD_TEXT,
     RELATION_LABELLED_BY,
+    ROLE_NUMBER,
     TEXT_VALUE_ROLES,
     Iface,
     State,
@@ -71,12 +72,20 @@ _T = TypeVar("_T")
 VALUE_MAX_CHARS: Final = 200  # a value longer than this is cut (with an ellipsis)
 MAX_ACTIONS: Final = 20
 UNKNOWN: Final = -1
+#: the role of a node a walk found hidden and did not read further (its states only)
+UNREAD_ROLE: Final = -1
 
 _IF_ACTION: Final = int(Iface.ACTION)
 _IF_TEXT: Final = int(Iface.TEXT)
 _IF_VALUE: Final = int(Iface.VALUE)
 _VISIBLE_MASK: Final = bit(State.VISIBLE) | bit(State.SHOWING)
 _EDITABLE: Final = bit(State.EDITABLE)
+_MANAGES_DESCENDANTS: Final = bit(State.MANAGES_DESCENDANTS)
+_SHOWING: Final = bit(State.SHOWING)
+_R_MENU: Final = ROLE_NUMBER["menu"]
+#: a container reporting more children than this is never asked for them (docs/host-tree.md,
+#: "Big and virtual containers"): what is on screen of it is read instead
+MAX_CHILDREN_ASKED: Final = 4000
 _CHOSEN_MASK: Final = bit(State.SELECTED) | bit(State.CHECKED)
 # a toolkit's class name standing in for a missing name (GTK 4.8: "GtkText", "AdwEntryRow")
 _TYPE_NAME: Final = re.compile(r"^(?:Gtk|Adw)[A-Z][A-Za-z0-9]*$")
@@ -91,18 +100,21 @@ class RawNode:
 
     __slots__ = (
         "actions",
+        "address",
         "bus",
         "child_count",
         "children",
         "depth",
         "desc",
         "extents",
+        "formula",
         "ifaces",
         "index",
         "name",
         "parent",
         "path",
         "role",
+        "screen",
         "states",
         "unread",
         "value",
@@ -140,6 +152,13 @@ class RawNode:
         self.extents: tuple[int, int, int, int] | None = None
         #: children not read because the read's deadline passed (render marks them)
         self.unread = 0
+        #: a virtual container's summary of what is on screen of it (:mod:`.on_screen`),
+        #: shown as a line under it; None for any other node
+        self.screen: str | None = None
+        #: a cell that names itself by its spreadsheet address (``B3``): that address
+        self.address: str | None = None
+        #: that cell's formula as the app says it (``=B2*C2``; cut ones end in ``…``)
+        self.formula: str | None = None
 
     def __repr__(self) -> str:  # debugging aid only
         return f"RawNode({self.role}, {self.name!r}, depth={self.depth})"
@@ -147,6 +166,27 @@ class RawNode:
 
 def _visible(n: RawNode) -> bool:
     return bool(n.states & _VISIBLE_MASK)
+
+
+def is_hidden(node: RawNode, parent: RawNode) -> bool:
+    """Neither visible nor showing; or an item of a closed menu (GTK3 keeps those visible,
+    only an open menu's items are showing). The menu rule needs the menu itself to be
+    showing: GTK 4.8 sets SHOWING on nothing, and an open GTK4 popover's items are as
+    un-showing as a closed GTK3 menu's (a closed popover is not visible at all). Hidden
+    nodes are never shown (:mod:`.render`), and a walk does not read below them."""
+    st = node.states
+    if not st & _VISIBLE_MASK:
+        return True
+    return parent.role == _R_MENU and not st & _SHOWING and bool(parent.states & _SHOWING)
+
+
+def virtual(n: RawNode) -> bool:
+    """A container whose children are never asked for: it manages its descendants (the app
+    makes an object per child on request — LibreOffice Calc's sheet says it has
+    2,147,483,647 cells, and asking for them makes it build one per cell), or it reports
+    more than ``MAX_CHILDREN_ASKED`` children, or an unknown count (-1). Every read strategy
+    obeys this one rule; :mod:`.on_screen` reads what is on screen of such a container."""
+    return bool(n.states & _MANAGES_DESCENDANTS) or not 0 <= n.child_count <= MAX_CHILDREN_ASKED
 
 
 # ---------------------------------------------------------------------------- strategies
@@ -170,11 +210,13 @@ def from_cache(
     """Build the subtree under ``root_path`` from Cache items.
 
     Returns the preorder nodes and the indices of visible nodes whose cached children are
-    not their live children (GTK4 exports lazily; atk-bridge never caches the children of
-    MANAGES_DESCENDANTS nodes such as big tree views, nor what Chromium changed without
-    children-changed). Empty nodes: root not cached. ``hidden_too``: hidden nodes' subtrees
-    must be exact as well (the cache of a Chromium read stands for a Collection read of the
-    whole tree: ``tree_patch.same_shape`` compares the two).
+    not their live children (GTK4 exports lazily; atk-bridge never caches what Chromium
+    changed without children-changed). A virtual container (:func:`virtual`: atk-bridge
+    never caches the children of MANAGES_DESCENDANTS nodes such as tree views and sheets)
+    is taken without children, never as a miss. Empty nodes: root not cached.
+    ``hidden_too``: hidden nodes' subtrees must be exact as well (the cache of a Chromium
+    read stands for a Collection read of the whole tree: ``tree_patch.same_shape`` compares
+    the two).
     """
     by_path: dict[str, Any] = {}
     kids: dict[str, list[tuple[int, str]]] = {}
@@ -212,13 +254,13 @@ def from_cache(
             # GTK 4.8 keeps a closed popover in the cache, still naming its old parent and
             # index, though the parent no longer counts it: only counted children are real
             children = [c for c in children if c[0] < node.child_count]
+        if virtual(node):
+            continue  # never its children (atk-bridge caches none); on_screen reads them
         children.sort()
-        # a child count of -1: MANAGES_DESCENDANTS (atk-bridge never caches those children);
         # children that are not exactly indexes 0…count-1 were added or removed without the
         # cache hearing of it (Chromium changes some subtrees without children-changed)
         if (
-            node.child_count < 0
-            or len(children) != node.child_count
+            len(children) != node.child_count
             or any(idx != k for k, (idx, _p) in enumerate(children))
         ) and (me == 0 or hidden_too or _visible(node)):
             incomplete.append(me)
@@ -320,7 +362,19 @@ async def read_collection(conn: Conn, bus: str, root_path: str, limit: int) -> l
             nodes[parent].children.append(me)
             node.index = len(nodes[parent].children) - 1
         nodes.append(node)
-    return nodes
+    return without_virtual_children(nodes)
+
+
+def without_virtual_children(nodes: list[RawNode]) -> list[RawNode]:
+    """``nodes`` (preorder) without what lies below a virtual container (:func:`virtual`):
+    a Collection read gets those too (``GetMatches`` descends into every node), and they are
+    never shown as read — :mod:`.on_screen` reads what is on screen of it instead."""
+    cut = [n for n in nodes if n.children and virtual(n)]
+    if not cut:
+        return nodes
+    for n in cut:
+        n.children = []
+    return graft(nodes, {})
 
 
 async def read_walk(
@@ -331,7 +385,13 @@ async def read_walk(
     max_children: int,
     deadline: float | None = None,
 ) -> list[RawNode]:
-    """Breadth-first, a level at a time; each level's calls are issued together.
+    """Breadth-first, a level at a time, in three batches per level: the states of all its
+    nodes; the name, child count and role of those that are not hidden (a hidden node is
+    never shown, and every call costs the app: LibreOffice spends ~40 µs on each, and
+    two thirds of its window's nodes are hidden or items of closed menus); the children
+    of those that have any and may be asked for (never a virtual container's:
+    :func:`virtual`). A hidden node keeps role ``UNREAD_ROLE`` and no name, unless it may
+    be a combo box's item (its name is the combo's value).
 
     ``deadline`` (``loop.time()``): a level not answered by then is left unread — its
     parents count the children in ``RawNode.unread`` — and the levels read so far are the
@@ -340,12 +400,33 @@ async def read_walk(
     level: list[tuple[str, str, int, int, int]] = [(bus, root_path, -1, 0, -1)]
     while level and len(flat) < limit:
         level = level[: limit - len(flat)]
+        states = [(b, p, I_ACCESSIBLE, "GetState", "", ()) for b, p, _par, _d, _i in level]
+        try:
+            got_states = await until(conn.batch(states), deadline)
+        except TimeoutError:
+            if not flat:
+                raise
+            for _b, _p, parent, _d, _i in level:
+                flat[parent].unread += 1
+            break
+        nodes: list[RawNode] = []
+        shown: list[RawNode] = []
+        for (b, p, parent, depth, idx), st in zip(level, got_states, strict=True):
+            if isinstance(st, AtspiCallError):
+                if parent < 0:
+                    raise st
+                continue  # vanished
+            node = RawNode(
+                b, p, parent=parent, depth=depth, role=UNREAD_ROLE, states=state_mask(st[0])
+            )
+            node.index = idx
+            nodes.append(node)
+            if parent < 0 or not is_hidden(node, flat[parent]) or _in_combo(flat, parent):
+                shown.append(node)
         calls: list[Call] = []
-        for b, p, _par, _d, _i in level:
-            calls.append((b, p, I_PROPERTIES, "GetAll", "s", (I_ACCESSIBLE,)))
-            calls.append((b, p, I_ACCESSIBLE, "GetRole", "", ()))
-            calls.append((b, p, I_ACCESSIBLE, "GetState", "", ()))
-            calls.append((b, p, I_ACCESSIBLE, "GetChildren", "", ()))
+        for n in shown:
+            calls.append((n.bus, n.path, I_PROPERTIES, "GetAll", "s", (I_ACCESSIBLE,)))
+            calls.append((n.bus, n.path, I_ACCESSIBLE, "GetRole", "", ()))
         try:
             res = await until(conn.batch(calls), deadline)
         except TimeoutError:
@@ -354,34 +435,85 @@ async def read_walk(
             for _b, _p, parent, _d, _i in level:
                 flat[parent].unread += 1
             break
-        nxt: list[tuple[str, str, int, int, int]] = []
-        for i, (b, p, parent, depth, idx) in enumerate(level):
-            props, role, st, ch = res[4 * i : 4 * i + 4]
+        gone: set[int] = set()
+        for k, n in enumerate(shown):
+            props, role = res[2 * k], res[2 * k + 1]
             if isinstance(props, AtspiCallError):
-                if parent < 0:
+                if n.parent < 0:
                     raise props
+                gone.add(id(n))
                 continue
             d = props[0]
-            node = RawNode(
-                b,
-                p,
-                parent=parent,
-                depth=depth,
-                role=int(role[0]) if not isinstance(role, AtspiCallError) else 0,
-                name=str(d["Name"].value) if "Name" in d else "",
-                desc=str(d["Description"].value) if "Description" in d else "",
-                states=state_mask(st[0]) if not isinstance(st, AtspiCallError) else 0,
-                child_count=int(d["ChildCount"].value) if "ChildCount" in d else 0,
-                index=idx,
-            )
+            n.role = int(role[0]) if not isinstance(role, AtspiCallError) else 0
+            n.name = str(d["Name"].value) if "Name" in d else ""
+            n.desc = str(d["Description"].value) if "Description" in d else ""
+            n.child_count = int(d["ChildCount"].value) if "ChildCount" in d else 0
+        parents: list[int] = []
+        for n in nodes:
+            if id(n) in gone:
+                continue
             me = len(flat)
-            flat.append(node)
-            if isinstance(ch, AtspiCallError) or (parent >= 0 and not _visible(node)):
-                continue  # hidden subtrees are never shown: do not read them
+            flat.append(n)
+            # (a hidden node read all the same may be a combo box's item list: read below it)
+            if n.role != UNREAD_ROLE and n.child_count > 0 and not virtual(n):
+                parents.append(me)
+        level = []
+        if not parents:
+            break
+        kids = [(flat[k].bus, flat[k].path, I_ACCESSIBLE, "GetChildren", "", ()) for k in parents]
+        try:
+            got = await until(conn.batch(kids), deadline)
+        except TimeoutError:
+            for k in parents:
+                flat[k].unread = flat[k].child_count
+            break
+        for k, ch in zip(parents, got, strict=True):
+            if isinstance(ch, AtspiCallError):
+                continue
+            n = flat[k]
             for j, (cb, cp) in enumerate(ch[0][:max_children]):
-                nxt.append((cb or b, cp, me, depth + 1, j))
-        level = nxt
+                level.append((cb or n.bus, cp, k, n.depth + 1, j))
     return _preorder(flat)
+
+
+def _in_combo(nodes: list[RawNode], parent: int) -> bool:
+    """Whether a child of ``nodes[parent]`` may be one of a combo box's items, hidden or not
+    (a closed combo's value is its chosen item: :func:`_labels`; items sit up to three
+    levels below it, ``_items``)."""
+    p = parent
+    for _ in range(3):
+        if p < 0:
+            return False
+        if nodes[p].role in COMBO_ROLES:
+            return True
+        p = nodes[p].parent
+    return False
+
+
+def raw_node(
+    bus: str,
+    path: str,
+    props: dict[str, Any],
+    role: Any,
+    states: Any,
+    parent: int,
+    depth: int,
+    index: int,
+) -> RawNode:
+    """A node from its ``Properties.GetAll`` (Accessible), ``GetRole`` and ``GetState``
+    answers (either of the last two may be an error: role 0, no states)."""
+    return RawNode(
+        bus,
+        path,
+        parent=parent,
+        depth=depth,
+        role=int(role[0]) if not isinstance(role, AtspiCallError) else 0,
+        name=str(props["Name"].value) if "Name" in props else "",
+        desc=str(props["Description"].value) if "Description" in props else "",
+        states=state_mask(states[0]) if not isinstance(states, AtspiCallError) else 0,
+        child_count=int(props["ChildCount"].value) if "ChildCount" in props else 0,
+        index=index,
+    )
 
 
 async def read_root(conn: Conn, bus: str, root_path: str) -> RawNode:
@@ -573,7 +705,7 @@ async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_na
     res2 = await conn.batch(text_calls + name_calls) if text_calls or name_calls else []
     for (i, count), r in zip(text_slots, res2, strict=True):
         if not isinstance(r, AtspiCallError):
-            nodes[i].value = _bounded(str(r[0]), count)
+            nodes[i].value = bounded(str(r[0]), count)
     outside_names = {
         t: "" if isinstance(r, AtspiCallError) else _squash(str(r[0].value))
         for t, r in zip(outside, res2[len(text_calls) :], strict=True)
@@ -773,7 +905,7 @@ async def read_extents(conn: Conn, nodes: list[RawNode], which: list[int]) -> No
             nodes[i].extents = (int(x), int(y), int(w), int(h))
 
 
-def _bounded(text: str, total: int) -> str:
+def bounded(text: str, total: int) -> str:
     text = text.replace("\ufffc", "")
     if total > VALUE_MAX_CHARS or len(text) > VALUE_MAX_CHARS:
         return text[:VALUE_MAX_CHARS] + "…"

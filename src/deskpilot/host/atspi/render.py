@@ -12,6 +12,9 @@ Rules (docs/host-tree.md is the long form):
   flattened: their children take their place;
 * a container with more than ``max_children`` children shows the first ones and a line
   ``- … N more items``;
+* a virtual container (never asked for its children: atspi/on_screen.py) has a line
+  ``- … on screen: …`` first under it, saying what of it is on screen and what was left
+  out; its children are what is on screen of it;
 * children a deadline-bounded read did not get to (``RawNode.unread``) are one line
   ``- … [unread: N children — deadline]`` where they would have been (after the children
   that were read), so an incomplete tree never looks complete;
@@ -25,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
-from deskpilot.host.atspi.collect import RawNode
+from deskpilot.host.atspi.collect import RawNode, is_hidden
 from deskpilot.host.atspi.vocab import (
     ALWAYS_SHOWN_ROLES,
     CLICK_ACTIONS,
@@ -42,13 +45,14 @@ from deskpilot.host.atspi.vocab import (
 )
 
 NAME_MAX_CHARS: Final = 200
+SCREEN_MAX_CHARS: Final = 400  # a virtual container's on-screen summary line
 MARKER_RESERVE: Final = 64  # UTF-16 units kept free for the truncation marker
 BULLETS: Final = frozenset({"•", "◦", "▪", "▫", "‣", "⁃", "-", "*", "·", "●", "○", "■", "□"})
 _TYPE_NAME: Final = re.compile(r"^(?:[A-Z][a-z0-9]+){2,}$")
 _WS: Final = re.compile(r"\s+")
 
 KEEP, FLATTEN, NOISE, HIDDEN = 0, 1, 2, 3
-_ELISION, _UNREAD = -1, -2  # stack items of render() that are lines, not nodes
+_ELISION, _UNREAD, _SCREEN = -1, -2, -3  # stack items of render() that are lines, not nodes
 
 _B_FOCUSED = bit(State.FOCUSED)
 _B_SELECTED = bit(State.SELECTED)
@@ -66,12 +70,10 @@ _B_INVALID = bit(State.INVALID_ENTRY)
 _B_MODAL = bit(State.MODAL)
 _B_BUSY = bit(State.BUSY)
 _B_ICONIFIED = bit(State.ICONIFIED)
-_B_VISIBLE_ANY = bit(State.VISIBLE) | bit(State.SHOWING)
-_B_SHOWING = bit(State.SHOWING)
-_R_MENU: Final = ROLE_NUMBER["menu"]
 _TEXT_FIELD_ROLES: Final = frozenset(
     i for i, r in enumerate(ROLE_VOCAB) if r in ("textField", "passwordField")
 )
+_R_CELL: Final = ROLE_NUMBER["table cell"]
 _TOGGLE_ROLES: Final = frozenset(i for i, r in enumerate(ROLE_VOCAB) if r == "toggleButton")
 
 
@@ -97,17 +99,6 @@ class Rendered:
     cap_hit: bool = False
     budget_hit: bool = False
     unread: int = 0  # ``[unread: …]`` marker lines shown
-
-
-def is_hidden(node: RawNode, parent: RawNode) -> bool:
-    """Neither visible nor showing; or an item of a closed menu (GTK3 keeps those visible,
-    only an open menu's items are showing). The menu rule needs the menu itself to be
-    showing: GTK 4.8 sets SHOWING on nothing, and an open GTK4 popover's items are as
-    un-showing as a closed GTK3 menu's (a closed popover is not visible at all)."""
-    st = node.states
-    if not st & _B_VISIBLE_ANY:
-        return True
-    return parent.role == _R_MENU and not st & _B_SHOWING and bool(parent.states & _B_SHOWING)
 
 
 def utf16_len(s: str) -> int:
@@ -165,7 +156,9 @@ def _quote(s: str, limit: int = NAME_MAX_CHARS) -> str:
     return s
 
 
-def state_words(n: RawNode) -> list[str]:
+def state_words(n: RawNode, parent_states: int = 0) -> list[str]:
+    """The state words of a line. ``parent_states``: the parent's; a cell of an editable
+    table does not repeat ``editable`` (every cell of a Calc sheet is)."""
     st = n.states
     role = n.role
     out: list[str] = []
@@ -190,7 +183,7 @@ def state_words(n: RawNode) -> list[str]:
     if role in _TEXT_FIELD_ROLES:
         if st & _B_READ_ONLY or not st & _B_EDITABLE:
             out.append("readonly")
-    elif st & _B_EDITABLE:
+    elif st & _B_EDITABLE and not (role == _R_CELL and parent_states & _B_EDITABLE):
         out.append("editable")
     if st & _B_REQUIRED:
         out.append("required")
@@ -234,7 +227,8 @@ def classify(nodes: list[RawNode], opts: RenderOptions) -> tuple[list[int], list
         if kind[i] == HIDDEN:
             continue
         node = nodes[i]
-        below = shown_below[i] or node.unread > 0  # its marker is shown below it
+        # its marker or its on-screen summary is shown below it
+        below = shown_below[i] or node.unread > 0 or node.screen is not None
         if i == 0:
             kind[i] = KEEP
             continue
@@ -288,6 +282,18 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
             lines.append(line)
             out.unread += 1
             continue
+        if i == _SCREEN:
+            if stopped:
+                continue
+            note = nodes[parent_id or 0].screen or ""
+            line = f"{'  ' * depth}- … {_quote(note, SCREEN_MAX_CHARS)}"
+            cost = utf16_len(line) + 1
+            if used + cost > budget:
+                stopped = out.budget_hit = True
+                continue
+            used += cost
+            lines.append(line)
+            continue
         if i < 0:  # an elision line: parent_id carries the count
             count = parent_id or 0
             out.elided += count
@@ -317,7 +323,8 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
                 out.omitted += 1
             else:
                 role = window_role(node.role) if i == 0 else node.role
-                line = _line(node, role, names[i], depth, len(lines) + 1)
+                up = nodes[node.parent].states if node.parent >= 0 else 0
+                line = _line(node, role, names[i], depth, len(lines) + 1, up)
                 cost = utf16_len(line) + 1
                 if used + cost > budget:
                     stopped = out.budget_hit = True
@@ -341,20 +348,26 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
             children = children[:max_children]
         for c in reversed(children):
             stack.append((c, child_depth, my_id))
+        if node.screen is not None:
+            stack.append((_SCREEN, child_depth, i))  # before the children: what they are
     if out.omitted:
         lines.append(f"[truncated: {out.omitted:,} elements omitted]")
     out.text = "\n".join(lines)
     return out
 
 
-def _line(node: RawNode, role: int, name: str, depth: int, line_no: int) -> str:
+def _line(
+    node: RawNode, role: int, name: str, depth: int, line_no: int, parent_states: int = 0
+) -> str:
     parts = ["  " * depth, "- ", ROLE_VOCAB[role] if 0 <= role < len(ROLE_VOCAB) else "generic"]
     if name:
         parts.append(f' "{_quote(name)}"')
     if node.value is not None and node.role != R_PASSWORD_TEXT:
         parts.append(f' = "{_quote(node.value)}"')
-    for w in state_words(node):
+    for w in state_words(node, parent_states):
         parts.append(f" [{w}]")
+    if node.formula:
+        parts.append(f' [formula: "{_quote(node.formula)}"]')
     acts = shown_actions(node.actions)
     if acts:
         parts.append(f" [actions: {', '.join(_quote(a, 40) for a in acts)}]")

@@ -24,13 +24,13 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from deskpilot.host.atspi import collect, collector
+from deskpilot.host.atspi import collect, collector, on_screen
 from deskpilot.host.atspi.apps import Applications
 from deskpilot.host.atspi.bus import I_DOCUMENT, ROOT_PATH, AtspiCallError, Conn
-from deskpilot.host.atspi.collect import RawNode
+from deskpilot.host.atspi.collect import RawNode, is_hidden
 from deskpilot.host.atspi.connections import Connections
 from deskpilot.host.atspi.model import AppInfo, ElementRef, NodeRef, TreeSnapshot
-from deskpilot.host.atspi.render import Rendered, RenderOptions, clean_name, is_hidden, render
+from deskpilot.host.atspi.render import Rendered, RenderOptions, clean_name, render
 from deskpilot.host.atspi.tree_cache import (
     NOTE_QT,
     CacheState,
@@ -550,6 +550,12 @@ def _elements(
             if e is not None and e.parent_id == parent_id and e.ref.path == n.path:
                 elements[eid] = e
                 continue
+        identity = None
+        if n.address is not None and on_screen.transient(n) and n.parent >= 0:
+            # the app makes this cell anew for every question (Calc): it is named by its
+            # table and address, and found again by them when acted on
+            table = nodes[n.parent]
+            identity = (table.bus, table.path, n.address)
         elements[eid] = ElementRef(
             id=eid,
             ref=NodeRef(n.bus, n.path),
@@ -564,6 +570,7 @@ def _elements(
             secure=n.role == R_PASSWORD_TEXT,
             parent_id=parent_id,
             index_in_parent=n.index if n.index >= 0 else None,
+            identity=identity,
         )
     return elements
 

@@ -54,7 +54,7 @@ from typing import Final, Literal
 
 from deskpilot.host.atspi.app_events import AppEvents
 from deskpilot.host.atspi.bus import Conn
-from deskpilot.host.atspi.collect import RawNode
+from deskpilot.host.atspi.collect import RawNode, virtual
 from deskpilot.host.atspi.events import CHANGE_LOG, Change
 from deskpilot.host.atspi.model import TreeSnapshot
 from deskpilot.host.atspi.vocab import State, bit
@@ -256,6 +256,8 @@ class TreeCache:
                 return Plan("full", None, seq=seq, verify=True)
             return Plan("hit", None, seq=seq)
         dirt = classify(changes, entry.index)
+        if dirt is not None:
+            dirt = lift_virtual(dirt, entry.nodes)
         if (
             dirt is None
             or len(dirt.nodes) > MAX_DIRTY
@@ -346,6 +348,36 @@ class Dirt:
 
     def __bool__(self) -> bool:
         return bool(self.nodes or self.subtrees or self.loose)
+
+
+def lift_virtual(dirt: Dirt, nodes: list[RawNode]) -> Dirt:
+    """``dirt`` with every change of a virtual container or below it made a change of the
+    container's subtree: what is on screen of it is read as a whole (a cell's text is read
+    with the table's, not by a node's own re-read; Calc says ``visible-data-changed`` of
+    the sheet when a value on it changed), and it has no kept subtrees of its own."""
+    owner: dict[int, int] = {}
+
+    def container(i: int) -> int | None:
+        # the outermost virtual container at or above node i
+        p = i
+        found = None
+        while p >= 0:
+            if virtual(nodes[p]):
+                found = p
+            p = nodes[p].parent
+        return found
+
+    for i in (*dirt.nodes, *dirt.subtrees):
+        top = container(i)
+        if top is not None:
+            owner[i] = top
+    if not owner:
+        return dirt
+    return Dirt(
+        tuple(i for i in dirt.nodes if i not in owner),
+        tuple(sorted({owner.get(i, i) for i in dirt.subtrees} | set(owner.values()))),
+        dirt.loose,
+    )
 
 
 def classify(changes: list[Change], index: dict[str, int]) -> Dirt | None:

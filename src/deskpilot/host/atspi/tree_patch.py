@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, Final
 
-from deskpilot.host.atspi import collect
+from deskpilot.host.atspi import collect, on_screen
 from deskpilot.host.atspi.bus import (
     I_ACCESSIBLE,
     I_PROPERTIES,
@@ -78,7 +78,7 @@ async def reread(
         calls.append((n.bus, n.path, I_ACCESSIBLE, "GetState", "", ()))
         calls.append((n.bus, n.path, I_ACCESSIBLE, "GetRole", "", ()))
     res = await conn.batch(calls)
-    fresh: list[tuple[int, str, str, int]] = []
+    fresh: list[tuple[int, str, str, int, int, int]] = []
     for k, i in enumerate(dirty):
         props, st, role = res[3 * k], res[3 * k + 1], res[3 * k + 2]
         if any(isinstance(r, AtspiCallError) for r in (props, st, role)):
@@ -87,7 +87,8 @@ async def reread(
         d = props[0]
         count = int(d["ChildCount"].value) if "ChildCount" in d else 0
         states = state_mask(st[0])
-        if int(role[0]) != n.role or (count != n.child_count and n.child_count >= 0):
+        unread = n.role == collect.UNREAD_ROLE  # a walk left it hidden, states only
+        if not unread and (int(role[0]) != n.role or count != n.child_count):
             return None
         if (states ^ n.states) & _VISIBLE_MASK:
             return None
@@ -101,10 +102,11 @@ async def reread(
         probe.children = n.children
         if collect.needs_detail(probe, i == 0) != (i in candidates):
             return None
-        fresh.append((i, name, desc, states))
-    for i, name, desc, states in fresh:
+        fresh.append((i, name, desc, states, int(role[0]), count))
+    for i, name, desc, states, role_now, count in fresh:
         n = nodes[i]
         n.name, n.desc, n.states = name, desc, states
+        n.role, n.child_count = role_now, count
         n.actions = None
         n.value = None
     return [i for i in dirty if i in candidates]
@@ -155,7 +157,10 @@ async def reread_subtrees(
         ranges.append((r, end))
     try:
         subs = await asyncio.gather(
-            *(_read_subtree(conn, nodes[r], strategy, limit, max_children) for r, _ in ranges)
+            *(
+                _read_subtree(conn, nodes[r], strategy, limit, max_children, _above(nodes, r))
+                for r, _ in ranges
+            )
         )
     except AtspiCallError:
         return None  # (gone: a node removed under an ancestor's event; the full read says)
@@ -185,12 +190,15 @@ async def reread_subtrees(
         out.append(n)
         parent_of.append(nodes[n.parent] if n.parent >= 0 else None)
 
+    # what is on screen of a virtual container is read anew each time: its objects are not
+    # kept ones that moved (a Calc cell is a new object for every question)
+    screened = on_screen.under_virtual(nodes)
     pos = 0
     for (r, end), sub in zip(ranges, subs, strict=True):
         for k in range(pos, r):
             keep(k)
         old = nodes[r]
-        old_paths.update(nodes[k].path for k in range(r, end))
+        old_paths.update(nodes[k].path for k in range(r, end) if not screened[k])
         links = [sub[n.parent] if n.parent >= 0 else nodes[old.parent] for n in sub]
         sub[0].index = old.index
         for n, p in zip(sub, links, strict=True):
@@ -201,10 +209,11 @@ async def reread_subtrees(
         pos = end
     for k in range(pos, len(nodes)):
         keep(k)
-    new_paths = {out[i].path for i in fresh}
+    fresh_screened = on_screen.under_virtual(out)
+    new_paths = {out[i].path for i in fresh if not fresh_screened[i]}
     if old_paths - new_paths:
         return None  # a node left a subtree: moved? GTK 3 says so only where it left
-    if len(new_paths) < len(fresh) or any(
+    if len(new_paths) < sum(1 for i in fresh if not fresh_screened[i]) or any(
         out[i].path in new_paths for i in range(len(out)) if i not in fresh
     ):
         return None  # a node moved in from a part not read again (Chromium: no event there)
@@ -219,11 +228,32 @@ async def reread_subtrees(
 
 
 async def _read_subtree(
-    conn: Conn, root: RawNode, strategy: str, limit: int, max_children: int
+    conn: Conn,
+    root: RawNode,
+    strategy: str,
+    limit: int,
+    max_children: int,
+    around: list[RawNode],
 ) -> list[RawNode]:
+    """The subtree under ``root`` read again as the tree was, with what is on screen of its
+    virtual containers (``around``: its kept ancestors, nearest first)."""
     if strategy == "collection":
-        return await collect.read_collection(conn, root.bus, root.path, limit)
-    return await collect.read_walk(conn, root.bus, root.path, limit, max_children)
+        sub = await collect.read_collection(conn, root.bus, root.path, limit)
+    else:
+        sub = await collect.read_walk(conn, root.bus, root.path, limit, max_children)
+    if not sub:
+        return sub
+    return await on_screen.read_on_screen(conn, sub, around=around)
+
+
+def _above(nodes: list[RawNode], i: int) -> list[RawNode]:
+    """The kept ancestors of node ``i``, nearest first."""
+    out: list[RawNode] = []
+    p = nodes[i].parent
+    while p >= 0:
+        out.append(nodes[p])
+        p = nodes[p].parent
+    return out
 
 
 def has_unnamed_fields(nodes: list[RawNode]) -> bool:
@@ -277,7 +307,10 @@ async def patch_nodes(
     old_paths: set[str] = set()
     out = nodes
     if dirt.subtrees or dirt.loose:
-        if not shapes or derived or has_unnamed_fields(nodes):
+        # what is on screen of a virtual container (cells, items) names no field and is no
+        # combo's item: reading it again changes no name or value derived elsewhere
+        only_screens = not dirt.loose and all(collect.virtual(nodes[r]) for r in dirt.subtrees)
+        if not shapes or (not only_screens and (derived or has_unnamed_fields(nodes))):
             return None
         if any(near_combo(nodes, r) for r in dirt.subtrees):
             return None

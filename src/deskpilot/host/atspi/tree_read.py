@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from deskpilot.host.atspi import collect
+from deskpilot.host.atspi import collect, on_screen
 from deskpilot.host.atspi.apps import Applications
 from deskpilot.host.atspi.bus import AtspiCallError, Conn
 from deskpilot.host.atspi.collect import RawNode
@@ -34,22 +34,37 @@ class TreeReader:
         max_children: int,
         deadline: float | None = None,
     ) -> tuple[list[RawNode], str]:
-        """Cache when it covers the subtree; else Collection (atk-bridge); else a walk.
+        """Cache when it covers the subtree; else a walk (Collection for Chromium only); then
+        what is on screen of the virtual containers read (:mod:`.on_screen`).
 
         What a cache misses is read per subtree: GTK4 exports objects lazily (a walk of the
-        missing part exports them, so the next snapshot is served from the cache alone);
-        atk-bridge leaves MANAGES_DESCENDANTS children out of it: an app whose cache missed
-        a subtree and that has Collection is read with Collection from then on — except
-        Chromium. Its cache holds what existed when the cache was made (the first listener
-        registered) and what Chromium announced since; a page loaded later, or nodes added
-        under an ignored element, are missing. It stays on the cache, every subtree the cache
-        missed read with Collection and grafted in — checked against the live child indexes
-        of every node, hidden ones too, so the result is exactly a Collection read's: one
-        call for a page the cache holds (~20 ms for 1,733 nodes, against ~130 ms).
+        missing part exports them, so the next snapshot is served from the cache alone).
+        atk-bridge leaves a virtual container's children out of its cache, which is what the
+        read wants (:func:`.collect.virtual`: they are never asked for). Collection
+        (``GetMatches``) descends into every child of every node, virtual containers too (a
+        Calc sheet's 2^31 cells), so it is used only for Chromium, whose objects exist
+        whether asked for or not: its cache holds what existed when the cache was made
+        (the first listener registered) and what Chromium announced since; a page loaded
+        later, or nodes added under an ignored element, are missing. It stays on the cache,
+        every subtree the cache missed read with Collection and grafted in — checked against
+        the live child indexes of every node, hidden ones too, so the result is exactly a
+        Collection read's: one call for a page the cache holds (~20 ms for 1,733 nodes,
+        against ~130 ms).
 
         ``deadline`` (``loop.time()``) bounds the walks (they return what they read by then,
         see ``collect.read_walk``); the one-call reads are bounded by the caller.
         """
+        nodes, strategy = await self._read(conn, root, limit, max_children, deadline)
+        return await on_screen.read_on_screen(conn, nodes), strategy
+
+    async def _read(
+        self,
+        conn: Conn,
+        root: NodeRef,
+        limit: int,
+        max_children: int,
+        deadline: float | None,
+    ) -> tuple[list[RawNode], str]:
         bus = root.bus_name
         strategy = self._strategy.get(bus)
         info = self._apps.known(bus)
@@ -60,7 +75,9 @@ class TreeReader:
             )
             if done is not None:
                 return done, "cache"
-        if strategy == "collection" or await collect.has_collection(conn, bus, root.path):
+        if chromium and (
+            strategy == "collection" or await collect.has_collection(conn, bus, root.path)
+        ):
             self._strategy[bus] = "collection"
             try:
                 return await collect.read_collection(conn, bus, root.path, limit), "collection"
@@ -79,7 +96,7 @@ class TreeReader:
         deadline: float | None = None,
         chromium: bool = False,
     ) -> tuple[list[RawNode] | None, str | None]:
-        """The tree from the app's cache, its misses walked and grafted in; or None and the
+        """The tree from the app's cache, its misses read and grafted in; or None and the
         strategy to go on with (what was learnt about the cache is remembered)."""
         bus = root.bus_name
         items = await collect.read_cache(conn, bus)
@@ -98,9 +115,16 @@ class TreeReader:
                 *(collect.read_collection(conn, bus, nodes[i].path, limit) for i in incomplete)
             )
             return collect.graft(nodes, dict(zip(incomplete, subs, strict=True))), strategy
-        if nodes and await collect.has_collection(conn, bus, root.path):
-            # atk-bridge: the cache holds only part of the tree; Collection has it all
-            strategy = self._strategy[bus] = "collection"
+        if (
+            nodes
+            and (0 in incomplete or len(incomplete) > MAX_GRAFTS)
+            and await collect.has_collection(conn, bus, root.path)
+        ):
+            # atk-bridge (GTK 3, LibreOffice) does not export lazily: a cache that misses
+            # the window's own children, or much more, is not worth asking again
+            # (LibreOffice's holds a fraction of its tree, most of it at index -1). Walked
+            # from now on (never Collection: it would descend into virtual containers)
+            strategy = self._strategy[bus] = "walk"
         elif nodes and len(incomplete) <= MAX_GRAFTS:
             self._strategy[bus] = "cache"
             subs = await asyncio.gather(
