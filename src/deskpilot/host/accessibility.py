@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from deskpilot.host import settings
 from deskpilot.host.atspi.apps import AppStatus
+from deskpilot.host.atspi.cells import CellNow
 from deskpilot.host.atspi.client import AtspiClient
 from deskpilot.host.atspi.collect import until
 from deskpilot.host.atspi.combo import ComboParts
@@ -372,6 +373,22 @@ class Accessibility:
     async def next_event(self, bus_name: str, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the app's next event; True if one came."""
         return await self.client.next_event(bus_name, timeout)
+
+    async def live(self, element: ElementRef) -> ElementRef | None:
+        """The element as it stands now: a sheet cell found again by its table and address
+        (a new object each time, atspi/cells.py); None when it is gone or does not answer."""
+        try:
+            return await asyncio.wait_for(self.client.live(element), 3.0)
+        except Exception:
+            return None
+
+    async def cell(self, element: ElementRef) -> CellNow | None:
+        """A sheet cell as it is now (text, formula, focus); None for other elements, when
+        it is gone, or when the app does not answer."""
+        try:
+            return await asyncio.wait_for(self.client.cell(element), 3.0)
+        except Exception:
+            return None
 
     async def still_valid(self, element: ElementRef) -> bool:
         try:

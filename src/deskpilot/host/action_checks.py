@@ -138,6 +138,16 @@ async def resolve_element(
             "the element belongs to another process; observe again",
             details={"elementId": element_id},
         )
+    if accessibility is not None and element.identity is not None:
+        # a sheet cell is a new object each time: found again by its table and address
+        found = await accessibility.live(element)
+        if found is None:
+            raise DeskpilotError(
+                ErrorCode.STALE_TREE,
+                "the element cannot be acted on: its table no longer has that cell; observe again",
+                details={"elementId": element_id},
+            )
+        return found
     if accessibility is not None and not await accessibility.still_valid(element):
         gone = (
             "the menu or popup it was in has closed" if element.popup_at else "it no longer exists"

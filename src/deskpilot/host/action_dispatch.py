@@ -26,7 +26,9 @@ This module only runs the steps in that order: 1–3 are :mod:`deskpilot.host.ac
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+from typing import Literal
 
 from deskpilot.host.accessibility import Accessibility
 from deskpilot.host.action_checks import (
@@ -80,6 +82,9 @@ from deskpilot.protocol.wire import (
     SetValueAction,
     TypeTextAction,
 )
+
+# an action's log lines keep one logger name, whichever of its parts writes them
+log = logging.getLogger("deskpilot.host.action_dispatch")
 
 #: how long a finished action waits for its aim to be read (ActionResult.target_bounds)
 AIM_WAIT_S = 0.25
@@ -140,6 +145,7 @@ class ActionDispatcher:
         aimed = asyncio.ensure_future(self._aimed_at(request, target))
         try:
             outcome, settling = await self._act(request, target)
+            effect, effect_note = await self._effect(outcome)
             post = await self._post.complete(request, target, settling)
             body, png = post if post is not None else (None, None)
             windows = await self._post.windows(body)
@@ -160,8 +166,22 @@ class ActionDispatcher:
             windows=windows,
             item_click=outcome.item_click,
             target_bounds=target_bounds,
+            effect=effect,
+            effect_note=effect_note,
         )
         return result, png
+
+    async def _effect(
+        self, outcome: Outcome
+    ) -> tuple[Literal["confirmed", "unconfirmed"] | None, str | None]:
+        """The performer's check of the effect, once the action settled (None, None: none)."""
+        if outcome.check is None:
+            return None, None
+        try:
+            return await outcome.check()
+        except Exception as exc:  # the action happened: an unreadable effect is unconfirmed
+            log.info("effect check failed: %s", type(exc).__name__)
+            return "unconfirmed", "the effect could not be read back"
 
     async def _aimed_at(self, request: ExecuteAction, target: Target) -> Rect | None:
         """Where the action aims on screen (ActionResult.target_bounds): the element's
@@ -226,7 +246,7 @@ class ActionDispatcher:
         if isinstance(action, ClickAction):
             return await pointer.click(action, window, rect, element, target.binding)
         if isinstance(action, TypeTextAction):
-            return await keyboard.type_text(action, window, rect, element)
+            return await keyboard.type_text(action, window, rect, element, target.binding)
         if isinstance(action, PasteTextAction):
             return await keyboard.paste(action, window, rect, element)
         if isinstance(action, SetValueAction):

@@ -9,13 +9,16 @@ combo box chooses one of its options (:mod:`deskpilot.host.combo_boxes`).
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Literal
 
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
 from deskpilot.host.combo_boxes import ComboBoxes
 from deskpilot.host.element_states import read_only
+from deskpilot.host.observer import Binding
 from deskpilot.host.outcome import Outcome
 from deskpilot.host.primitives import Primitives, test_hang_target
+from deskpilot.host.sheet_cells import typed_effect, typing_target
 from deskpilot.host.x11.keymap import parse_chord
 from deskpilot.host.x11.windows import XWindow
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
@@ -45,6 +48,23 @@ class KeyboardActions:
         )
 
     async def type_text(
+        self,
+        action: TypeTextAction,
+        window: XWindow,
+        rect: Rect,
+        element: ElementRef | None,
+        binding: Binding | None = None,
+    ) -> Outcome:
+        done = await self._type_text(action, window, rect, element)
+        # typing into a sheet cell is read back once it settled (host/sheet_cells.py)
+        tree = binding.tree if binding is not None else None
+        cell = typing_target(element, tree.snapshot.elements if tree is not None else {})
+        accessibility = self._p.accessibility
+        if cell is not None and accessibility is not None:
+            done.check = partial(typed_effect, accessibility, cell, action.text)
+        return done
+
+    async def _type_text(
         self, action: TypeTextAction, window: XWindow, rect: Rect, element: ElementRef | None
     ) -> Outcome:
         method: Literal["synthetic", "mixed"] = "synthetic"

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
+
+#: what the host saw of an action's effect, and why it could not see it (ActionResult)
+Effect = tuple[Literal["confirmed", "unconfirmed"], str | None]
 
 
 @dataclass(slots=True)
@@ -17,3 +21,6 @@ class Outcome:
     answered_at: float | None = None
     #: a click on a list/table/tree item: "select" (a single click) or "activate" (count 2)
     item_click: Literal["select", "activate"] | None = None
+    #: the check of the action's effect, run once the action settled (typing into a sheet
+    #: cell: host/sheet_cells.py); None: nothing to check
+    check: Callable[[], Awaitable[Effect]] | None = None

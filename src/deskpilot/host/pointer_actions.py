@@ -13,6 +13,7 @@ import asyncio
 from typing import Literal
 
 from deskpilot.host.action_checks import to_screen
+from deskpilot.host.atspi.cells import sheet_cell
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
 from deskpilot.host.atspi.vocab import ROLE_NUMBER
 from deskpilot.host.combo_boxes import ComboBoxes
@@ -21,6 +22,7 @@ from deskpilot.host.item_clicks import ItemClicks, clicked_item
 from deskpilot.host.observer import Binding
 from deskpilot.host.outcome import Outcome
 from deskpilot.host.primitives import Primitives
+from deskpilot.host.sheet_cells import SheetCells
 from deskpilot.host.x11.windows import XWindow
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import (
@@ -52,6 +54,7 @@ class PointerActions:
             primitives.combo_of_option,
             primitives.pointer_click,
         )
+        self._cells = SheetCells(primitives)
 
     async def click(
         self,
@@ -64,6 +67,15 @@ class PointerActions:
         if element is None and action.point is None:
             raise DeskpilotError(ErrorCode.INVALID_REQUEST, "click needs elementId or point")
         item = None
+        if (
+            element is not None
+            and action.button == "left"
+            and action.count in (1, 2)
+            and sheet_cell(element)
+        ):
+            # a sheet's cell: a person's click makes it the current cell (sheet_cells.py)
+            elements = binding.tree.snapshot.elements if binding.tree else {}
+            return await self._cells.click(element, elements, window, rect, action.count)
         if element is not None and action.button == "left":
             # a row, cell, list item or option: one click selects, two activate (item_clicks)
             item = clicked_item(element, binding.tree.snapshot.elements if binding.tree else {})

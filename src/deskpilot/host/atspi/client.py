@@ -21,6 +21,7 @@ from deskpilot.host import settings
 from deskpilot.host.atspi.app_events import AppEvents
 from deskpilot.host.atspi.apps import Applications, AppStatus
 from deskpilot.host.atspi.bus import ROOT_PATH, Conn
+from deskpilot.host.atspi.cells import CellNow
 from deskpilot.host.atspi.combo import ComboParts
 from deskpilot.host.atspi.connections import Connections, open_buses
 from deskpilot.host.atspi.element_reads import ElementReads
@@ -191,6 +192,15 @@ class AtspiClient:
         """The combo box whose popup list ``element`` is an option of, read now; None for
         an item of anything else."""
         return await self._reads.combo_of_option(element)
+
+    async def live(self, element: ElementRef) -> ElementRef | None:
+        """The element with the object that stands for it now (a sheet cell is a new object
+        each time: atspi/cells.py); None when it is gone."""
+        return await self._reads.live(element)
+
+    async def cell(self, element: ElementRef) -> CellNow | None:
+        """A sheet cell as it is now; None for other elements or when it is gone."""
+        return await self._reads.cell(element)
 
     async def still_valid(self, element: ElementRef) -> bool:
         """The object still exists, is not defunct, and its bus name still belongs to its pid."""

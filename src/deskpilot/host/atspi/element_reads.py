@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from deskpilot.host.atspi import cells
 from deskpilot.host.atspi.bus import (
     I_ACCESSIBLE,
     I_ACTION,
@@ -68,6 +69,24 @@ class ElementReads:
             return None
         x, y, w, h = body[0]
         return Rect(x=int(x), y=int(y), width=int(w), height=int(h))
+
+    async def live(self, element: ElementRef) -> ElementRef | None:
+        """The element with the object that stands for it now: a sheet cell is found again
+        by its table and address (see atspi/cells.py); None when that is gone. Any other
+        element is returned as it is."""
+        if cells.table_of(element) is None:
+            return element
+        conn = await self._connections.conn_for(element.bus_name)
+        return await cells.live(conn, element)
+
+    async def cell(self, element: ElementRef) -> cells.CellNow | None:
+        """A sheet cell as it is now (text, formula, focus); None for other elements, or
+        when it is gone."""
+        where = cells.table_of(element)
+        if where is None:
+            return None
+        conn = await self._connections.conn_for(element.bus_name)
+        return await cells.read_cell(conn, *where)
 
     async def combo_parts(self, element: ElementRef) -> ComboParts | None:
         """The combo box ``element`` as it is now (options, popup state); see atspi/combo."""

@@ -140,6 +140,7 @@ class OpKind(enum.StrEnum):
     SECONDARY = "secondary"  # a second named action such as "menu" (else unsupported)
     SCROLL_TO = "scroll_to"  # Component.ScrollTo (anywhere)
     CHOOSE_OPTION = "choose_option"  # the element's own Selection.SelectChild(index)
+    CLEAR_SELECTION = "clear_selection"  # the element's own Selection.ClearSelection
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,6 +113,13 @@ class Operations:
             return await select_child(conn, el, op, self._act_on(conn, el))
         if kind == OpKind.CHOOSE_OPTION:
             return await self._choose_option(conn, el, op, ifaces)
+        if kind == OpKind.CLEAR_SELECTION:
+            if "Selection" not in ifaces:
+                raise unsupported(op, el, "no Selection interface")
+            body = await self._act(conn, el, I_SELECTION, "ClearSelection")
+            if body is not None and not body[0]:
+                raise unsupported(op, el, "ClearSelection returned false")
+            return "Selection.ClearSelection"
         raise unsupported(op, el, "unknown operation")
 
     async def _invoke(
