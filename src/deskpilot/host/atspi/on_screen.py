@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -98,18 +98,36 @@ async def read_on_screen(
     *,
     around: Sequence[RawNode] = (),
     max_items: int = MAX_ON_SCREEN,
+    deadline: float | None = None,
 ) -> list[RawNode]:
     """``nodes`` (preorder) with what is on screen of each shown virtual container grafted
     in as its children, and its summary set; ``nodes`` itself when there is none. A
     container that fails to answer keeps no children and says so in its summary.
     ``around``: the ancestors of ``nodes[0]`` when it is not the window's root (a subtree
-    read again), whose extents clip what is visible too."""
+    read again), whose extents clip what is visible too. ``deadline`` (``loop.time()``): a
+    container not read by then keeps no children and is marked unread (``RawNode.unread``:
+    the rest of the window stands, the tree is partial)."""
     which = _shown_virtual(nodes, root_too=bool(around))
     if not which:
         return nodes
     outer = [a for a in around if a.role in _CLIPPING_ROLES or a is around[-1]]
-    subs = await asyncio.gather(*(_container(conn, nodes, i, outer, max_items) for i in which))
+    subs = await asyncio.gather(
+        *(_bounded(_container(conn, nodes, i, outer, max_items), nodes[i], deadline) for i in which)
+    )
     return collect.graft(nodes, dict(zip(which, subs, strict=True)))
+
+
+async def _bounded(
+    read: Awaitable[list[RawNode]], container: RawNode, deadline: float | None
+) -> list[RawNode]:
+    """The container's read, or the container alone marked unread at the deadline."""
+    try:
+        return await collect.until(read, deadline)
+    except TimeoutError:
+        container.children = []
+        container.unread = 1
+        container.screen = "what is on screen of it was not read by the deadline"
+        return [container]
 
 
 def under_virtual(nodes: list[RawNode]) -> list[bool]:

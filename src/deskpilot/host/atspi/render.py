@@ -35,7 +35,6 @@ from deskpilot.host.atspi.vocab import (
     GENERIC_CONTAINER_ROLES,
     INTERACTIVE_ROLES,
     R_PASSWORD_TEXT,
-    ROLE_NUMBER,
     ROLE_VOCAB,
     TEXT_LEAF_ROLES,
     State,
@@ -73,7 +72,6 @@ _B_ICONIFIED = bit(State.ICONIFIED)
 _TEXT_FIELD_ROLES: Final = frozenset(
     i for i, r in enumerate(ROLE_VOCAB) if r in ("textField", "passwordField")
 )
-_R_CELL: Final = ROLE_NUMBER["table cell"]
 _TOGGLE_ROLES: Final = frozenset(i for i, r in enumerate(ROLE_VOCAB) if r == "toggleButton")
 
 
@@ -156,9 +154,7 @@ def _quote(s: str, limit: int = NAME_MAX_CHARS) -> str:
     return s
 
 
-def state_words(n: RawNode, parent_states: int = 0) -> list[str]:
-    """The state words of a line. ``parent_states``: the parent's; a cell of an editable
-    table does not repeat ``editable`` (every cell of a Calc sheet is)."""
+def state_words(n: RawNode) -> list[str]:
     st = n.states
     role = n.role
     out: list[str] = []
@@ -183,7 +179,7 @@ def state_words(n: RawNode, parent_states: int = 0) -> list[str]:
     if role in _TEXT_FIELD_ROLES:
         if st & _B_READ_ONLY or not st & _B_EDITABLE:
             out.append("readonly")
-    elif st & _B_EDITABLE and not (role == _R_CELL and parent_states & _B_EDITABLE):
+    elif st & _B_EDITABLE:
         out.append("editable")
     if st & _B_REQUIRED:
         out.append("required")
@@ -323,8 +319,7 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
                 out.omitted += 1
             else:
                 role = window_role(node.role) if i == 0 else node.role
-                up = nodes[node.parent].states if node.parent >= 0 else 0
-                line = _line(node, role, names[i], depth, len(lines) + 1, up)
+                line = _line(node, role, names[i], depth, len(lines) + 1)
                 cost = utf16_len(line) + 1
                 if used + cost > budget:
                     stopped = out.budget_hit = True
@@ -356,15 +351,13 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
     return out
 
 
-def _line(
-    node: RawNode, role: int, name: str, depth: int, line_no: int, parent_states: int = 0
-) -> str:
+def _line(node: RawNode, role: int, name: str, depth: int, line_no: int) -> str:
     parts = ["  " * depth, "- ", ROLE_VOCAB[role] if 0 <= role < len(ROLE_VOCAB) else "generic"]
     if name:
         parts.append(f' "{_quote(name)}"')
     if node.value is not None and node.role != R_PASSWORD_TEXT:
         parts.append(f' = "{_quote(node.value)}"')
-    for w in state_words(node, parent_states):
+    for w in state_words(node):
         parts.append(f" [{w}]")
     if node.formula:
         parts.append(f' [formula: "{_quote(node.formula)}"]')

@@ -52,10 +52,12 @@ class TreeReader:
         against ~130 ms).
 
         ``deadline`` (``loop.time()``) bounds the walks (they return what they read by then,
-        see ``collect.read_walk``); the one-call reads are bounded by the caller.
+        see ``collect.read_walk``) and what is on screen of the virtual containers (one not
+        read by then is marked unread: a slow sheet never costs the rest of the window);
+        the one-call reads are bounded by the caller.
         """
         nodes, strategy = await self._read(conn, root, limit, max_children, deadline)
-        return await on_screen.read_on_screen(conn, nodes), strategy
+        return await on_screen.read_on_screen(conn, nodes, deadline=deadline), strategy
 
     async def _read(
         self,
