@@ -1,7 +1,8 @@
 // The official TypeScript MCP SDK makes a list of tool calls, in order, against a server it
 // starts over stdio, and prints one JSON line with each result: whether it was an error, its
-// text (cut to 3,000 characters) and its deskpilot diagnostic. For contracts that need no
-// choreography beyond the calls themselves.
+// text (cut to 3,000 characters, or to DP_TS_TEXT_MAX when set: a spreadsheet's state is
+// longer) and its deskpilot diagnostic. For contracts that need no choreography beyond the
+// calls themselves.
 //
 // Run by the tests (tests/mcp/real_clients.py run_ts_script):
 //   node ts_calls.mjs '<config JSON>' '<calls JSON: [{"name": …, "arguments": {…}}, …]>'
@@ -15,6 +16,7 @@
 import { connectStdio, diagnosticOf, textOf } from "./sdk_kit.mjs";
 
 const config = JSON.parse(process.argv[2]);
+const textMax = Number(process.env.DP_TS_TEXT_MAX ?? 3000);
 const calls = JSON.parse(process.argv[3]);
 
 let lastState = null;
@@ -59,7 +61,7 @@ try {
       ms: performance.now() - t0,
       isError: result.isError === true,
       diagnostic: diagnosticOf(text),
-      text: text.slice(0, 3000),
+      text: text.slice(0, textMax),
     });
   }
 } finally {

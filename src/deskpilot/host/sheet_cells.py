@@ -8,9 +8,12 @@ the typing would land elsewhere), and the row selection a GTK tree view's cell g
 (host/item_clicks.py) would select the whole row. So a click on a sheet cell is the pointer
 at the middle of the part of the cell that is visible (a cell at the edge is partly under
 the scroll bar), which also does what a person's click does while a formula is being typed:
-the cell's address goes into the formula. Where that point cannot be clicked (another
-window on top, no extents), the cell is made current semantically: the table's selection
-cleared, then ``Component.GrabFocus`` on the cell (Calc moves its cursor there).
+the cell's address goes into the formula. The cell must then say it is the current one:
+right after it opened a document, Calc still moves its grid down as its toolbars settle, and
+a click aimed by the extents it gave a moment before lands on the cell above. Where it did
+not become current, or the point cannot be clicked (another window on top, no extents), the
+cell is made current semantically: the table's selection cleared, then
+``Component.GrabFocus`` on the cell (Calc moves its cursor there).
 
 Typing into a cell is checked afterwards (:func:`typed_effect`): Calc keeps typed text in the
 cell's editor until Enter or Tab enters it, so the cell is read again once the action
@@ -25,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import time
 from collections.abc import Mapping
 from typing import Final
 
@@ -41,6 +45,10 @@ from deskpilot.protocol.wire import Rect
 #: keys that enter a cell's edit into the cell (Enter moves down, Tab right)
 _COMMITS: Final = frozenset({"\n", "\t"})
 _SPACES: Final = re.compile(r"\s+")
+
+#: how long a click on a cell is given to make it the current one, and how often it is asked
+CURRENT_WAIT_S: Final = 0.4
+CURRENT_POLL_S: Final = 0.02
 
 CLICK_DETAIL: Final = (
     "xtest left x{count} at the cell's visible middle (a person's click: it becomes the "
@@ -71,7 +79,29 @@ class SheetCells:
                 raise
             return await self._make_current(cell, table)
         await asyncio.to_thread(self._p.input().click, x, y, "left", count)
-        return Outcome("synthetic", CLICK_DETAIL.format(count=count))
+        clicked = Outcome("synthetic", CLICK_DETAIL.format(count=count))
+        if count != 1 or await self._became_current(cell):
+            return clicked
+        # the sheet moved under the pointer (Calc still laying out its window): the click
+        # made another cell current; this one is made current as the click meant
+        made = await self._make_current(cell, table)
+        made.method = "mixed"
+        made.detail = f"{clicked.detail} landed on another cell (the sheet moved); {made.detail}"
+        return made
+
+    async def _became_current(self, cell: ElementRef) -> bool:
+        """Whether the cell says it is the current (focused) one within ``CURRENT_WAIT_S``
+        of the click (Calc answers the click within a few ms)."""
+        if self._p.accessibility is None:
+            return True
+        deadline = time.monotonic() + CURRENT_WAIT_S
+        while True:
+            now = await self._p.accessibility.cell(cell)
+            if now is None or now.focused:
+                return now is not None
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(CURRENT_POLL_S)
 
     async def _aim(
         self, cell: ElementRef, table: ElementRef | None, window: XWindow, rect: Rect

@@ -1,0 +1,106 @@
+"""The app matrix row for LibreOffice Calc 7.4 (Debian's libreoffice-calc with the GTK 3
+bridge), through the official TypeScript MCP SDK (what Claude Code and pi are built on).
+
+The sheet's table says it has 2,147,483,647 cells and makes an object for each one it is
+asked for, so its children are never asked for (host/atspi/collect.py ``virtual``): what is
+on screen of it is read (host/atspi/on_screen.py). The fixture (tests/calc_kit.py) is a small
+price list in A1:D6 with formulas in column D and row 6.
+
+* read: the state shows the window's menu bar and toolbars, and the sheet's visible cells
+  with their addresses and values (formulas too), the current cell, a summary of what is on
+  screen and how much empty space was left out — not hundreds of empty cells;
+* act: a click on cell D7 by element id makes it the current cell, typing a formula into
+  it with Enter enters it (the next state shows its value, computed), and the toolbar's
+  Save button saves the file: its content.xml has the formula and its value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from real_clients import TS_CALLS, run_ts_script, stdio_config
+
+from calc_kit import SHOWN, Calc, calc, cell_formula, soffice, write_fixture
+
+pytestmark = [
+    pytest.mark.desktop,
+    pytest.mark.skipif(soffice() is None, reason="LibreOffice is not installed"),
+]
+
+
+@pytest.fixture(scope="module")
+def sheet(dp_desktop: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Calc]:
+    """Calc on a fresh copy of the fixture, once for the module."""
+    where = tmp_path_factory.mktemp("calc")
+    with calc(write_fixture(where / "prices.ods"), where / "profile") as app:
+        yield app
+
+
+def _ok(result: dict[str, Any]) -> str:
+    assert not result["isError"], result
+    text: str = result["text"]
+    return text
+
+
+def _cells(text: str) -> dict[str, str]:
+    """Each cell line of a state: address → its line (from ``- cell "B3"``)."""
+    return {m.group(1): m.group(0) for m in re.finditer(r'- cell "([A-Z]+\d+)".*$', text, re.M)}
+
+
+async def test_calc_reads_the_sheet_types_a_formula_and_saves(
+    sheet: Calc, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc = Path(str(sheet.app.proc.args[-1]))
+    monkeypatch.setenv("DP_TS_TEXT_MAX", "60000")  # the whole state: it is ~8,000 characters
+    calls = [
+        {"name": "get_app_state", "arguments": {"app": sheet.pid}},
+        {"name": "click", "arguments": {"state_id": "$state", "element_id": '$element:cell "D7"'}},
+        {"name": "type_text", "arguments": {"state_id": "$state", "text": "=SUM(D2:D5)\n"}},
+        {
+            "name": "click",
+            "arguments": {"state_id": "$state", "element_id": '$element:button "Save"'},
+        },
+    ]
+    report = await run_ts_script(TS_CALLS, stdio_config(), json.dumps(calls))
+    first, clicked, typed, saved = report["results"]
+    state = _ok(first)
+    # the rest of the window is there: menu bar, toolbars, the Name Box with the address
+    for line in ('menu "File"', 'toolbar "Standard"', 'toolbar "Formula Tool Bar"'):
+        assert f"- {line} [" in state, state
+    assert re.search(r'- textField = "A1" \[\d+\]', state), state  # the Name Box
+    # the sheet: every filled cell of A1:D6 with its address and value, formulas said
+    cells = _cells(state)
+    for address, value in SHOWN.items():
+        assert f'cell "{address}" = "{value}"' in cells.get(address, ""), (address, state)
+    assert '[formula: "=B2*C2"]' in cells["D2"], cells["D2"]
+    assert '[formula: "=SUM(D2…"]' in cells["D6"], cells["D6"]  # the bridge cuts at ':'
+    summary = re.search(r"^\s*- … on screen: (A1:[A-Z]+\d+) \(rows 1–.*$", state, re.M)
+    assert summary is not None, state
+    assert "of 1,048,576" in summary.group(0) and "current cell A1" in summary.group(0)
+    assert "empty cells not listed" in summary.group(0)
+    # empty cells are left out but for the current one and those next to filled ones
+    assert "[focused]" in cells["A1"], cells["A1"]
+    assert {"E1", "A7", "D7", "C6"} <= set(cells), sorted(cells)
+    assert "H20" not in cells and len(cells) < 40, sorted(cells)
+    # a click on D7 by id makes it the current cell
+    after_click = _ok(clicked)
+    assert "current cell D7" in after_click, after_click
+    assert "[focused]" in _cells(after_click)["D7"], after_click
+    # the formula typed into it is entered; the next state shows its computed value
+    after_typing = _ok(typed)
+    d7 = _cells(after_typing)["D7"]
+    assert 'cell "D7" = "10"' in d7 and '[formula: "=SUM(D2…"]' in d7, d7
+    assert "current cell D8" in after_typing, after_typing
+    _ok(saved)
+    # saved by the toolbar's Save: the file has the formula and its value
+    deadline = time.monotonic() + 15
+    while cell_formula(doc, "D7") != ("of:=SUM([.D2:.D5])", "10"):
+        assert time.monotonic() < deadline, cell_formula(doc, "D7")
+        await asyncio.sleep(0.2)
