@@ -104,3 +104,29 @@ async def test_calc_reads_the_sheet_types_a_formula_and_saves(
     while cell_formula(doc, "D7") != ("of:=SUM([.D2:.D5])", "10"):
         assert time.monotonic() < deadline, cell_formula(doc, "D7")
         await asyncio.sleep(0.2)
+
+
+async def test_diagnose_names_calc_when_its_tree_does_not_come_in_time(sheet: Calc) -> None:
+    """A deadline too short for Calc's window (60 ms: its full read takes a few hundred):
+    the state is partial (or has no tree at all), and diagnose_native_host names the app and
+    what to do."""
+    config = stdio_config()
+    config["env"] = {**config["env"], "DESKPILOT_TREE_DEADLINE_MS": "60"}
+    calls = [
+        {"name": "get_app_state", "arguments": {"app": sheet.pid}},
+        {"name": "diagnose_native_host", "arguments": {}},
+    ]
+    report = await run_ts_script(TS_CALLS, config, json.dumps(calls))
+    state, diagnosis = report["results"]
+    looked = _ok(state)
+    assert "partial=deadline" in looked or "tree=unavailable" in looked, looked
+    data, _ = json.JSONDecoder().raw_decode(_ok(diagnosis))  # the diagnostic follows it
+    check = next(c for c in data["checks"] if c["check"] == "apps_answer_in_time")
+    assert not check["ok"], check
+    slow = next(a for a in check["apps"] if a["pid"] == sheet.pid)
+    # missed its deadline (it answers too slowly for its whole tree), or silent past it
+    assert slow["app"].startswith("soffice"), slow
+    assert {"treeDeadlineMissedMs", "unresponsiveMs"} & set(slow), slow
+    advice = " ".join(data["advice"])
+    assert f"{slow['app']} (pid {sheet.pid})" in advice, advice
+    assert "get_app_state again" in advice, advice

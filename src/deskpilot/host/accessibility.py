@@ -64,6 +64,8 @@ SNAPSHOT_TIMEOUT_S = 15.0
 #: earlier read left open that long) waits for it to answer before it is answered from the
 #: window's last tree (atspi/apps.py ``still_silent``)
 SILENT_PROBE_S = 0.2
+#: windows remembered as having missed their deadline (the oldest forgotten first)
+MAX_MISSED = 64
 
 
 @dataclass(slots=True)
@@ -125,6 +127,9 @@ class Accessibility:
         self.client = client
         #: each window's last complete tree: the answer when its app does not answer
         self.last_trees = LastTrees()
+        #: the windows (X id) whose last read missed its deadline, with that deadline (ms):
+        #: the window listing names them (diagnose_native_host tells what to do)
+        self.missed_deadlines: dict[int, float] = {}
 
     @classmethod
     async def connect(cls, session_address: str | None = None) -> Accessibility | None:
@@ -291,6 +296,9 @@ class Accessibility:
             return None
         if snapshot.partial is None:
             self.last_trees.remember(window.xid, window.pid, snapshot, frame)
+            self.missed_deadlines.pop(window.xid, None)
+        elif snapshot.partial == "deadline":
+            self._missed(window, deadline_ms)
         if popup_reads:
             snapshot = with_popups(snapshot, await _popup_snapshots(popup_reads, popup_places))
         elapsed = (time.perf_counter() - start) * 1000
@@ -326,7 +334,10 @@ class Accessibility:
     def _known(
         self, window: XWindow, reason: str, deadline_ms: float
     ) -> TreeResult | TreeUnavailable:
-        """The window's last complete tree, marked stale; else ``TreeUnavailable(reason)``."""
+        """The window's last complete tree, marked stale; else ``TreeUnavailable(reason)``.
+        Every caller comes here because the app did not answer by the deadline: the window
+        is remembered as having missed it."""
+        self._missed(window, deadline_ms)
         known = self.last_trees.last(window.xid, window.pid)
         if known is None:
             return TreeUnavailable(reason)
@@ -334,6 +345,12 @@ class Accessibility:
         return TreeResult(
             known.snapshot, known.frame, 0.0, stale_age_ms=age, deadline_ms=deadline_ms
         )
+
+    def _missed(self, window: XWindow, deadline_ms: float) -> None:
+        self.missed_deadlines.pop(window.xid, None)
+        self.missed_deadlines[window.xid] = deadline_ms
+        while len(self.missed_deadlines) > MAX_MISSED:
+            self.missed_deadlines.pop(next(iter(self.missed_deadlines)))
 
     async def _snapshot(
         self, frame: FrameInfo, max_elements: int, text_budget: int, deadline: float | None = None

@@ -9,7 +9,9 @@ Everything but the names comes from the X server, which answers for a stopped ap
 other. The names come from the apps themselves, each asked on its own and bounded
 (atspi/apps.py ``statuses``): an app that does not answer — stopped, deadlocked — is listed
 with the name it was last known by and ``appUnresponsiveMs``, and holds up neither the
-listing (past the bound, once) nor the other apps' names.
+listing (past the bound, once) nor the other apps' names. A window whose last tree read
+missed its deadline (the app answers, but too slowly for all of its tree) is listed with
+``treeDeadlineMissedMs``.
 """
 
 from __future__ import annotations
@@ -48,5 +50,6 @@ async def window_infos(
         info = w.info()
         if status is not None:
             info.app_unresponsive_ms = status.silent_ms
+        info.tree_deadline_missed_ms = accessibility.missed_deadlines.get(w.xid)
         infos.append(info)
     return infos, ewmh

@@ -84,6 +84,10 @@ class WindowInfo(WireModel):
     #: answers by its deadline from its last complete tree, stale; None: the app answered
     #: (or has no accessibility tree)
     app_unresponsive_ms: float | None = None
+    #: only in ``list_windows``: the host's last read of this window's tree did not finish
+    #: within its deadline of this many ms (the app answers, but too slowly for all of its
+    #: tree), so that observation was partial; None: the last read was complete (or none)
+    tree_deadline_missed_ms: float | None = None
 
 
 class TargetSpec(WireModel):

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from deskpilot.protocol.errors import ErrorCode
-from deskpilot.protocol.wire import ObservationBody
+from deskpilot.protocol.wire import ObservationBody, WindowInfo
 from deskpilot.runtime.apps import app_windows, dialogs_of, group_apps
 from deskpilot.runtime.call import Call, ToolOutcome
 from deskpilot.runtime.context import ToolContext
@@ -181,11 +181,15 @@ async def diagnose_native_host(ctx: ToolContext, call: Call, args: NoArgs) -> To
     except Exception as exc:  # the point of this tool is to report, not to fail
         checks.append({"check": "capabilities", "ok": False, **_failed(exc), "ms": _ms(t0)})
     t1 = time.perf_counter()
+    windows: list[WindowInfo] = []
     try:
-        n = len(await windows_of(ctx, call))
-        checks.append({"check": "list_windows", "ok": True, "windows": n, "ms": _ms(t1)})
+        windows = await windows_of(ctx, call)
+        checks.append({"check": "list_windows", "ok": True, "windows": len(windows), "ms": _ms(t1)})
     except Exception as exc:
         checks.append({"check": "list_windows", "ok": False, **_failed(exc), "ms": _ms(t1)})
+    slow, slow_advice = _slow_apps(windows)
+    if windows:
+        checks.append({"check": "apps_answer_in_time", "ok": not slow, "apps": slow})
     for c in checks:
         settings += [s for s in c.get("settings", ()) if s not in settings]
     advice: list[str] = []
@@ -207,6 +211,7 @@ async def diagnose_native_host(ctx: ToolContext, call: Call, args: NoArgs) -> To
             "Start a desktop (deskpilot desktop up) or export DISPLAY and "
             "DBUS_SESSION_BUS_ADDRESS for an X11 session, then run deskpilot doctor."
         )
+    advice += slow_advice
     perms = (caps or {}).get("permissions", {})
     for name, state in perms.items():
         if state != "granted":
@@ -219,6 +224,46 @@ async def diagnose_native_host(ctx: ToolContext, call: Call, args: NoArgs) -> To
         "advice": advice,
     }
     return ToolOutcome(text=json_text(data), diagnostic=call.diag)
+
+
+def _slow_apps(windows: list[WindowInfo]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The apps that do not answer accessibility calls in time, as the host's listing says
+    (an app silent since the host's last question; a window whose last tree read missed
+    its deadline), each with what to do. By app name and pid only: window titles are UI
+    text and stay out of a diagnostic."""
+    found: dict[int, dict[str, Any]] = {}
+    for w in windows:
+        pid = w.app.pid
+        if pid is None or (w.app_unresponsive_ms is None and w.tree_deadline_missed_ms is None):
+            continue
+        entry = found.setdefault(pid, {"app": w.app.name or w.app.executable or "?", "pid": pid})
+        if w.app_unresponsive_ms is not None:
+            entry["unresponsiveMs"] = round(w.app_unresponsive_ms)
+        if w.tree_deadline_missed_ms is not None:
+            entry["treeDeadlineMissedMs"] = round(w.tree_deadline_missed_ms)
+            entry.setdefault("windowIds", []).append(w.window_id)
+    advice: list[str] = []
+    for e in found.values():
+        who = f"{e['app']} (pid {e['pid']})"
+        if "unresponsiveMs" in e:
+            advice.append(
+                f"{who} does not answer accessibility calls (silent for {e['unresponsiveMs']} "
+                "ms): it is stopped or busy (a long computation, a modal loop). get_app_state "
+                "answers from its last tree, marked stale. Wait, then get_app_state again; do "
+                "not repeat input to it meanwhile (input waits until it runs, and would land "
+                "twice)."
+            )
+        else:
+            advice.append(
+                f"{who} answers, but the last read of its window "
+                f"{', '.join(e['windowIds'])} did not finish within its "
+                f"{e['treeDeadlineMissedMs']} ms deadline: that state was partial and its "
+                "element ids cannot be acted on. Call get_app_state again (the first read of "
+                "a big window is the slowest; later ones come from the host's tree cache). If "
+                "it stays partial, start the MCP server with a longer DESKPILOT_TREE_DEADLINE_MS "
+                "(at most 5000), or act on points of the screenshot."
+            )
+    return list(found.values()), advice
 
 
 def _ms(t0: float) -> float:

@@ -57,6 +57,7 @@ I_PROPERTIES: Final = "org.freedesktop.DBus.Properties"
 GET_ALL_PROPERTIES: Final[dict[str, tuple[str, ...]]] = {
     I_ACCESSIBLE: ("Name", "Description", "Parent", "ChildCount"),
     I_TEXT: ("CharacterCount", "CaretOffset"),
+    I_TABLE: ("NRows", "NColumns"),
 }
 #: the error names of a GetAll refused as unknown, not failed
 _GET_ALL_UNKNOWN: Final = frozenset(

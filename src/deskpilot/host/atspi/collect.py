@@ -184,9 +184,11 @@ def virtual(n: RawNode) -> bool:
     """A container whose children are never asked for: it manages its descendants (the app
     makes an object per child on request — LibreOffice Calc's sheet says it has
     2,147,483,647 cells, and asking for them makes it build one per cell), or it reports
-    more than ``MAX_CHILDREN_ASKED`` children, or an unknown count (-1). Every read strategy
-    obeys this one rule; :mod:`.on_screen` reads what is on screen of such a container."""
-    return bool(n.states & _MANAGES_DESCENDANTS) or not 0 <= n.child_count <= MAX_CHILDREN_ASKED
+    more than ``MAX_CHILDREN_ASKED`` children. Every read strategy obeys this one rule;
+    :mod:`.on_screen` reads what is on screen of such a container. (A count of -1 in
+    atk-bridge's cache only says the cache does not hold the children — a GTK menu's: they
+    are read live, where the count is real.)"""
+    return bool(n.states & _MANAGES_DESCENDANTS) or n.child_count > MAX_CHILDREN_ASKED
 
 
 # ---------------------------------------------------------------------------- strategies
@@ -257,10 +259,12 @@ def from_cache(
         if virtual(node):
             continue  # never its children (atk-bridge caches none); on_screen reads them
         children.sort()
-        # children that are not exactly indexes 0…count-1 were added or removed without the
-        # cache hearing of it (Chromium changes some subtrees without children-changed)
+        # a child count of -1: the cache does not hold the children (a GTK menu's); children
+        # that are not exactly indexes 0…count-1 were added or removed without the cache
+        # hearing of it (Chromium changes some subtrees without children-changed)
         if (
-            len(children) != node.child_count
+            node.child_count < 0
+            or len(children) != node.child_count
             or any(idx != k for k, (idx, _p) in enumerate(children))
         ) and (me == 0 or hidden_too or _visible(node)):
             incomplete.append(me)

@@ -199,8 +199,7 @@ async def _read(
         raise ifaces
     top.ifaces = iface_mask(ifaces[0])
     if isinstance(extents, AtspiCallError):
-        top.screen = "not on screen (it has no place on screen)"
-        return []
+        return []  # no place on screen: nothing of it is shown, and nothing said
     box = _box(extents[0])
     top.extents = box
     visible: Box | None = box
@@ -210,8 +209,7 @@ async def _read(
             if clip[2] > 0 and clip[3] > 0:
                 visible = _intersect(visible, clip)
     if visible is None or visible[2] <= 2 * PROBE_INSET or visible[3] <= 2 * PROBE_INSET:
-        top.screen = "not on screen (scrolled out of view)"
-        return []
+        return []  # scrolled out of view (or a closed popup's list): nothing on screen
     if top.ifaces & int(Iface.TABLE) and not isinstance(table, AtspiCallError):
         props = table[0]
         rows = int(props["NRows"].value) if "NRows" in props else 0
