@@ -202,6 +202,12 @@ async def test_typing_into_a_cell_is_read_back(sheet: Calc) -> None:
         assert completed.get("effect") == "unconfirmed", completed
         assert "shows something other than what was typed" in completed["effectNote"]
         assert "Pe" not in completed["effectNote"]  # never the typed text
+        # set_value on a cell types the value over what it held and enters it
+        e4 = line_id(completed["observation"]["tree"], 'cell "E4"')
+        value = {"kind": "set_value", "elementId": e4, "value": 42}
+        set_ = _act(host, completed["observation"], value, "type")
+        assert set_.get("effect") == "confirmed", set_
+        assert '= "42"' in _cell_line(set_["observation"]["tree"], "E4")
 
 
 async def test_a_cell_element_is_found_again_by_its_address(sheet: Calc) -> None:

@@ -12,6 +12,7 @@ import asyncio
 from functools import partial
 from typing import Literal
 
+from deskpilot.host.atspi.cells import sheet_cell
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
 from deskpilot.host.combo_boxes import ComboBoxes
 from deskpilot.host.element_states import read_only
@@ -116,6 +117,15 @@ class KeyboardActions:
                 "the element is read only: its value cannot be set",
                 details={"elementId": element.id, "reason": "read_only"},
             )
+        if sheet_cell(element) and self._p.accessibility is not None:
+            # a sheet's cell is set as a person sets it: made the current cell, the value
+            # typed over what it held and entered with Enter, then read back
+            entry = _as_text(action.value) + "\n"
+            await self._p.focus_element(element, window, rect)
+            await asyncio.to_thread(self._p.input().type_text, entry)
+            typed = Outcome("synthetic", "made the current cell, then xtest typed and Enter")
+            typed.check = partial(typed_effect, self._p.accessibility, element, entry)
+            return typed
         # a combo box takes the name of one of its options (refused before dispatch if none)
         done = await self._combos.set_value(element, _as_text(action.value), rect)
         if done is None:
