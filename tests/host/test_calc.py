@@ -225,3 +225,20 @@ async def test_a_cell_element_is_found_again_by_its_address(sheet: Calc) -> None
         assert found is not None and found.path != gone.path and found.identity == b3.identity
         now = await client.cell(found)
         assert now is not None and (now.address, now.text) == ("B3", "2")
+
+
+def test_a_save_by_the_toolbar_is_confirmed_by_the_file(sheet: Calc) -> None:
+    doc = Path(str(sheet.app.proc.args[-1]))
+    with HostProcess() as host:
+        target = {"pid": sheet.pid}
+        obs = observe_until(host, target, r'cell "A1" = "Item"', "save")
+        at = _act(
+            host, obs, {"kind": "click", "elementId": line_id(obs["tree"], 'cell "E5"')}, "save"
+        )
+        typed = _act(host, at["observation"], {"kind": "type_text", "text": "kept\n"}, "save")
+        assert typed.get("effect") == "confirmed", typed
+        before = doc.stat().st_mtime_ns
+        save = line_id(typed["observation"]["tree"], r'- button "Save" \[')
+        saved = _act(host, typed["observation"], {"kind": "click", "elementId": save}, "save")
+        assert (saved.get("effect"), saved.get("effectNote")) == ("confirmed", None), saved
+        assert doc.stat().st_mtime_ns != before

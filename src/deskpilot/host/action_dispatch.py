@@ -30,6 +30,7 @@ import logging
 import time
 from typing import Literal
 
+from deskpilot.host import save_effects
 from deskpilot.host.accessibility import Accessibility
 from deskpilot.host.action_checks import (
     Target,
@@ -221,8 +222,14 @@ class ActionDispatcher:
             xinput.check = lambda: check_canceled(self.sessions, request.session_id)
         try:
             baseline = self._post.baseline(target)
+            tree = target.binding.tree
+            saving = save_effects.watch(
+                request.action, target.element, tree.snapshot.elements if tree else {}
+            )
             since = time.monotonic()
             outcome = await self._dispatch(request, target)
+            if outcome.check is None:
+                outcome.check = saving
             settling = await self._post.settle_after(request, target, outcome, baseline, since)
         except Canceled:
             raise DeskpilotError(
