@@ -59,6 +59,8 @@ from deskpilot.host.atspi.vocab import ROLE_NUMBER, Iface, State, bit, iface_mas
 MAX_ON_SCREEN: Final = 1500
 #: how far inside a container's visible corners its objects are looked for (px)
 PROBE_INSET: Final = 2
+#: the parts of a cell made of cells read for its name
+_MAX_PARTS: Final = 8
 #: points down a table's left edge looked at when its top corners hit no cell
 _SCAN_POINTS: Final = 48
 #: how far up from an object at a point its container is looked for (a list item's label)
@@ -415,6 +417,7 @@ async def _cells(conn: Conn, top: RawNode, rows: Span, cols: Span, sheet: bool) 
             d = props[0]
             cell.name = str(d["Name"].value) if "Name" in d else ""
             cell.desc = str(d["Description"].value) if "Description" in d else ""
+            cell.child_count = int(d["ChildCount"].value) if "ChildCount" in d else 0
         else:
             cell.name = cell.address = a1(r, c)
         if not isinstance(text, AtspiCallError):
@@ -424,7 +427,34 @@ async def _cells(conn: Conn, top: RawNode, rows: Span, cols: Span, sheet: bool) 
         cells.append(cell)
     if sheet:
         await _formulas(conn, [c for c in cells if c.path and c.value])
+    else:
+        await _composite_names(conn, [c for c in cells if c.path and c.child_count > 0])
     return cells
+
+
+async def _composite_names(conn: Conn, cells: list[RawNode]) -> None:
+    """A cell made of cells (a GTK tree view's icon and text in one column: Thunar's file
+    names, its side pane's places) has no name or text of its own: it is named by what its
+    parts say, joined. Its parts are not listed: the cell is what a click selects."""
+    cells = [c for c in cells if not c.name and not c.value and not collect.virtual(c)]
+    if not cells:
+        return
+    kids = await conn.batch([(c.bus, c.path, I_ACCESSIBLE, "GetChildren", "", ()) for c in cells])
+    parts: list[tuple[int, str, str]] = []
+    for k, got in enumerate(kids):
+        if isinstance(got, AtspiCallError):
+            continue
+        parts += [(k, str(b) or cells[k].bus, str(p)) for b, p in got[0][:_MAX_PARTS]]
+    names = await conn.batch(
+        [(b, p, I_PROPERTIES, "Get", "ss", (I_ACCESSIBLE, "Name")) for _k, b, p in parts]
+    )
+    said: dict[int, list[str]] = {}
+    for (k, _b, _p), got in zip(parts, names, strict=True):
+        text = " ".join(str(got[0].value).split()) if not isinstance(got, AtspiCallError) else ""
+        if text and text not in said.get(k, []):  # an icon may be named as its text
+            said.setdefault(k, []).append(text)
+    for k, words in said.items():
+        cells[k].name = " ".join(words)
 
 
 async def _formulas(conn: Conn, cells: list[RawNode]) -> None:
