@@ -3,10 +3,11 @@ baseline tree side by side, in one run.
 
 Starts its own private desktop (unless DISPLAY is set) and, per variant, a fresh Calc
 (GTK 3) on the test fixture (tests/calc_kit.py: a price list in A1:D6) and a ``deskpilot
-serve`` over stdio driven by the official Python MCP client; the baseline variant runs the
-same server with ``PYTHONPATH=<baseline>/src`` (e.g. a worktree of main), so the host it
-spawns is the baseline's too. Measured from the client's side (wall time around
-``call_tool``):
+serve`` over stdio driven by the official Python MCP client. The baseline variant runs the
+server with another Python (``--baseline-python``: a venv whose site-packages put the
+baseline's ``src`` first, e.g. a worktree of main), whose host (``python -I -m
+deskpilot.host``, isolated: PYTHONPATH does not reach it) is then the baseline's too.
+Measured from the client's side (wall time around ``call_tool``):
 
 * ``observe cold``  — the first ``get_app_state`` of a new server (a full read);
 * ``observe``       — ``get_app_state`` again, the window unchanged (the tree cache's hit);
@@ -19,7 +20,9 @@ spawns is the baseline's too. Measured from the client's side (wall time around
 Targets (issue #32): observe with the visible cells ≤ 200 ms, a click on a cell → a result
 with a reusable state ≤ 400 ms, typing a formula ≤ 600 ms.
 
-Usage: ``.venv/bin/python benchmarks/calc_bench.py [--n 15] [--baseline /path/to/main]``.
+Usage: ``.venv/bin/python benchmarks/calc_bench.py [--n 15] [--baseline-python PY]``, with
+e.g. ``git worktree add /tmp/main main``, ``python3.11 -m venv /tmp/mainvenv`` and two
+``.pth`` files in its site-packages: ``/tmp/main/src``, then this venv's site-packages.
 """
 
 from __future__ import annotations
@@ -70,8 +73,12 @@ async def _timed(client: Client, tool: str, args: dict[str, Any]) -> tuple[float
     return (time.perf_counter() - t0) * 1000, result
 
 
-async def measure(pid: int, n: int, env: dict[str, str]) -> dict[str, Any]:
-    params = StdioServerParameters(command=DESKPILOT, args=["serve"], env=env)
+async def measure(pid: int, n: int, python: str | None) -> dict[str, Any]:
+    if python is None:
+        params = StdioServerParameters(command=DESKPILOT, args=["serve"], env=dict(os.environ))
+    else:
+        serve = ["-c", "from deskpilot.cli.main import app; app()", "serve"]
+        params = StdioServerParameters(command=python, args=serve, env=dict(os.environ))
     out: dict[str, Any] = {"cold": [], "observe": [], "moved": [], "click": [], "type": []}
     reusable = {"click": 0, "type": 0}
     trees = 0
@@ -111,16 +118,13 @@ async def measure(pid: int, n: int, env: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def run_variant(label: str, src: Path | None, n: int, work: Path) -> dict[str, Any]:
+def run_variant(label: str, python: str | None, n: int, work: Path) -> dict[str, Any]:
     where = work / label
     where.mkdir()
     doc = calc_kit.write_fixture(where / "prices.ods")
-    env = dict(os.environ)
-    if src is not None:
-        env["PYTHONPATH"] = str(src)
     with calc_kit.calc(doc, where / "profile") as app:
         time.sleep(3.0)  # Calc lays its window out after it registers
-        return asyncio.run(measure(app.pid, n, env))
+        return asyncio.run(measure(app.pid, n, python))
 
 
 def _median(xs: list[float]) -> str:
@@ -130,7 +134,7 @@ def _median(xs: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=15)
-    parser.add_argument("--baseline", type=Path, help="a checkout of the baseline (its src/)")
+    parser.add_argument("--baseline-python", help="a Python that imports the baseline")
     ns = parser.parse_args()
     os.environ.setdefault("DESKPILOT_HOST_LOCAL_TRUST", "1")
     from deskpilot import desktop as vdesk
@@ -143,8 +147,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="deskpilot-calc-bench-"))
     results: dict[str, dict[str, Any]] = {}
     try:
-        if ns.baseline is not None:
-            results["baseline"] = run_variant("baseline", ns.baseline / "src", ns.n, work)
+        if ns.baseline_python is not None:
+            results["baseline"] = run_variant("baseline", ns.baseline_python, ns.n, work)
         results["this tree"] = run_variant("this", None, ns.n, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)

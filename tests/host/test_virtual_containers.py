@@ -14,12 +14,15 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
+from gtk_kit import SYSTEM_PYTHON, needs_gtk3
 from test_atspi_gtk import _zenity, frame_of
 
 from deskpilot.desktop import DesktopState
+from deskpilot.desktop import apps as dapps
 from deskpilot.host.atspi import AtspiClient, collect, on_screen
 from deskpilot.host.atspi.bus import Conn
 from deskpilot.host.atspi.collect import RawNode
@@ -32,6 +35,7 @@ SHOWN = bit(State.VISIBLE) | bit(State.SHOWING)
 MANAGES = bit(State.MANAGES_DESCENDANTS)
 #: the calls that ask a node for its children (or walk below it)
 ASKING_CHILDREN = frozenset({"GetChildren", "GetChildAtIndex", "GetMatches", "GetTree"})
+ICON_LIST_APP = Path(__file__).with_name("icon_list_gtk_app.py")
 
 
 def _tree(*specs: tuple[int, int, int, int]) -> list[RawNode]:
@@ -236,6 +240,31 @@ async def test_thousands_of_rows_show_what_is_on_screen_and_how_many_there_are(
             assert 1 <= shown < 100, snap.text
             assert 'cell "row 0"' in snap.text and f'cell "row {shown - 1}"' in snap.text
             assert f'cell "row {shown + 5}"' not in snap.text
+            asked = {member for path, member in calls if path == table.path}
+            assert not asked & ASKING_CHILDREN, asked
+    finally:
+        app.stop()
+
+
+@needs_gtk3
+async def test_a_cell_of_an_icon_and_a_text_is_named_by_its_text(
+    desktop: DesktopState, calls: list[tuple[str, str]]
+) -> None:
+    """A file manager's name column: one cell holding an icon and a text, with no name of
+    its own; it is named by its parts (it was left out as empty)."""
+    app = dapps.launch([SYSTEM_PYTHON, str(ICON_LIST_APP), "2000"])
+    try:
+        await asyncio.to_thread(dapps.wait_accessible, pid=app.pid, timeout=60)
+        async with await AtspiClient.connect() as client:
+            frame = await frame_of(client, app.pid)
+            snap = await client.snapshot(frame.ref)
+            lines = snap.text.splitlines()
+            assert any(
+                re.search(r"- … on screen: rows 1–\d+ of 2,000, columns 1–2", ln) for ln in lines
+            )
+            assert '- cell "file0.txt" [' in snap.text and '- cell "0 bytes" [' in snap.text
+            assert '- cell "file1.txt" [' in snap.text, snap.text
+            table = next(e for e in snap.elements.values() if e.role == "table")
             asked = {member for path, member in calls if path == table.path}
             assert not asked & ASKING_CHILDREN, asked
     finally:
