@@ -144,6 +144,8 @@ def under_virtual(nodes: list[RawNode]) -> list[bool]:
 
 
 def _shown_virtual(nodes: list[RawNode], root_too: bool) -> list[int]:
+    if not any(collect.virtual(n) for n in nodes):
+        return []  # most windows: no hidden flags to work out
     hidden = [False] * len(nodes)
     out: list[int] = []
     for i, n in enumerate(nodes):
