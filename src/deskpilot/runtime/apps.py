@@ -81,6 +81,18 @@ def dialogs_of(windows: list[WindowInfo], window_id: str) -> list[WindowInfo]:
     return [w for w in windows if w.transient_for == window_id and w.visible and not w.minimized]
 
 
+def in_front(window: WindowInfo, windows: list[WindowInfo]) -> WindowInfo:
+    """``window``, or the dialog shown over it (the topmost one), and that dialog's own in
+    turn: where a person looking at ``window`` acts next."""
+    seen = {window.window_id}
+    while True:
+        dialog = next((d for d in dialogs_of(windows, window.window_id)), None)
+        if dialog is None or dialog.window_id in seen:
+            return window
+        seen.add(dialog.window_id)
+        window = dialog
+
+
 def app_windows(windows: list[WindowInfo], pid: int | None) -> list[WindowInfo]:
     """The visible windows of one process, topmost first."""
     if pid is None:

@@ -118,6 +118,8 @@ SAFE_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.ACTION_TIMEOUT: "The action timed out; its effect is unknown. Observe before "
     "deciding; it is not retried automatically.",
     ErrorCode.ACTION_NOOP: "The action was dispatched but nothing changed in the window.",
+    ErrorCode.ACTION_UNCONFIRMED: "The action was dispatched, but its effect could not be seen. "
+    "Do not repeat it: call get_app_state and check whether it took effect.",
     ErrorCode.ACTION_BLOCKED: "The action was blocked by policy (the reason code says why). "
     "Do not retry it unchanged; if the task needs it (a password, a purchase, an app outside "
     "the task), ask the user to do this step or to allow it.",
