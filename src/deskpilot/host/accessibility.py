@@ -358,6 +358,14 @@ class Accessibility:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.client.events_ready(), 5.0)
 
+    async def quiet_after(
+        self, bus_name: str, since: float, *, first_ms: float, max_ms: float
+    ) -> None:
+        """Wait until the app's events since ``since`` (monotonic) went quiet for 50 ms; at
+        once when none came within ``first_ms``; never longer than ``max_ms``."""
+        with contextlib.suppress(Exception):
+            await self.client.settle(bus_name, since, first_ms=first_ms, max_ms=max_ms)
+
     def last_event(self, bus_name: str) -> float:
         """When (monotonic) the app's last accessibility event arrived; 0.0 if never."""
         return self.client.last_event(bus_name)
