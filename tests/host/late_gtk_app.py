@@ -21,7 +21,7 @@ import sys
 if "--no-a11y" in sys.argv:
     os.environ["NO_AT_BRIDGE"] = "1"
 
-import gi  # noqa: E402
+import gi
 
 gi.require_version("Gtk", "3.0")
 gi.require_version("Gdk", "3.0")
