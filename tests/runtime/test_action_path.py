@@ -497,7 +497,7 @@ async def test_an_effect_the_host_confirmed_is_said_and_is_no_noop(
     out = await act(runtime, "click", state_id=state, element_id=4)
     d = diag(out)
     assert "code" not in d and not d.get("noop") and d["effect"] == "confirmed"
-    assert "its effect was checked and is there" in out.text.splitlines()[0]
+    assert out.text.splitlines()[0].endswith("; effect confirmed (read back once the app settled)")
     assert runtime.status(AGENT)["session"]["consecutiveNoops"] == 0
 
 

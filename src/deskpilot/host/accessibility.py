@@ -395,6 +395,14 @@ class Accessibility:
         except Exception:
             return None
 
+    async def value_now(self, element: ElementRef) -> str | float | None:
+        """The element's text, else its number, read now; None when it has neither or does
+        not answer (bounded: it only checks an effect)."""
+        try:
+            return await asyncio.wait_for(self.client.value_now(element), 3.0)
+        except Exception:
+            return None
+
     async def action_names(self, element: ElementRef) -> tuple[str, ...]:
         """The element's action names, read now (a snapshot does not read them for every
         item, and Chromium leaves them blank there); () when it has none or does not answer."""

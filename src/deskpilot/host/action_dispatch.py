@@ -145,6 +145,8 @@ class ActionDispatcher:
         try:
             outcome, settling = await self._act(request, target)
             post = await self._post.complete(request, target, settling)
+            # what the action was meant to leave behind, read once the UI settled
+            effect = await outcome.check() if outcome.check is not None else None
             body, png = post if post is not None else (None, None)
             windows = await self._post.windows(body)
             target_bounds = await _settled(aimed)
@@ -164,6 +166,8 @@ class ActionDispatcher:
             windows=windows,
             item_click=outcome.item_click,
             target_bounds=target_bounds,
+            effect=effect.seen if effect is not None else None,
+            effect_note=effect.note if effect is not None else None,
         )
         return result, png
 

@@ -91,7 +91,7 @@ def _told(call: Call, sess: ImplicitSession, verdict: Verdict, summary: str) -> 
     if verdict.silent_ms is not None:
         call.diag.extra["appUnresponsiveMs"] = verdict.silent_ms
     if verdict.effect == "confirmed" and not verdict.text:
-        return summary + " — its effect was checked and is there"
+        return summary + "; effect confirmed (read back once the app settled)"
     return f"{verdict.text}\n{summary}" if verdict.text else summary
 
 

@@ -21,8 +21,8 @@ import re
 from collections.abc import Sequence
 
 from deskpilot.protocol.wire import AppIdentity, ObservationBody, WindowInfo
-from deskpilot.runtime.apps import dialogs_of
 from deskpilot.runtime.tree import element_ids
+from deskpilot.runtime.window_lists import dialogs_of
 
 WINDOW_ROOT_ROLES = frozenset(
     {"window", "frame", "dialog", "alert", "file_chooser", "fileChooser", "application"}

@@ -20,8 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from deskpilot.protocol.wire import ObservationBody, WindowInfo
-from deskpilot.runtime.apps import AppEntry, app_windows, dialogs_of, in_front
+from deskpilot.runtime.apps import AppEntry
 from deskpilot.runtime.state_ids import StateRecord
+from deskpilot.runtime.window_lists import app_windows, dialogs_of, in_front
 
 
 @dataclass(frozen=True)
