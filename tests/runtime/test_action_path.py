@@ -512,6 +512,89 @@ async def test_an_app_that_did_not_answer_after_the_action_is_unconfirmed(
     assert d["appUnresponsiveMs"] == 812 and "do not repeat the action" in out.text
 
 
+# ---------------------------------------------------------------------- keys with nowhere known to go
+
+
+SHEET = """\
+- window "Untitled 1 - LibreOffice Calc" [1]
+  - … [unread: 12 children — deadline]"""
+
+
+async def _partial_state(fake: FakeKernel, runtime: Runtime, tree: str = SHEET) -> str:
+    fake.queue(editor(tree, tree_read=PARTIAL))
+    return await look(runtime)
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("type_text", {"text": "=A1*2"}),
+        ("paste", {"text": "=A1*2"}),
+        ("press_key", {"keys": ["Return"]}),
+    ],
+)
+async def test_keys_without_a_place_on_a_state_that_cannot_show_the_focus_are_refused(
+    fake: FakeKernel, runtime: Runtime, tool: str, args: dict[str, Any]
+) -> None:
+    """A Calc sheet with no tree took an agent's text into whatever cell had the focus, and
+    the result said nothing changed. Nothing is sent; the state_id stays valid."""
+    state = await _partial_state(fake, runtime)
+    out = await act(runtime, tool, state_id=state, **args)
+    d = diag(out)
+    assert out.is_error and d["code"] == "unsupported_action", out.text
+    assert d["details"]["reason"] == "focus_unknown" and d["actionOutcome"] == "not_dispatched"
+    assert "x and y of this state's image" in d["message"]
+    assert fake.executes() == []
+    # the same state acts once the call says where the keys go: the point is clicked first
+    ok = await act(runtime, tool, state_id=state, x=40, y=30, **args)
+    assert not ok.is_error, ok.text
+    first, then = fake.executes()
+    assert isinstance(first.action, ClickAction) and first.action.point is not None
+    assert (
+        then.action is not None
+        and then.action.kind
+        == {
+            "type_text": "type_text",
+            "paste": "paste_text",
+            "press_key": "press_key",
+        }[tool]
+    )
+
+
+async def test_keys_go_where_a_partial_tree_shows_the_focus_and_to_a_terminal(
+    fake: FakeKernel, runtime: Runtime
+) -> None:
+    focused = SHEET + '\n  - textField "Name Box" = "A1" [focused] [2]'
+    state = await _partial_state(fake, runtime, focused)
+    assert not (await act(runtime, "press_key", state_id=state, keys=["Return"])).is_error
+    fake.queue(editor(SHEET, tree_read=TreeRead(source="visual"), app="xterm"))
+    state = await look(runtime)  # the listing still names the first screen
+    assert not (await act(runtime, "type_text", state_id=state, text="ls")).is_error
+
+
+async def test_press_key_with_an_element_focuses_it_first(
+    fake: FakeKernel, runtime: Runtime
+) -> None:
+    state = await look(runtime)
+    out = await act(runtime, "press_key", state_id=state, keys=["ctrl+a"], element_id=6)
+    assert not out.is_error, out.text
+    focus, keys = fake.executes()
+    assert isinstance(focus.action, InvokeElementAction) and focus.action.element_id == 6
+    assert focus.action.action == "focus"
+    assert keys.action is not None and keys.action.kind == "press_key"
+    assert [s["kind"] for s in diag(out)["steps"]] == ["focus", "press_key"]
+
+
+async def test_an_element_and_a_point_together_are_refused(
+    fake: FakeKernel, runtime: Runtime
+) -> None:
+    state = await look(runtime)
+    out = await act(runtime, "press_key", state_id=state, keys=["a"], element_id=6, x=1, y=2)
+    assert diag(out)["code"] == "invalid_request" and fake.executes() == []
+    out = await act(runtime, "type_text", state_id=state, text="a", x=1)
+    assert diag(out)["code"] == "invalid_request" and fake.executes() == []
+
+
 # ---------------------------------------------------------------------- dialogs and windows
 
 

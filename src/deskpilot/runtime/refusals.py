@@ -176,6 +176,10 @@ REASON_ADVICE: dict[str, str] = {
     "not_an_option": "set_value on a combo box takes the text of one of its options "
     "(details.optionCount says how many it has): click the combo box to see them.",
     "range_too_long": "The range is longer than the element's text can be selected with keys.",
+    "focus_unknown": "Say where the keys go: x and y of this state's image (that point is "
+    "clicked first, as a person clicks where they type), or element_id of one of its elements "
+    "(focused, else clicked, first; an OCR outline's element is the centre of its text); or "
+    "call get_app_state again once the app answers with its whole tree.",
     "unknown_key": "Key names are X keysym names (Return, Tab, Escape, BackSpace, Delete, "
     "Left, Home, Page_Down, F5 …) or single characters, with modifiers ctrl, shift, alt, super "
     "joined by '+'.",
