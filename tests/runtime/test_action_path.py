@@ -429,7 +429,7 @@ async def test_a_changed_screenshot_with_the_same_tree_is_not_a_noop(
     assert runtime.status(AGENT)["session"]["consecutiveNoops"] == 0
 
 
-# ---------------------------------------------------------------------- what is said of the effect
+# ------------------------------------------------------------- what is said of the effect
 
 
 PARTIAL = TreeRead(partial="deadline", unread_subtrees=1)
@@ -512,7 +512,7 @@ async def test_an_app_that_did_not_answer_after_the_action_is_unconfirmed(
     assert d["appUnresponsiveMs"] == 812 and "do not repeat the action" in out.text
 
 
-# ---------------------------------------------------------------------- keys with nowhere known to go
+# ------------------------------------------------------------- keys with nowhere known to go
 
 
 SHEET = """\
