@@ -6,6 +6,7 @@ by the system python3, which has gi).
   later than GTK 3's short bound after a click and than the 600 ms first-event rule after a
   key (host/settle.py). The dialog (transient for the window, shown without being presented:
   nothing moves the X focus to it) has an entry and a "Close" button; Escape closes it too.
+* "Nothing" is a button without a handler: a click on it changes nothing, now or later.
 * "Short" is an entry of at most 5 characters: a longer value cannot replace its text.
 * Every change of an entry's text is printed on stdout (``changed NAME TEXT``), and, once the
   window is shown, where the "Short" entry is in it (``short X Y W H``, window pixels): a test
@@ -37,8 +38,9 @@ short.set_max_length(5)
 short.set_text("ab")
 short.get_accessible().set_name("Short")
 later = Gtk.Button(label="Open later")
-box.pack_start(short, False, False, 0)
-box.pack_start(later, False, False, 0)
+nothing = Gtk.Button(label="Nothing")
+for widget in (short, later, nothing):
+    box.pack_start(widget, False, False, 0)
 window.add(box)
 
 
