@@ -122,7 +122,7 @@ async def _round(side: Side, client: Client, calc: int, late: int) -> None:
 async def run(sides: list[Side], calc: int, late: int, n: int) -> None:
     async with contextlib.AsyncExitStack() as stack:
         clients = [await stack.enter_async_context(Client(s.params)) for s in sides]
-        for side, client in zip(sides, clients, strict=True):  # warm both hosts
+        for client in clients:  # warm both hosts
             for _ in range(3):
                 await client.call_tool("get_app_state", {"app": calc})
                 await client.call_tool("get_app_state", {"app": late})
