@@ -16,15 +16,18 @@ caller learns of a new window without a second round trip.
 toolkit's bound (host/settle.py). That bound proves nothing came *by then*: a key LibreOffice
 answers with a dialog, or a handler that does its work from a timer, shows its effect later
 — and a result that then says "nothing changed" misleads the agent into repeating the action
-(an agent retyped a formula Calc showed a moment later, and left it twice). So when the
-post-action look shows the window exactly as the action found it (the same tree version and
-the same screenshot bytes as the binding the action was checked against), the host keeps
-watching — the app's accessibility events and the window's pixels — until the request's
-settle budget (``settleMs``, 1.5 s by default) has passed since the action. A change within
-it is settled on (events quiet, pixels still) and looked at again; only a window that stayed
-the same to the end goes out unchanged, and only then may the caller say the action changed
-nothing (runtime/effects.py). The price is paid by actions that change nothing: their result
-comes at the end of the budget instead of at the toolkit's bound.
+(an agent retyped a formula Calc showed a moment later, and left it twice). So when nothing
+shows an effect yet — the post-action look shows the window exactly as the action found it
+(the same tree version and the same screenshot bytes as the binding the action was checked
+against), or the app sent no event since the input (a no-event wait bound) — the host keeps
+watching until the request's settle budget (``settleMs``, 1.5 s by default) has passed
+since the action: for the app's next accessibility event (its pixels are no sign where there
+is a tree: a focused field's caret blinks), or, for a window without a tree, a change of its
+pixels. A change within it is settled on (events quiet, pixels still) and looked at again;
+only a window that stayed the same to the end goes out unchanged, and only then may the
+caller say the action changed nothing (runtime/effects.py). The price is paid by actions
+that change nothing: their result comes at the end of the budget instead of at the
+toolkit's bound.
 """
 
 from __future__ import annotations
