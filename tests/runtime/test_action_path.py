@@ -618,7 +618,10 @@ async def test_a_dialog_the_action_opened_is_the_state_the_result_carries(
     fake.queue(base.dialog_screen(dialog, SAVE_AS))
     mark = fake.mark()
     out = await act(runtime, "click", state_id=state, element_id=4)
-    assert 'A dialog of this window opened: "Save As" (window 0x1a00050). Its state is' in out.text
+    assert (
+        'A dialog of this window opened: "Save As" (window 0x1a00050). The state after this '
+        "action is the dialog's"
+    ) in out.text
     assert "takes the window's input" in out.text  # it is modal
     assert 'Window=(title="Save As", id=0x1a00050)' in out.text
     d = diag(out)

@@ -67,7 +67,7 @@ async def after_action(
         if shown is not None:
             summary += (
                 f'\nA dialog of this window opened: "{dialog.title}" (window '
-                f"{dialog.window_id}). Its state is below: act on the dialog"
+                f"{dialog.window_id}). The state after this action is the dialog's: act on it"
                 + (" (it takes the window's input until it closes)." if dialog.modal else ".")
             )
             return _result(ctx, call, record, shown, windows, summary, extra)
@@ -175,9 +175,13 @@ async def _after_close(
             "before the next action.",
             diagnostic=call.diag,
         )
+    # a window closed: never a no-op; what the host could not see of a step is still said
+    summary = _told(
+        call, sess, judge(call.diag.steps, record, shown, windows_changed=True), summary
+    )
     summary += (
         f'\n{closed} closed. The window now in front of the app is "{front.title}" (window '
-        f"{front.window_id}): its state is below."
+        f"{front.window_id}): the state after this action is that window's."
     )
     return _result(ctx, call, record, shown, windows, summary, [])
 
