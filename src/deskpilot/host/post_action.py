@@ -211,8 +211,10 @@ class PostAction:
             post is not None
             and request.observe_after
             and self._no_effect_yet(target, post, settling)
+            and await self._late_effect(request, target, settling)
         ):
-            post = await self._late_effect(request, target, settling) or post
+            # the look after it (None: the window is gone, closed by what came late)
+            post = settling.post
         tree = target.binding.tree
         if (
             post is not None
@@ -247,16 +249,16 @@ class PostAction:
 
     async def _late_effect(
         self, request: ExecuteAction, target: Target, settling: Settling
-    ) -> Post | None:
-        """The window looks as the action found it: watch for a late effect until the settle
-        budget since the action has passed (see "Late effects" in the module doc). When one
-        comes, settle on it and look again (``settling`` then says how that wait ended);
-        None when nothing came."""
+    ) -> bool:
+        """Nothing shows an effect yet: watch for a late effect until the settle budget since
+        the action has passed (see "Late effects" in the module doc). When one comes, settle
+        on it and look again: ``settling`` then says how that wait ended and holds the new
+        look (None when the window is gone); True. False when nothing came."""
         until = settling.since + settle_budget_ms(request) / 1000
         bus = self._watched_bus(target)
         seen = await self.settler.late_change(bus, target.rect, settling.ended, until)
         if seen is None:
-            return None
+            return False
         log.info("late effect %.0f ms after the action", (seen - settling.since) * 1000)
         if bus is not None:
             settled, post, bound = await self._settle(
@@ -269,7 +271,8 @@ class PostAction:
             settled = await self.settler.pixels_only(target.rect, base, now, budget)
             post, bound = None, ("pixels" if settled else "budget")
         settling.settled, settling.wait_bound = settled, bound
-        return post or await self.observe_after(request, target.window, screenshot=True)
+        settling.post = post or await self.observe_after(request, target.window, screenshot=True)
+        return True
 
     async def _let_dialog_settle(
         self, request: ExecuteAction, window: XWindow, rect: Rect, since: float
