@@ -35,14 +35,17 @@ def value_check(acc: Accessibility, element: ElementRef, wanted: str | float) ->
         now = await acc.value_now(element)
         if now is None:
             return Effect("unconfirmed", NOT_READ)
-        if _holds(now, wanted, secret=element.secure):
+        if holds(now, wanted, secret=element.secure):
             return Effect("confirmed")
         return Effect("unconfirmed", NOT_REPLACED)
 
     return check
 
 
-def _holds(now: str | float, wanted: str | float, *, secret: bool) -> bool:
+def holds(now: str | float, wanted: str | float, *, secret: bool) -> bool:
+    """Is ``now`` (a value read back: a number from a Value interface, else text) the value
+    ``wanted`` that was set? Numbers as numbers, text exactly ("007" is not "7"), a secret
+    field's masked text by its length."""
     if isinstance(now, float):
         b = _number(wanted)
         return b is not None and abs(now - b) <= 1e-9 * max(1.0, abs(b))
