@@ -571,6 +571,12 @@ async def test_keys_go_where_a_partial_tree_shows_the_focus_and_to_a_terminal(
     fake.queue(editor(SHEET, tree_read=TreeRead(source="visual"), app="xterm"))
     state = await look(runtime)  # the listing still names the first screen
     assert not (await act(runtime, "type_text", state_id=state, text="ls")).is_error
+    # a stopped app's last tree is whole: nothing focused there is what is known (the keys
+    # go to the window, and wait in the X server until the app runs again)
+    unfocused = EDITOR.replace("[focused] ", "")
+    fake.queue(editor(unfocused, tree_read=TreeRead(stale_age_ms=900.0)))
+    state = await look(runtime, "xterm")  # the listing names the screen last observed
+    assert not (await act(runtime, "press_key", state_id=state, keys=["x"])).is_error
 
 
 async def test_press_key_with_an_element_focuses_it_first(

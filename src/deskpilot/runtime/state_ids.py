@@ -53,9 +53,9 @@ class StateRecord:
     #: why it can no longer be used: "used" by an action, or the event that voided it
     void_reason: str | None = None
     extras: dict[str, object] = field(default_factory=dict)
-    #: its tree is a complete, current accessibility tree (not cut at the deadline, not the
-    #: last one of a silent app, not missing, not an OCR outline): what it does not show
-    #: focused is not focused (runtime/text_targets.py ``check_keys_target``)
+    #: its tree is a whole accessibility tree, read now or the last one of an app that
+    #: stopped answering (not cut at the deadline, not missing, not an OCR outline): what it
+    #: does not show focused was not focused (runtime/text_targets.py ``check_keys_target``)
     tree_complete: bool = True
 
 

@@ -83,11 +83,11 @@ def issue_state(
 
 
 def tree_complete(obs: ObservationBody) -> bool:
-    """Is the observation's tree a complete, current accessibility tree? Not when it was cut
-    at the read's deadline, is a silent app's last one, could not be read, or is an OCR
-    outline of the screenshot."""
+    """Is the observation's tree a whole accessibility tree — now, or the last one of an app
+    that stopped answering? Not when it was cut at the read's deadline, could not be read, or
+    is an OCR outline of the screenshot."""
     r = obs.tree_read
-    return r.source == "accessibility" and r.reusable and not obs.truncation.tree_unavailable
+    return r.source == "accessibility" and r.partial is None and not obs.truncation.tree_unavailable
 
 
 def present(ctx: ToolContext, call: Call, observed: ObservedState) -> Presented:

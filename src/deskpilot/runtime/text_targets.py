@@ -24,15 +24,16 @@ the window deskpilot focuses, and the call is not refused. With ``x`` and ``y`` 
 clicked first, and the agent has said where the text goes.
 
 **Keys with nowhere known to go** (``check_keys_target``, reason ``focus_unknown``). A state
-whose tree is not a complete accessibility tree — cut at the read's deadline, a silent app's
-last one, none at all, or an OCR outline of the screenshot — and shows no focused element
+whose tree is not a whole accessibility tree — cut at the read's deadline, none at all, or
+an OCR outline of the screenshot — and shows no focused element
 cannot say where keys would go: into whatever the app has focused (a LibreOffice sheet with
 no tree took an agent's text into some cell, and the result said nothing changed). So
 ``type_text``, ``paste`` and ``press_key`` without ``element_id`` or a point are refused
 there, before anything is sent; with one, that element is focused (else clicked) or that
 point clicked first, as a person clicks where they mean to type. A terminal (the app is a
 terminal emulator: runtime's ``is_terminal``) takes every key in its one grid of text: its
-keys always have a place.
+keys always have a place. A stopped app's last tree (``stale=``) is a whole tree: what it
+shows focused, or that nothing was, is what is known, as with a tree read now.
 
 The refusal points at the element that would take the text — a focused one that does, else
 the one nearest the target in the tree (fewest steps through common ancestors, then the
@@ -120,8 +121,8 @@ def check_keys_target(record: StateRecord, tool: str) -> None:
         return
     raise refusal(
         ErrorCode.UNSUPPORTED_ACTION,
-        f"This state's tree is not a complete accessibility tree (its header says why: "
-        f"partial, stale, unavailable or visual) and shows no focused element, so it cannot "
+        f"This state's tree is not a whole accessibility tree (its header says why: "
+        f"partial, unavailable or visual) and shows no focused element, so it cannot "
         f"say where {tool}'s keys would go: into whatever the app has focused. Nothing was "
         f"sent and the state_id is still valid. {REASON_ADVICE[FOCUS_UNKNOWN]}",
         reason=FOCUS_UNKNOWN,
