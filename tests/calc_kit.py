@@ -13,6 +13,8 @@ its accessibility goes through atk-bridge) and no first-start dialogs.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import os
 import re
@@ -26,6 +28,7 @@ from typing import Final
 from xml.sax.saxutils import escape
 
 from deskpilot.desktop import apps
+from deskpilot.host.atspi import AtspiClient
 
 #: the fixture's cells, row by row: text, a number, or a formula with its stored value
 Cell = str | float | tuple[str, float]
@@ -152,9 +155,27 @@ def calc(document: Path, profile: Path, timeout: float = 90.0) -> Iterator[Calc]
             if time.monotonic() > deadline:
                 raise TimeoutError("LibreOffice did not come up on the accessibility bus")
             time.sleep(0.2)
+        _wait_for_window(pid, document.name, max(5.0, deadline - time.monotonic()))
         yield Calc(app, pid)
     finally:
         app.stop()
+
+
+def _wait_for_window(pid: int, name: str, timeout: float) -> None:
+    """Until the process shows a window titled after the document (it registers on the
+    accessibility bus before it opens the document), on a private event loop in a worker
+    thread (the caller may be inside a running one)."""
+
+    async def wait() -> None:
+        async with await AtspiClient.connect() as client:
+            deadline = time.monotonic() + timeout
+            while not any(f.title.startswith(name) for f in await client.frames(pid=pid)):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"Calc showed no window for {name}")
+                await asyncio.sleep(0.2)
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(lambda: asyncio.run(wait())).result()
 
 
 def _soffice_bin(session: int) -> int | None:

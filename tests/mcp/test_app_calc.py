@@ -44,7 +44,7 @@ def sheet(dp_desktop: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 
 def _ok(result: dict[str, Any]) -> str:
-    assert not result["isError"], result
+    assert not result["isError"], result["text"][:2000]
     text: str = result["text"]
     return text
 

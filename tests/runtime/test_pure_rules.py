@@ -92,23 +92,48 @@ NEW = """- window "Calc" [1]
   - text "display" = "123" [5]"""
 
 
-def test_remap_follows_the_element_by_signature() -> None:
-    assert element_ids(OLD) == [1, 2, 3, 4]
-    assert remap(OLD, NEW, 2) == 3
-    assert remap(OLD, NEW, 4) == 5  # value changes do not matter
-    assert remap(OLD, OLD, 3) == 3
+#: NEW as the host shows it: every element keeps its id, the new label gets a new one
+KEPT = """- window "Calc" [1]
+  - label "Memory" [5]
+  - button "1" [2]
+  - button "2" [3]
+  - text "display" = "123" [4]"""
+
+
+def test_an_id_names_the_same_element_in_a_newer_state_or_none() -> None:
+    """The host keeps ids (host/atspi/element_ids.py): an id is followed as it is, never to
+    another element with the same role and name."""
+    assert element_ids(KEPT) == [1, 5, 2, 3, 4]
+    assert remap(OLD, KEPT, 2) == 2
+    assert remap(OLD, KEPT, 4) == 4  # value changes do not matter
+    gone = KEPT.replace('  - button "1" [2]\n', "")
+    assert remap(OLD, gone, 2) is None
+    # an element of the same role and name under another id is another element
+    moved = gone + '\n  - button "1" [6]'
+    assert remap(OLD, moved, 2) is None
+    # the id now on an element of another role: not the element the agent meant
+    assert remap(OLD, KEPT.replace('button "1" [2]', 'label "1" [2]'), 2) is None
+
+
+def test_an_ocr_outline_is_followed_by_signature() -> None:
+    """OCR outlines have no objects to keep ids by: ids are line numbers there."""
+    assert remap(OLD, NEW, 2, line_ids=True) == 3
+    assert remap(OLD, NEW, 4, line_ids=True) == 5  # value changes do not matter
+    assert remap(OLD, OLD, 3, line_ids=True) == 3
     dup = NEW + '\n  - button "1" [6]'
-    assert remap(OLD, dup, 2) is None  # no longer unique: refuse rather than guess
+    assert remap(OLD, dup, 2, line_ids=True) is None  # no longer unique: refuse, don't guess
 
 
 def test_an_item_of_a_popup_is_never_remapped() -> None:
     """One row's context menu closed and the next row's opened: its "Delete" has the same
     signature, but deletes the other file."""
     menu = '\n- popup [5]\n  - menu [6]\n    - menuItem "Delete" [7]'
-    old, new = OLD + menu, NEW + menu.replace("[5]", "[6]").replace("[6]", "[7]", 1)
+    old = OLD + menu
+    new = KEPT + '\n- popup [8]\n  - menu [9]\n    - menuItem "Delete" [7]'
     assert in_popup(old, 7) and in_popup(old, 5) and not in_popup(old, 4)
     assert remap(old, old, 7) is None and remap(old, new, 7) is None
-    assert remap(old, new, 2) == 3  # the window's own elements still follow
+    assert remap(old, new, 2) == 2  # the window's own elements still follow
+    assert remap(old, old, 7, line_ids=True) is None
 
 
 def _obs(**over: object) -> ObservationBody:
@@ -143,9 +168,24 @@ def test_reuse_conditions() -> None:
         prev, _obs(tree='- menu "File" [1]', element_count=1), b"png"
     )
     assert "incomplete_window_header" in reuse_refusals(prev, _obs(window=_win("", 10)), b"png")
-    popup = _win("0x9", 10)
-    assert "popup_or_menu_open" in reuse_refusals(prev, _obs(foreground_window=popup), b"png")
     assert reuse_refusals(prev, None, None) == ["no_observation"]
+
+
+def test_only_a_modal_dialog_over_the_window_stops_reuse() -> None:
+    """Another window of the app having the focus was called ``popup_or_menu_open``, where no
+    popup existed; what stops a state of a window from being acted on again is a modal dialog
+    of it (listed with the state), which takes its input."""
+    prev = AppIdentity(pid=10, name="Calc")
+    other = _win("0x9", 10)
+    assert reuse_refusals(prev, _obs(foreground_window=other), b"png", [other]) == []
+    finder = _win("0x9", 10).model_copy(update={"transient_for": "0x1"})
+    assert reuse_refusals(prev, _obs(), b"png", [finder, _win("0x1", 10)]) == []
+    modal = finder.model_copy(update={"modal": True})
+    assert reuse_refusals(prev, _obs(), b"png", [modal, _win("0x1", 10)]) == ["modal_dialog_open"]
+    hidden = modal.model_copy(update={"visible": False})
+    assert reuse_refusals(prev, _obs(), b"png", [hidden, _win("0x1", 10)]) == []
+    of_another = modal.model_copy(update={"transient_for": "0x7"})
+    assert reuse_refusals(prev, _obs(), b"png", [of_another, _win("0x1", 10)]) == []
 
 
 def test_reuse_needs_a_loaded_page_in_a_browser() -> None:

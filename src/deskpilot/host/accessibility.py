@@ -39,6 +39,7 @@ from deskpilot.host.atspi.cells import CellNow
 from deskpilot.host.atspi.client import AtspiClient
 from deskpilot.host.atspi.collect import until
 from deskpilot.host.atspi.combo import ComboParts
+from deskpilot.host.atspi.element_ids import ElementIds
 from deskpilot.host.atspi.model import (
     ElementRef,
     FrameInfo,
@@ -130,6 +131,8 @@ class Accessibility:
         #: the windows (X id) whose last read missed its deadline, with that deadline (ms):
         #: the window listing names them (diagnose_native_host tells what to do)
         self.missed_deadlines: dict[int, float] = {}
+        #: the ids each window's elements were given (they stay put: atspi/element_ids.py)
+        self.ids = ElementIds()
 
     @classmethod
     async def connect(cls, session_address: str | None = None) -> Accessibility | None:
@@ -301,6 +304,7 @@ class Accessibility:
             self._missed(window, deadline_ms)
         if popup_reads:
             snapshot = with_popups(snapshot, await _popup_snapshots(popup_reads, popup_places))
+        snapshot = self.ids.assign(frame.ref, snapshot)
         elapsed = (time.perf_counter() - start) * 1000
         return TreeResult(snapshot, frame, elapsed, deadline_ms=deadline_ms)
 
@@ -342,9 +346,8 @@ class Accessibility:
         if known is None:
             return TreeUnavailable(reason)
         age = round(known.age_ms(), 1)
-        return TreeResult(
-            known.snapshot, known.frame, 0.0, stale_age_ms=age, deadline_ms=deadline_ms
-        )
+        snapshot = self.ids.assign(known.frame.ref, known.snapshot)
+        return TreeResult(snapshot, known.frame, 0.0, stale_age_ms=age, deadline_ms=deadline_ms)
 
     def _missed(self, window: XWindow, deadline_ms: float) -> None:
         self.missed_deadlines.pop(window.xid, None)
@@ -375,6 +378,14 @@ class Accessibility:
         """Wait until the event watcher is registered (so no event of the next op is missed)."""
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.client.events_ready(), 5.0)
+
+    async def quiet_after(
+        self, bus_name: str, since: float, *, first_ms: float, max_ms: float
+    ) -> None:
+        """Wait until the app's events since ``since`` (monotonic) went quiet for 50 ms; at
+        once when none came within ``first_ms``; never longer than ``max_ms``."""
+        with contextlib.suppress(Exception):
+            await self.client.settle(bus_name, since, first_ms=first_ms, max_ms=max_ms)
 
     def last_event(self, bus_name: str) -> float:
         """When (monotonic) the app's last accessibility event arrived; 0.0 if never."""
@@ -418,6 +429,14 @@ class Accessibility:
             return None
         try:
             return await asyncio.wait_for(self.client.character_count(element), 3.0)
+        except Exception:
+            return None
+
+    async def value_now(self, element: ElementRef) -> str | float | None:
+        """The element's text, else its number, read now; None when it has neither or does
+        not answer (bounded: it only checks an effect)."""
+        try:
+            return await asyncio.wait_for(self.client.value_now(element), 3.0)
         except Exception:
             return None
 

@@ -26,9 +26,7 @@ This module only runs the steps in that order: 1–3 are :mod:`deskpilot.host.ac
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
-from typing import Literal
 
 from deskpilot.host import save_effects
 from deskpilot.host.accessibility import Accessibility
@@ -84,11 +82,12 @@ from deskpilot.protocol.wire import (
     TypeTextAction,
 )
 
-# an action's log lines keep one logger name, whichever of its parts writes them
-log = logging.getLogger("deskpilot.host.action_dispatch")
-
 #: how long a finished action waits for its aim to be read (ActionResult.target_bounds)
 AIM_WAIT_S = 0.25
+#: after giving a window the focus for keys: how long its first focus event may take, and the
+#: most the app's reaction to the focus is waited for before the keys go out
+FOCUS_EVENTS_FIRST_MS = 100.0
+FOCUS_EVENTS_MAX_MS = 400.0
 
 # the names this module has always offered, now defined by its parts
 __all__ = [
@@ -146,8 +145,9 @@ class ActionDispatcher:
         aimed = asyncio.ensure_future(self._aimed_at(request, target))
         try:
             outcome, settling = await self._act(request, target)
-            effect, effect_note = await self._effect(outcome)
             post = await self._post.complete(request, target, settling)
+            # what the action was meant to leave behind, read once the UI settled
+            effect = await outcome.check() if outcome.check is not None else None
             body, png = post if post is not None else (None, None)
             windows = await self._post.windows(body)
             target_bounds = await _settled(aimed)
@@ -167,22 +167,10 @@ class ActionDispatcher:
             windows=windows,
             item_click=outcome.item_click,
             target_bounds=target_bounds,
-            effect=effect,
-            effect_note=effect_note,
+            effect=effect.seen if effect is not None else None,
+            effect_note=effect.note if effect is not None else None,
         )
         return result, png
-
-    async def _effect(
-        self, outcome: Outcome
-    ) -> tuple[Literal["confirmed", "unconfirmed"] | None, str | None]:
-        """The performer's check of the effect, once the action settled (None, None: none)."""
-        if outcome.check is None:
-            return None, None
-        try:
-            return await outcome.check()
-        except Exception as exc:  # the action happened: an unreadable effect is unconfirmed
-            log.info("effect check failed: %s", type(exc).__name__)
-            return "unconfirmed", "the effect could not be read back"
 
     async def _aimed_at(self, request: ExecuteAction, target: Target) -> Rect | None:
         """Where the action aims on screen (ActionResult.target_bounds): the element's
@@ -221,7 +209,8 @@ class ActionDispatcher:
         if xinput is not None:
             xinput.check = lambda: check_canceled(self.sessions, request.session_id)
         try:
-            baseline = self._post.baseline(target)
+            await self._focus_first(request, target)
+            baseline = self._post.baseline(request, target)
             tree = target.binding.tree
             saving = save_effects.watch(
                 request.action, target.element, tree.snapshot.elements if tree else {}
@@ -242,6 +231,27 @@ class ActionDispatcher:
             if xinput is not None:
                 xinput.check = lambda: None
         return outcome, settling
+
+    async def _focus_first(self, request: ExecuteAction, target: Target) -> None:
+        """Keys meant for the window (press_key, text without an element): the window gets
+        the keyboard focus first, and the app's own reaction to that (focus events, a caret
+        drawn) is let pass before the keys go out and the wait for their effect starts. A key
+        that opens a dialog only after the toolkit's bound is then seen as what it is: keys
+        that showed no reaction yet (host/post_action.py, "Late effects"), not a focus change
+        taken for their effect."""
+        action = request.action
+        keys = isinstance(action, PressKeyAction) or (
+            isinstance(action, TypeTextAction | PasteTextAction) and action.element_id is None
+        )
+        if not keys:
+            return
+        moved_at = time.monotonic()
+        moved = await self._primitives.ensure_focus(target.window)
+        acc, bus = self.accessibility, target.bus
+        if moved is not None and acc is not None and bus is not None:
+            await acc.quiet_after(
+                bus, moved_at, first_ms=FOCUS_EVENTS_FIRST_MS, max_ms=FOCUS_EVENTS_MAX_MS
+            )
 
     async def _dispatch(self, request: ExecuteAction, target: Target) -> Outcome:
         """Step 4: the performer of the action's kind."""

@@ -128,9 +128,11 @@ class KeyboardActions:
             return typed
         # a combo box takes the name of one of its options (refused before dispatch if none)
         done = await self._combos.set_value(element, _as_text(action.value), rect)
-        if done is None:
-            done = await self._p.semantic(element, SemanticOp(OpKind.SET_VALUE, value=action.value))
         if done is not None:
+            return done
+        done = await self._p.semantic(element, SemanticOp(OpKind.SET_VALUE, value=action.value))
+        if done is not None:
+            done.check = self._p.value_check(element, action.value)
             return done
         if "editable" not in element.states or "Text" not in element.interfaces:
             # select-all and typing into a button, checkbox, calendar or slider would send
@@ -145,7 +147,9 @@ class KeyboardActions:
         xinput = self._p.input()
         await asyncio.to_thread(xinput.press_chord, parse_chord("ctrl+a"))
         await asyncio.to_thread(xinput.type_text, str(action.value))
-        return Outcome("synthetic", "select all, then xtest typing")
+        done = Outcome("synthetic", "select all, then xtest typing")
+        done.check = self._p.value_check(element, action.value)
+        return done
 
     async def select_text(
         self, action: SelectTextAction, window: XWindow, rect: Rect, element: ElementRef

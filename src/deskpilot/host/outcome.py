@@ -6,8 +6,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
-#: what the host saw of an action's effect, and why it could not see it (ActionResult)
-Effect = tuple[Literal["confirmed", "unconfirmed"], str | None]
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """What the host saw of an action's effect where it checked one (``ActionResult.effect``
+    and ``effect_note``): the note says why it is unconfirmed, in words for the agent — never
+    the text or value read back (it may be a secret)."""
+
+    seen: Literal["confirmed", "unconfirmed"]
+    note: str | None = None
+
+
+#: a check of an action's effect, run once the UI settled (host/effect_checks.py)
+EffectCheck = Callable[[], Awaitable[Effect]]
 
 
 @dataclass(slots=True)
@@ -21,6 +32,5 @@ class Outcome:
     answered_at: float | None = None
     #: a click on a list/table/tree item: "select" (a single click) or "activate" (count 2)
     item_click: Literal["select", "activate"] | None = None
-    #: the check of the action's effect, run once the action settled (typing into a sheet
-    #: cell: host/sheet_cells.py); None: nothing to check
-    check: Callable[[], Awaitable[Effect]] | None = None
+    #: how its effect is checked once the UI settled (None: it is not)
+    check: EffectCheck | None = None

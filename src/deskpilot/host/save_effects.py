@@ -15,13 +15,13 @@ looks like.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 from urllib.parse import unquote, urlparse
 
 from deskpilot.host.atspi.model import ElementRef
-from deskpilot.host.outcome import Effect
+from deskpilot.host.outcome import Effect, EffectCheck
 from deskpilot.protocol.wire import ClickAction, InvokeElementAction, PressKeyAction
 
 #: the names of the elements whose click saves the document (case-insensitive, exact)
@@ -61,7 +61,7 @@ def saves(action: object, element: ElementRef | None) -> bool:
 
 def watch(
     action: object, element: ElementRef | None, elements: Mapping[int, ElementRef]
-) -> Callable[[], Awaitable[Effect]] | None:
+) -> EffectCheck | None:
     """The check of a save's effect, its "before" taken now; None for any other action or
     when the tree names no document file."""
     if not saves(action, element):
@@ -74,10 +74,11 @@ def watch(
     async def check() -> Effect:
         after = _mtime(path)
         if after is not None and after != before:
-            return "confirmed", None
-        return "unconfirmed", (
+            return Effect("confirmed")
+        return Effect(
+            "unconfirmed",
             "the document's file was not written: the app may be asking how to save (a "
-            "dialog), or it had nothing to save; read the new state"
+            "dialog), or it had nothing to save; read the new state",
         )
 
     return check

@@ -163,7 +163,7 @@ async def typed_effect(accessibility: Accessibility, cell: ElementRef, text: str
     where = table_of(cell)
     place = parse_a1(where[1]) if where is not None else None
     if where is None or place is None:
-        return "unconfirmed", "the cell typed into could not be read back"
+        return Effect("unconfirmed", "the cell typed into could not be read back")
     table, _address = where
     entries, last_open = _entries(text)
     row, col = place
@@ -182,26 +182,29 @@ async def typed_effect(accessibility: Accessibility, cell: ElementRef, text: str
         checked += 1
         now = await accessibility.cell(_at(cell, table.bus_name, table.path, a1(*here)))
         if now is None:
-            return "unconfirmed", f"cell {a1(*here)} could not be read back"
+            return Effect("unconfirmed", f"cell {a1(*here)} could not be read back")
         if not _holds(now, entry):
             if not now.text and not now.formula:
-                return "unconfirmed", (
+                return Effect(
+                    "unconfirmed",
                     f"cell {now.address} is still empty: the typing did not reach it (another "
-                    "cell or field may have had the keyboard)"
+                    "cell or field may have had the keyboard)",
                 )
-            return "unconfirmed", (
+            return Effect(
+                "unconfirmed",
                 f"cell {now.address} shows something other than what was typed (Calc may "
                 "have completed or converted the entry: autocompletion, a date or number "
-                "format); read its value in the new state"
+                "format); read its value in the new state",
             )
     if last_open:
-        return "unconfirmed", (
+        return Effect(
+            "unconfirmed",
             f"the last text typed is in the editor of cell {a1(row, col)}, not in the cell: "
-            "Calc enters it on Enter or Tab (press_key Return)"
+            "Calc enters it on Enter or Tab (press_key Return)",
         )
     if not checked:
-        return "unconfirmed", "only Enter or Tab was typed: no cell's content was entered"
-    return "confirmed", None
+        return Effect("unconfirmed", "only Enter or Tab was typed: no cell's content was entered")
+    return Effect("confirmed")
 
 
 def _at(cell: ElementRef, bus: str, table: str, address: str) -> ElementRef:

@@ -180,6 +180,10 @@ class AtspiClient:
         """The element's current screen extents (None when it has no Component)."""
         return await self._reads.extents(element)
 
+    async def value_now(self, element: ElementRef) -> str | float | None:
+        """The element's text, else its number, read now (see ``ElementReads.value_now``)."""
+        return await self._reads.value_now(element)
+
     async def action_names(self, element: ElementRef) -> tuple[str, ...]:
         """All action names of the element, read now (blank names resolved one by one)."""
         return await self._reads.action_names(element)

@@ -18,6 +18,7 @@ from deskpilot.host.atspi.bus import (
     I_COMPONENT,
     I_PROPERTIES,
     I_TEXT,
+    I_VALUE,
     AtspiCallError,
     Conn,
 )
@@ -57,6 +58,33 @@ class ElementReads:
             return None
         value = body[0].value if hasattr(body[0], "value") else body[0]
         return int(value)
+
+    async def value_now(self, element: ElementRef) -> str | float | None:
+        """What the element holds now, as set_value sets it: its number (``Value``: a spin
+        button, a slider), else its whole text (``Text``); None when it has neither or does
+        not answer. Read to check an action's effect, never logged."""
+        conn = await self._connections.conn_for(element.bus_name)
+        ifaces = await interfaces(conn, element)
+        try:
+            if "Value" in ifaces:
+                body = await conn.call(
+                    element.bus_name,
+                    element.path,
+                    I_PROPERTIES,
+                    "Get",
+                    "ss",
+                    (I_VALUE, "CurrentValue"),
+                )
+                value = body[0].value if hasattr(body[0], "value") else body[0]
+                return float(value)
+            if "Text" in ifaces:
+                body = await conn.call(
+                    element.bus_name, element.path, I_TEXT, "GetText", "ii", (0, -1)
+                )
+                return str(body[0])
+        except AtspiCallError:
+            return None
+        return None
 
     async def extents(self, element: ElementRef) -> Rect | None:
         """The element's current screen extents (None when it has no Component)."""
