@@ -17,6 +17,9 @@ from deskpilot.host.atspi.model import NodeRef
 
 #: most subtrees the cache missed that are walked and grafted in (beyond: another strategy)
 MAX_GRAFTS = 64
+#: most objects a Collection read of an app other than Chromium asks for: one that gets
+#: this many may have gone into a virtual container the app did not have before
+COLLECTION_PROBE = 4000
 
 
 class TreeReader:
@@ -25,6 +28,8 @@ class TreeReader:
     def __init__(self, apps: Applications) -> None:
         self._apps = apps
         self._strategy: dict[str, str] = {}
+        #: the apps a read found a virtual container in: never read with Collection again
+        self._virtual: set[str] = set()
 
     async def read(
         self,
@@ -34,22 +39,29 @@ class TreeReader:
         max_children: int,
         deadline: float | None = None,
     ) -> tuple[list[RawNode], str]:
-        """Cache when it covers the subtree; else a walk (Collection for Chromium only); then
-        what is on screen of the virtual containers read (:mod:`.on_screen`).
+        """Cache when it covers the subtree; else Collection or a walk; then what is on
+        screen of the virtual containers read (:mod:`.on_screen`).
 
         What a cache misses is read per subtree: GTK4 exports objects lazily (a walk of the
         missing part exports them, so the next snapshot is served from the cache alone).
         atk-bridge leaves a virtual container's children out of its cache, which is what the
-        read wants (:func:`.collect.virtual`: they are never asked for). Collection
-        (``GetMatches``) descends into every child of every node, virtual containers too (a
-        Calc sheet's 2^31 cells), so it is used only for Chromium, whose objects exist
-        whether asked for or not: its cache holds what existed when the cache was made
-        (the first listener registered) and what Chromium announced since; a page loaded
-        later, or nodes added under an ignored element, are missing. It stays on the cache,
-        every subtree the cache missed read with Collection and grafted in — checked against
-        the live child indexes of every node, hidden ones too, so the result is exactly a
-        Collection read's: one call for a page the cache holds (~20 ms for 1,733 nodes,
-        against ~130 ms).
+        read wants (:func:`.collect.virtual`: they are never asked for). An atk-bridge app
+        whose cache missed part of its tree is not trusted with it again (the cache lags
+        behind the app's changes).
+
+        Collection (``GetMatches``) descends into every child of every node, virtual
+        containers too (a Calc sheet's 2^31 cells). Chromium, whose objects exist whether
+        asked for or not, stays on its cache, every subtree the cache missed read with
+        Collection and grafted in — checked against the live child indexes of every node,
+        hidden ones too, so the result is exactly a Collection read's: one call for a page
+        the cache holds (~20 ms for 1,733 nodes, against ~130 ms). Any other atk-bridge app
+        is walked first, and read with Collection from then on only while no read of it has
+        found a virtual container (a GTK 3 window); such a Collection read asks for at most
+        ``COLLECTION_PROBE`` objects, and one that finds a virtual container (a window that
+        opened since: soffice shows every document in one process) or gets that many is
+        walked instead, for good. Reading with Collection also makes GTK 3 build the
+        objects of widgets it added without announcing them (a label packed into a box):
+        their events then tell the tree cache.
 
         ``deadline`` (``loop.time()``) bounds the walks (they return what they read by then,
         see ``collect.read_walk``) and what is on screen of the virtual containers (one not
@@ -57,6 +69,8 @@ class TreeReader:
         the one-call reads are bounded by the caller.
         """
         nodes, strategy = await self._read(conn, root, limit, max_children, deadline)
+        if any(collect.virtual(n) for n in nodes):
+            self._virtual.add(root.bus_name)
         return await on_screen.read_on_screen(conn, nodes, deadline=deadline), strategy
 
     async def _read(
@@ -86,7 +100,28 @@ class TreeReader:
             except AtspiCallError as exc:
                 if exc.gone:
                     raise
-        return await collect.read_walk(conn, bus, root.path, limit, max_children, deadline), "walk"
+        if strategy == "collection" and bus not in self._virtual:
+            probe = min(limit, COLLECTION_PROBE)
+            try:
+                nodes = await collect.read_collection(conn, bus, root.path, probe)
+            except AtspiCallError as exc:
+                if exc.gone:
+                    raise
+                nodes = []
+            if nodes and len(nodes) < probe and not any(collect.virtual(n) for n in nodes):
+                return nodes, "collection"
+            self._virtual.add(bus)  # walked from now on (see ``read``)
+        nodes = await collect.read_walk(conn, bus, root.path, limit, max_children, deadline)
+        if (
+            strategy == "walk"
+            and bus not in self._virtual
+            and nodes
+            and not any(collect.virtual(n) for n in nodes)
+        ):
+            # an atk-bridge app walked once (its cache missed): Collection from now on while
+            # no read finds a virtual container in it
+            self._strategy[bus] = "collection"
+        return nodes, "walk"
 
     async def _from_cache(
         self,
@@ -117,15 +152,11 @@ class TreeReader:
                 *(collect.read_collection(conn, bus, nodes[i].path, limit) for i in incomplete)
             )
             return collect.graft(nodes, dict(zip(incomplete, subs, strict=True))), strategy
-        if (
-            nodes
-            and (0 in incomplete or len(incomplete) > MAX_GRAFTS)
-            and await collect.has_collection(conn, bus, root.path)
-        ):
-            # atk-bridge (GTK 3, LibreOffice) does not export lazily: a cache that misses
-            # the window's own children, or much more, is not worth asking again
-            # (LibreOffice's holds a fraction of its tree, most of it at index -1). Walked
-            # from now on (never Collection: it would descend into virtual containers)
+        if nodes and not chromium and await collect.has_collection(conn, bus, root.path):
+            # atk-bridge (GTK 3, LibreOffice) does not export lazily: a cache that missed
+            # part of the tree is not trusted again (it lags behind the app's changes, and
+            # LibreOffice's holds a fraction of its tree, most of it at index -1). Walked
+            # first (see ``read``)
             strategy = self._strategy[bus] = "walk"
         elif nodes and len(incomplete) <= MAX_GRAFTS:
             self._strategy[bus] = "cache"
