@@ -11,8 +11,10 @@ Measured from the client's side (wall time around ``call_tool``):
 
 * ``observe cold``  — the first ``get_app_state`` of a new server (a full read);
 * ``observe``       — ``get_app_state`` again, the window unchanged (the tree cache's hit);
-* ``observe moved`` — ``get_app_state`` after a ``press_key Down`` moved the cursor (the
-  sheet's cells read again);
+* ``key Down``      — ``press_key Down`` → the result with the state after it (the cursor
+  moved: the sheet's cells read again, a patch of the kept tree);
+* ``full read``     — this tree only, in process: ``AtspiClient.snapshot`` of the window with
+  the tree cache off (the walk of the window and the sheet's visible cells, every time);
 * ``click``         — ``click`` on a cell by element id → the result with its new state
   (alternating between two cells); ``reusable`` says how many results carried a state_id;
 * ``type``          — ``type_text "=SUM(D2:D5)\\n"`` into the current cell → the result.
@@ -79,7 +81,7 @@ async def measure(pid: int, n: int, python: str | None) -> dict[str, Any]:
     else:
         serve = ["-c", "from deskpilot.cli.main import app; app()", "serve"]
         params = StdioServerParameters(command=python, args=serve, env=dict(os.environ))
-    out: dict[str, Any] = {"cold": [], "observe": [], "moved": [], "click": [], "type": []}
+    out: dict[str, Any] = {"cold": [], "observe": [], "key": [], "click": [], "type": []}
     reusable = {"click": 0, "type": 0}
     trees = 0
     app = {"app": pid}
@@ -91,10 +93,13 @@ async def measure(pid: int, n: int, python: str | None) -> dict[str, Any]:
             out["observe"].append(ms)
             trees += 'cell "A1"' in _text(state)
         for _ in range(n):
-            key = await client.call_tool("press_key", {"state_id": _state(state), "keys": ["Down"]})
-            del key
-            ms, state = await _timed(client, "get_app_state", app)
-            out["moved"].append(ms)
+            if _state(state) is None:
+                state = await client.call_tool("get_app_state", app)
+            ms, moved = await _timed(
+                client, "press_key", {"state_id": _state(state), "keys": ["Down"]}
+            )
+            out["key"].append(ms)
+            state = moved if _state(moved) else await client.call_tool("get_app_state", app)
         for i in range(n):
             cell = _element(state, 'cell "D7"' if i % 2 == 0 else 'cell "E2"')
             if cell is None or _state(state) is None:
@@ -115,7 +120,26 @@ async def measure(pid: int, n: int, python: str | None) -> dict[str, Any]:
                 state = typed if _state(typed) else await client.call_tool("get_app_state", app)
     out["reusable"] = reusable
     out["trees"] = trees
+    out["full"] = await full_reads(pid, n) if python is None else []
     return out
+
+
+async def full_reads(pid: int, n: int) -> list[float]:
+    """This tree's full read of the window (the tree cache off), in process."""
+    from deskpilot.host.atspi import AtspiClient
+
+    client = await AtspiClient.connect()
+    try:
+        client.tree_cache.enabled = False
+        frame = next(f for f in await client.frames(pid=pid) if f.title.startswith("prices"))
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            await client.snapshot(frame.ref)
+            times.append((time.perf_counter() - t0) * 1000)
+        return times
+    finally:
+        await client.close()
 
 
 def run_variant(label: str, python: str | None, n: int, work: Path) -> dict[str, Any]:
@@ -160,14 +184,14 @@ def main() -> None:
         print(f"cpus: {os.cpu_count()}; load average before: {load_before}; after: {after}")
     print()
     print(
-        "| variant | observe cold | observe | observe moved | click (reusable) "
-        "| type formula (reusable) | states with cells |"
+        "| variant | observe cold | observe | full read | key Down | click a cell (reusable) "
+        "| type a formula (reusable) | states with cells |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for label, r in results.items():
         print(
             f"| {label} | {_median(r['cold'])} | {_median(r['observe'])} | "
-            f"{_median(r['moved'])} | {_median(r['click'])} "
+            f"{_median(r['full'])} | {_median(r['key'])} | {_median(r['click'])} "
             f"({r['reusable']['click']}/{len(r['click'])}) | {_median(r['type'])} "
             f"({r['reusable']['type']}/{len(r['type'])}) | {r['trees']}/{len(r['observe'])} |"
         )

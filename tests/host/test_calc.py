@@ -98,6 +98,8 @@ async def test_the_sheet_is_read_by_what_is_on_screen_and_never_asked_for_its_ce
         # the table was never asked for its children, in any read
         asked = {member for path, member in calls if path == table.path}
         assert not asked & ASKING_CHILDREN, asked
+        # nor asked for it through an ancestor: GetMatches descends into every child
+        assert not {m for _p, m in calls} & {"GetMatches", "GetTree"}, calls
         # and soffice built no object per cell: its memory stays where it was (asking for
         # the children took it to 4 GB within a minute)
         assert _rss_kb(sheet.pid) - before < 150_000, (before, _rss_kb(sheet.pid))

@@ -213,6 +213,8 @@ async def test_a_tree_view_is_read_by_what_is_on_screen_never_by_its_children(
                 assert any(want in ln for ln in lines[at + 2 : at + 10]), snap.text
             asked = {member for path, member in calls if path == table.path}
             assert not asked & ASKING_CHILDREN, asked
+            # nor through an ancestor: GetMatches descends into every child
+            assert not {m for _p, m in calls} & {"GetMatches", "GetTree"}, calls
     finally:
         app.stop()
 
@@ -242,6 +244,8 @@ async def test_thousands_of_rows_show_what_is_on_screen_and_how_many_there_are(
             assert f'cell "row {shown + 5}"' not in snap.text
             asked = {member for path, member in calls if path == table.path}
             assert not asked & ASKING_CHILDREN, asked
+            # nor through an ancestor: GetMatches descends into every child
+            assert not {m for _p, m in calls} & {"GetMatches", "GetTree"}, calls
     finally:
         app.stop()
 
@@ -267,5 +271,7 @@ async def test_a_cell_of_an_icon_and_a_text_is_named_by_its_text(
             table = next(e for e in snap.elements.values() if e.role == "table")
             asked = {member for path, member in calls if path == table.path}
             assert not asked & ASKING_CHILDREN, asked
+            # nor through an ancestor: GetMatches descends into every child
+            assert not {m for _p, m in calls} & {"GetMatches", "GetTree"}, calls
     finally:
         app.stop()
