@@ -275,3 +275,23 @@ async def test_a_cell_of_an_icon_and_a_text_is_named_by_its_text(
             assert not {m for _p, m in calls} & {"GetMatches", "GetTree"}, calls
     finally:
         app.stop()
+
+
+def test_a_summary_line_is_no_element_when_ids_are_not_line_numbers() -> None:
+    """The policy's and the runtime's parser (protocol/tree.py) skips marker lines: with ids
+    that stay put, a summary on line 3 must not shadow the element whose id is 3."""
+    from deskpilot.protocol.tree import parse_tree
+
+    text = "\n".join(
+        [
+            '- window "Sheet" [1]',
+            '  - table "Sheet1" [2]',
+            "    - … on screen: A1:B2 (rows 1–2 of 9, columns A–B of 9)",
+            '    - cell "A1" = "x" [editable] [5]',
+            '    - cell "B2" [focused] [editable] [3]',
+            "    - … [unread: 1 child — deadline]",
+        ]
+    )
+    parsed = parse_tree(text)
+    assert sorted(parsed.elements) == [1, 2, 3, 5]
+    assert parsed.elements[3].name == "B2" and "editable" in parsed.elements[3].states

@@ -22,6 +22,9 @@ _LINE = re.compile(
     re.VERBOSE,
 )
 _TAG = re.compile(r"\[([^\]]*)\]")
+#: how a line that stands for no element starts (children elided or unread, what is on screen
+#: of a virtual container): it has no id, and ids are not line numbers
+MARKER = "- … "
 _ID_ONLY = re.compile(r"\[(\d+)\]\s*$")
 
 
@@ -96,8 +99,9 @@ def parse_tree(text: str) -> ElementTree:
     stack: list[tuple[int, int]] = []  # (depth, id)
     value: str | None
     for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip().startswith("- "):
-            continue
+        body = line.strip()
+        if not body.startswith("- ") or body.startswith(MARKER):
+            continue  # not an element: a marker line stands for children not shown
         m = _LINE.match(line)
         if m is not None:
             indent = len(m.group("indent").expandtabs(2))
