@@ -10,8 +10,10 @@ price list in A1:D6 with formulas in column D and row 6.
   with their addresses and values (formulas too), the current cell, a summary of what is on
   screen and how much empty space was left out — not hundreds of empty cells;
 * act: a click on cell D7 by element id makes it the current cell, typing a formula into
-  it with Enter enters it (the next state shows its value, computed), and the toolbar's
-  Save button saves the file: its content.xml has the formula and its value.
+  it with Enter enters it (the result says the host read it back: effect confirmed; the
+  next state shows its value, computed), and the toolbar's Save button saves the file (the
+  result confirms it from the file; its content.xml has the formula and its value);
+* ``diagnose_native_host`` names Calc when its tree does not come within the deadline.
 """
 
 from __future__ import annotations
@@ -95,10 +97,15 @@ async def test_calc_reads_the_sheet_types_a_formula_and_saves(
     assert "[focused]" in _cells(after_click)["D7"], after_click
     # the formula typed into it is entered; the next state shows its computed value
     after_typing = _ok(typed)
+    # the host read the cell back: the typing is confirmed, never "nothing changed"
+    assert typed["diagnostic"].get("effect") == "confirmed", typed["diagnostic"]
+    assert "effect confirmed" in after_typing and "action_noop" not in after_typing
     d7 = _cells(after_typing)["D7"]
     assert 'cell "D7" = "10"' in d7 and '[formula: "=SUM(D2…"]' in d7, d7
     assert "current cell D8" in after_typing, after_typing
     _ok(saved)
+    # the save is confirmed by the document's file (its modification time)
+    assert saved["diagnostic"].get("effect") == "confirmed", saved["diagnostic"]
     # saved by the toolbar's Save: the file has the formula and its value
     deadline = time.monotonic() + 15
     while cell_formula(doc, "D7") != ("of:=SUM([.D2:.D5])", "10"):

@@ -69,8 +69,9 @@ class TreeReader:
         the one-call reads are bounded by the caller.
         """
         nodes, strategy = await self._read(conn, root, limit, max_children, deadline)
-        if any(collect.virtual(n) for n in nodes):
-            self._virtual.add(root.bus_name)
+        if not any(collect.virtual(n) for n in nodes):
+            return nodes, strategy  # most windows: one pass over the nodes, no more
+        self._virtual.add(root.bus_name)
         return await on_screen.read_on_screen(conn, nodes, deadline=deadline), strategy
 
     async def _read(
