@@ -27,7 +27,10 @@ from deskpilot.host.atspi.collect import read_walk
 from deskpilot.host.atspi.render import render
 from deskpilot.host.atspi.vocab import ROLE_NUMBER
 
-pytestmark = pytest.mark.skipif(soffice() is None, reason="LibreOffice is not installed")
+pytestmark = [
+    pytest.mark.desktop,
+    pytest.mark.skipif(soffice() is None, reason="LibreOffice is not installed"),
+]
 
 ASKING_CHILDREN = frozenset({"GetChildren", "GetChildAtIndex", "GetMatches", "GetTree"})
 

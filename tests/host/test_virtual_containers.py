@@ -194,6 +194,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str]]]:
     yield made
 
 
+@pytest.mark.desktop
 async def test_a_tree_view_is_read_by_what_is_on_screen_never_by_its_children(
     desktop: DesktopState, calls: list[tuple[str, str]]
 ) -> None:
@@ -219,6 +220,7 @@ async def test_a_tree_view_is_read_by_what_is_on_screen_never_by_its_children(
         app.stop()
 
 
+@pytest.mark.desktop
 async def test_thousands_of_rows_show_what_is_on_screen_and_how_many_there_are(
     desktop: DesktopState, calls: list[tuple[str, str]]
 ) -> None:
@@ -250,6 +252,7 @@ async def test_thousands_of_rows_show_what_is_on_screen_and_how_many_there_are(
         app.stop()
 
 
+@pytest.mark.desktop
 @needs_gtk3
 async def test_a_cell_of_an_icon_and_a_text_is_named_by_its_text(
     desktop: DesktopState, calls: list[tuple[str, str]]
