@@ -8,13 +8,16 @@ pinned CPU within a minute). What a person sees of it is what the tree shows ins
 * where it is visible: its extents cut by the window's and the scroll panes' around it;
 * which rows and columns that is: the objects at its inner corners
   (``Component.GetAccessibleAtPoint``, a few pixels in), their index in the container and,
-  for a table, their row and column (``Table.GetRowAtIndex`` / ``GetColumnAtIndex``). A
-  corner that hits a column header (a GTK tree view's) is tried again just below it; a
-  corner that hits nothing means the content ends before it (the last row or column is
-  the table's last);
-* each cell of those rows and columns (``Table.GetAccessibleAt``), with its name, states,
-  text and attributes (LibreOffice names a cell by its address and says its formula in the
-  ``Formula`` attribute); a list's items (``GetChildAtIndex``), each read with its subtree;
+  for a table, their row and column (``Table.GetRowAtIndex`` / ``GetColumnAtIndex``). When
+  the top corners hit no cell (a GTK tree view answers nothing at its column headers),
+  points down the left edge are tried; a bottom or right corner that hits nothing means the
+  content ends before it (the last row or column is the table's last);
+* each cell of those rows and columns (``Table.GetAccessibleAt``) with its states and text:
+  a *sheet*'s cells (named by their address, Calc's) are not asked their names, and the
+  filled ones' formulas come from their ``Formula`` attribute; other tables' cells are read
+  with their names, and a cell made of cells (an icon and a text in one column) is named by
+  its parts. Column headers that are objects of their own are listed first. A list's items
+  (``GetChildAtIndex``) are each read with their subtree;
 * a summary for the line the render shows under the container (:attr:`RawNode.screen`):
   the rows and columns on screen out of how many, the current cell and the selection, and
   how many empty cells were left out.
@@ -26,10 +29,11 @@ is clicked, typed into or read by its id. A cell that names itself by its addres
 Calc) carries that address (:attr:`RawNode.address`); when it is also TRANSIENT (Calc makes
 a new object for each question, and drops it 15 s later) its element's identity is the
 table and the address (``snapshot._elements``), and an action on it finds the cell again
-by address (``element_reads.live_cell``).
+by address (:mod:`.cells`).
 
-All calls go out in a few batches whatever the number of cells (about three per visible
-cell): ~80 ms for Calc's 28×15 visible cells over its direct socket.
+All calls go out in a few batches whatever the number of cells (three per visible cell):
+~80 ms for Calc's 28×13 visible cells over its direct socket. A container not read by the
+read's deadline is marked unread, and the rest of the window stands.
 """
 
 from __future__ import annotations
