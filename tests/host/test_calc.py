@@ -152,6 +152,11 @@ async def test_a_moved_cursor_is_read_as_a_patch_of_the_sheet(sheet: Calc) -> No
         again = host.call({"type": "observe", "target": target, "sessionId": "move"})
         assert again["treeRead"]["cache"] == "hit", again["treeRead"]
         assert again["tree"] == after["tree"]
+        # a selection made with the keys is said with the current cell
+        chosen = _act(host, again, {"kind": "press_key", "keys": ["shift+Down"]}, "move")
+        summary = re.search(r"- … on screen: .*$", chosen["observation"]["tree"], re.M)
+        assert summary is not None and "selected C5:C6 (2 cells on screen)" in summary.group(0)
+        _act(host, chosen["observation"], {"kind": "press_key", "keys": ["Escape"]}, "move")
 
 
 def _act(host: HostProcess, obs: dict[str, Any], action: dict[str, Any], session: str) -> Any:
