@@ -23,7 +23,8 @@ _LINE = re.compile(
 )
 _TAG = re.compile(r"\[([^\]]*)\]")
 #: how a line that stands for no element starts (children elided or unread, what is on screen
-#: of a virtual container): it has no id, and ids are not line numbers
+#: of a virtual container): it has no id, and ids are not line numbers; it is parsed under a
+#: negative id (its line number, negated), role "…"
 MARKER = "- … "
 _ID_ONLY = re.compile(r"\[(\d+)\]\s*$")
 
@@ -99,9 +100,9 @@ def parse_tree(text: str) -> ElementTree:
     stack: list[tuple[int, int]] = []  # (depth, id)
     value: str | None
     for lineno, line in enumerate(text.splitlines(), start=1):
-        body = line.strip()
-        if not body.startswith("- ") or body.startswith(MARKER):
-            continue  # not an element: a marker line stands for children not shown
+        marker = line.lstrip().startswith(MARKER)
+        if not line.strip().startswith("- "):
+            continue
         m = _LINE.match(line)
         if m is not None:
             indent = len(m.group("indent").expandtabs(2))
@@ -121,6 +122,11 @@ def parse_tree(text: str) -> ElementTree:
         element_id = lineno
         if tags and tags[-1].isdigit():
             element_id = int(tags.pop())
+        if marker:
+            # a line that stands for children not shown (role "…") has no id: it is kept
+            # under one no element can have, so that it never shadows the element whose id
+            # is its line number (ids stay put: they are not line numbers)
+            element_id = -lineno
         depth = indent // 2
         while stack and stack[-1][0] >= depth:
             stack.pop()
