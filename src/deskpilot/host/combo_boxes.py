@@ -11,12 +11,17 @@ that everywhere (see ``atspi/combo.py`` for what each toolkit exposes):
   still expanded.
 * **GTK 3**: the option's action is "click", which chooses and closes the popup as a real
   click does; such options keep the ordinary invoke (no rule here).
+* **Firefox**: the list a person sees is a detached one (atspi/combo.py); its options'
+  "click" chooses and closes as a real click does, so they keep the ordinary invoke too.
 
 ``set_value`` on a combo box (one without text of its own) with an option's name chooses
 that option without opening the popup: through the combo box's Selection (GTK 3), else the
 option's "select" action when it is not chosen yet (Chromium), else as a person does — the
-combo box's own action opens the popup and a pointer click chooses the option (Qt). A name
-that is none of the options is refused before anything is dispatched.
+combo box's own action opens the popup and a pointer click chooses the option (Qt), or,
+where the list is detached (Firefox: its own options' "select" changes nothing, and its
+list's ``SelectChild`` changes the value without the page's change event), the option's
+"click" in the open list. A name that is none of the options is refused before anything is
+dispatched.
 """
 
 from __future__ import annotations
@@ -120,6 +125,8 @@ class ComboBoxes:
         done = None
         if parts.has_selection:
             done = await self.semantic(combo, SemanticOp(OpKind.CHOOSE_OPTION, index=option.index))
+        if done is None and not option.selected and parts.detached:
+            return await self._choose_in_open_list(parts, option, like)
         if done is None and not option.selected:
             target = _live(option.ref, like, "menuItem", R_MENU_ITEM)
             done = await self.semantic(target, SemanticOp.invoke(SELECT_ACTIONS[0]))
@@ -168,6 +175,45 @@ class ComboBoxes:
             if time.monotonic() > deadline:
                 await self._close_popup(combo)
                 raise _needs_clicks(like)
+            await asyncio.sleep(0.05)
+
+    async def _choose_in_open_list(
+        self, parts: ComboParts, option: ComboOption, like: ElementRef
+    ) -> Outcome:
+        """A person's way where the list a person sees is detached (Firefox): open it with
+        the combo box's own action, wait until it shows, and click the option there (its
+        "click" chooses and closes it, and the page hears a change). Refused when the list
+        never shows."""
+        combo = _live(parts.combo, like, "comboBox", R_COMBO_BOX)
+        opened = None
+        now: ComboParts | None = parts
+        if not parts.open_options:
+            opened = await self.semantic(combo, SemanticOp.invoke())
+            if opened is None:
+                raise _needs_clicks(like)
+            now = None
+        deadline = time.monotonic() + POPUP_WAIT_S
+        while True:
+            if now is None:
+                now = await self.parts_of(combo)
+            listed = now.open_options if now is not None else ()
+            if option.index < len(listed) and listed[option.index].name == option.name:
+                target = _live(listed[option.index].ref, like, "menuItem", R_MENU_ITEM)
+                done = await self.semantic(target, SemanticOp.invoke())
+                if done is None:
+                    raise _needs_clicks(like)
+                how = "opened its list with its action, then " if opened is not None else ""
+                first = opened or done
+                return Outcome(
+                    "semantic",
+                    f"chose option {option.index + 1} of {len(parts.options)}: {how}"
+                    f"{done.detail} on the option in the open list",
+                    events_since=first.events_since,
+                    answered_at=first.answered_at,
+                )
+            if time.monotonic() > deadline:
+                raise _needs_clicks(like)
+            now = None
             await asyncio.sleep(0.05)
 
     async def _close_popup(self, combo: ElementRef) -> Outcome | None:

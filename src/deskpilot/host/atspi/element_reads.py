@@ -22,6 +22,7 @@ from deskpilot.host.atspi.bus import (
 )
 from deskpilot.host.atspi.combo import ComboParts, combo_of_option, read_combo
 from deskpilot.host.atspi.connections import Connections
+from deskpilot.host.atspi.gecko import unreliable_name
 from deskpilot.host.atspi.model import ElementRef
 from deskpilot.host.atspi.vocab import MAX_ACTIONS_SHOWN, State, bit, state_mask
 from deskpilot.protocol.wire import Rect
@@ -91,10 +92,13 @@ async def interfaces(conn: Conn, element: ElementRef) -> frozenset[str]:
 
 
 async def action_names(conn: Conn, element: ElementRef) -> tuple[str, ...]:
-    """The element's action names (at most ``MAX_ACTIONS_SHOWN``), blank ones asked by index."""
+    """The element's action names (at most ``MAX_ACTIONS_SHOWN``), blank or garbled ones
+    asked by index."""
     body = await conn.call(element.bus_name, element.path, I_ACTION, "GetActions")
-    names = [str(a[0]) for a in body[0][:MAX_ACTIONS_SHOWN]]
-    blank = [i for i, n in enumerate(names) if not n]
+    actions = body[0][:MAX_ACTIONS_SHOWN]
+    names = [str(a[0]) for a in actions]
+    # Chromium leaves names blank, Firefox puts its key bindings there (atspi/gecko.py)
+    blank = [i for i, a in enumerate(actions) if unreliable_name(a)]
     if blank:
         res = await conn.batch(
             [(element.bus_name, element.path, I_ACTION, "GetName", "i", (i,)) for i in blank]

@@ -41,6 +41,11 @@ class AppInfo:
         """Chromium (or Chrome, Electron): its tree changes shape without events."""
         return self.kit.startswith("chrom")
 
+    @property
+    def gecko(self) -> bool:
+        """Firefox (Gecko): what it says over AT-SPI differs in ways atspi/gecko.py lists."""
+        return self.kit == "gecko"
+
 
 @dataclass(frozen=True, slots=True)
 class FrameInfo:

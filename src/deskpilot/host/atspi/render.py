@@ -6,6 +6,8 @@ Rules (docs/host-tree.md is the long form):
 * one line per element: ``- role "name" = "value" [state]… [actions: …] [id]``, two spaces of
   indent per rendered depth, the id (= the line number, 1-based) always last;
 * hidden subtrees (neither VISIBLE nor SHOWING) are not shown;
+* a closed combo box names its options on its line and hides its list; an open list that
+  lives elsewhere (Firefox's) is shown under its combo box (atspi/combo_view.py);
 * noise is dropped: a node with no name, no value, no usable action, not focused, and nothing
   shown below it; a text leaf that only repeats its parent's name; list bullets;
 * unnamed generic containers (panel, filler, section …) with something below them are
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from deskpilot.host.atspi.collect import RawNode
+from deskpilot.host.atspi.combo_view import ComboView, combo_view
 from deskpilot.host.atspi.vocab import (
     ALWAYS_SHOWN_ROLES,
     CLICK_ACTIONS,
@@ -42,6 +45,10 @@ from deskpilot.host.atspi.vocab import (
 )
 
 NAME_MAX_CHARS: Final = 200
+#: options named on a closed combo box's line; the rest are counted
+MAX_OPTIONS_SHOWN: Final = 40
+#: UTF-16 units the option names of one line may take (a long list is counted, not listed)
+OPTIONS_BUDGET: Final = 800
 MARKER_RESERVE: Final = 64  # UTF-16 units kept free for the truncation marker
 BULLETS: Final = frozenset({"•", "◦", "▪", "▫", "‣", "⁃", "-", "*", "·", "●", "○", "■", "□"})
 _TYPE_NAME: Final = re.compile(r"^(?:[A-Z][a-z0-9]+){2,}$")
@@ -165,7 +172,9 @@ def _quote(s: str, limit: int = NAME_MAX_CHARS) -> str:
     return s
 
 
-def state_words(n: RawNode) -> list[str]:
+def state_words(n: RawNode, expanded: bool | None = None) -> list[str]:
+    """The ``[state]`` words of a line; ``expanded``: whether the element is open, where
+    the host knows better than its states (a combo box: atspi/combo_view.py)."""
     st = n.states
     role = n.role
     out: list[str] = []
@@ -179,10 +188,13 @@ def state_words(n: RawNode) -> list[str]:
         out.append("checked")
     if st & _B_PRESSED and role in _TOGGLE_ROLES:
         out.append("pressed")
-    if st & _B_EXPANDED:
-        out.append("expanded")
-    elif st & _B_EXPANDABLE:
-        out.append("collapsed")
+    if expanded is None:
+        if st & _B_EXPANDED:
+            out.append("expanded")
+        elif st & _B_EXPANDABLE:
+            out.append("collapsed")
+    else:
+        out.append("expanded" if expanded else "collapsed")
     if role in INTERACTIVE_ROLES and not st & (_B_SENSITIVE | _B_ENABLED | _B_READ_ONLY):
         # Chromium leaves a read-only field neither enabled nor sensitive: it is read only
         # (a click on it still does what the page says: a date picker opens), not disabled
@@ -207,8 +219,11 @@ def state_words(n: RawNode) -> list[str]:
     return out
 
 
-def classify(nodes: list[RawNode], opts: RenderOptions) -> tuple[list[int], list[str]]:
-    """Decide KEEP / FLATTEN / NOISE / HIDDEN per node, and each node's display name."""
+def classify(
+    nodes: list[RawNode], opts: RenderOptions, combos: ComboView | None = None
+) -> tuple[list[int], list[str]]:
+    """Decide KEEP / FLATTEN / NOISE / HIDDEN per node, and each node's display name
+    (``combos``: the lists of closed combo boxes are hidden, atspi/combo_view.py)."""
     n = len(nodes)
     kind = [KEEP] * n
     names = [""] * n
@@ -216,10 +231,11 @@ def classify(nodes: list[RawNode], opts: RenderOptions) -> tuple[list[int], list
     context = [""] * n
     context_age = [0] * n
     gtk4 = opts.gtk4_names
+    closed = combos.hidden if combos is not None else set()
     # forward: hidden-ness and names (a parent precedes its children in preorder)
     for i, node in enumerate(nodes):
         p = node.parent
-        if p >= 0 and (kind[p] == HIDDEN or is_hidden(node, nodes[p])):
+        if p >= 0 and (kind[p] == HIDDEN or is_hidden(node, nodes[p]) or i in closed):
             kind[i] = HIDDEN
             continue
         names[i] = clean_name(node, gtk4)
@@ -262,7 +278,8 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
     opts = opts or RenderOptions()
     if not nodes:
         return Rendered(text="", element_count=0)
-    kind, names = classify(nodes, opts)
+    combos = combo_view(nodes)
+    kind, names = classify(nodes, opts, combos)
     lines: list[str] = []
     out = Rendered(text="", element_count=0, noise=kind.count(NOISE))
     budget = opts.text_budget - MARKER_RESERVE
@@ -302,9 +319,7 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
             lines.append(line)
             continue
         k = kind[i]
-        if k == HIDDEN:
-            continue
-        if k == NOISE:
+        if k in (HIDDEN, NOISE) or i in combos.moved:
             continue
         node = nodes[i]
         child_depth = depth
@@ -317,7 +332,7 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
                 out.omitted += 1
             else:
                 role = window_role(node.role) if i == 0 else node.role
-                line = _line(node, role, names[i], depth, len(lines) + 1)
+                line = _line(node, role, names[i], depth, len(lines) + 1, combos, i)
                 cost = utf16_len(line) + 1
                 if used + cost > budget:
                     stopped = out.budget_hit = True
@@ -336,6 +351,8 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
         if node.unread:
             stack.append((_UNREAD, child_depth, node.unread))
         children = node.children
+        if i in combos.adopted:  # its open list, read elsewhere (Firefox), is shown here
+            children = [combos.adopted[i]]
         if len(children) > max_children:
             stack.append((_ELISION, child_depth, len(children) - max_children))
             children = children[:max_children]
@@ -347,16 +364,46 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
     return out
 
 
-def _line(node: RawNode, role: int, name: str, depth: int, line_no: int) -> str:
+def _line(
+    node: RawNode,
+    role: int,
+    name: str,
+    depth: int,
+    line_no: int,
+    combos: ComboView | None = None,
+    index: int = -1,
+) -> str:
     parts = ["  " * depth, "- ", ROLE_VOCAB[role] if 0 <= role < len(ROLE_VOCAB) else "generic"]
     if name:
         parts.append(f' "{_quote(name)}"')
     if node.value is not None and node.role != R_PASSWORD_TEXT:
         parts.append(f' = "{_quote(node.value)}"')
-    for w in state_words(node):
+    expanded = combos.expanded.get(index) if combos is not None else None
+    for w in state_words(node, expanded):
         parts.append(f" [{w}]")
+    options = combos.options.get(index) if combos is not None else None
+    if options:
+        parts.append(_options_text(options))
     acts = shown_actions(node.actions)
     if acts:
         parts.append(f" [actions: {', '.join(_quote(a, 40) for a in acts)}]")
     parts.append(f" [{line_no}]")
     return "".join(parts)
+
+
+def _options_text(names: tuple[str, ...]) -> str:
+    """`` [options: "Red", "Green", … 3 more]``: a closed combo box's options, each quoted
+    and escaped like a name (an option's text can never look like another element); a long
+    list names its first ones and counts the rest."""
+    shown: list[str] = []
+    used = 0
+    for name in names[:MAX_OPTIONS_SHOWN]:
+        text = f'"{_quote(name)}"'
+        used += utf16_len(text) + 2
+        if used > OPTIONS_BUDGET and shown:
+            break
+        shown.append(text)
+    more = len(names) - len(shown)
+    if more:
+        shown.append(f"… {more:,} more")
+    return f" [options: {', '.join(shown)}]"

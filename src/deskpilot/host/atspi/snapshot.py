@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from deskpilot.host.atspi import collect, collector
+from deskpilot.host.atspi import collect, collector, gecko
 from deskpilot.host.atspi.apps import Applications
 from deskpilot.host.atspi.bus import I_DOCUMENT, ROOT_PATH, AtspiCallError, Conn
 from deskpilot.host.atspi.collect import RawNode
@@ -291,6 +291,7 @@ class Snapshots:
         if not in_place:
             entry.nodes, entry.index = nodes, {n.path: i for i, n in enumerate(nodes)}
         keep = FreshRead()
+        await _toolkit_rules(conn, nodes, info)
         await _enrich(conn, nodes, todo, info, keep)
         entry.derived = entry.derived or keep.derived
         timings = {"patch_read": _ms_since(t0)}
@@ -477,16 +478,26 @@ async def _read_details(
     ``max_elements × ENRICH_FACTOR`` of them (see ``collect.enrich``; Chromium answers
     ``GetActions`` with blank action names). ``keep`` learns which nodes those were and
     whether a name was derived from other nodes (the tree cache's patches need both)."""
+    await _toolkit_rules(conn, nodes, info)
     todo = _detail_candidates(nodes, max_elements * ENRICH_FACTOR)
     if keep is not None:
         keep.candidates = frozenset(todo)
     await _enrich(conn, nodes, todo, info, keep)
 
 
+async def _toolkit_rules(conn: Conn, nodes: list[RawNode], info: AppInfo | None) -> None:
+    """What a toolkit's own states get wrong, put right before anything is decided from
+    them: Firefox keeps chrome it does not draw and background pages as showing
+    (atspi/gecko.py)."""
+    if info is not None and info.gecko:
+        await gecko.hide_undrawn(conn, nodes)
+
+
 async def _enrich(
     conn: Conn, nodes: list[RawNode], todo: list[int], info: AppInfo | None, keep: FreshRead | None
 ) -> None:
-    blank_names = info is not None and info.chromium
+    # Chromium answers GetActions with blank names, Firefox with its key bindings
+    blank_names = info is not None and (info.chromium or info.gecko)
     names = [nodes[i].name for i in todo] if keep is not None else []
     await collect.enrich(conn, nodes, todo, blank_names)
     if keep is not None:

@@ -230,6 +230,8 @@ NUMERIC_VALUE_ROLES: Final = _roles(
 
 # Choosers whose value is the chosen item when they have no text of their own.
 COMBO_ROLES: Final = _roles("combo box", "autocomplete")
+#: a combo box's child that holds its options (atspi/combo.py, atspi/combo_view.py)
+COMBO_POPUP_ROLES: Final = _roles("menu", "list box", "list")
 
 # Fields an unnamed instance of which takes its name from a label (LABELLED_BY relation, or
 # the nearest label left of it on the same row).
