@@ -7,7 +7,7 @@
 
 DESKPILOT_APT_PACKAGES=(
   xvfb xauth dbus dbus-x11 at-spi2-core
-  zenity gnome-calculator mousepad chromium
+  zenity gnome-calculator mousepad chromium firefox-esr
   fonts-dejavu-core x11-utils openbox xterm python3-gi gir1.2-gtk-3.0 python3-pyqt6 python3-pyqt5
   tesseract-ocr tesseract-ocr-eng libtesseract-dev libleptonica-dev pkg-config g++ python3-dev
   openssh-server openssh-client

@@ -40,6 +40,7 @@ from deskpilot.host.atspi.collect import until
 from deskpilot.host.atspi.combo import ComboParts
 from deskpilot.host.atspi.model import (
     ElementRef,
+    FieldText,
     FrameInfo,
     SemanticOp,
     SemanticResult,
@@ -384,6 +385,16 @@ class Accessibility:
             return None
         try:
             return await asyncio.wait_for(self.client.character_count(element), 3.0)
+        except Exception:
+            return None
+
+    async def field_text(self, element: ElementRef, probe: int = 0) -> FieldText | None:
+        """The text field's text as it is now (``FieldText``); None when it has no Text
+        interface, is gone or does not answer."""
+        if "Text" not in element.interfaces:
+            return None
+        try:
+            return await asyncio.wait_for(self.client.field_text(element, probe), 3.0)
         except Exception:
             return None
 

@@ -11,6 +11,7 @@ Order of business for every action:
 4. dispatch: AT-SPI first (Action, EditableText, Value, Text selection, Component focus),
    XTEST when the element cannot do it or the action is positional;
 5. wait for the UI to settle (bounded, :mod:`deskpilot.host.settle`), and report how it went;
+   text put into a field is read back (:mod:`deskpilot.host.text_entry`: ``effect``);
 6. with ``observeAfter``, carry the settled window's observation in the result (it becomes
    the session's binding, as an ``observe`` would).
 
@@ -60,6 +61,7 @@ from deskpilot.host.post_action import (
 from deskpilot.host.primitives import HANG_ENV, Primitives, test_hang_target
 from deskpilot.host.session_registry import SessionRegistry
 from deskpilot.host.settle import Settler
+from deskpilot.host.text_entry import TextEntry
 from deskpilot.host.x11.desktop import X11Desktop
 from deskpilot.host.x11.input import Canceled
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
@@ -116,8 +118,9 @@ class ActionDispatcher:
         self.current_session: str | None = None
         self.running = False
         self._primitives = Primitives(desktop, accessibility, sessions)
-        self._pointer = PointerActions(self._primitives)
-        self._keyboard = KeyboardActions(self._primitives)
+        self._entry = TextEntry(self._primitives)
+        self._pointer = PointerActions(self._primitives, self._entry)
+        self._keyboard = KeyboardActions(self._primitives, self._entry)
         self._post = PostAction(desktop, self.settler, observer, sessions)
 
     @property
@@ -140,6 +143,9 @@ class ActionDispatcher:
         aimed = asyncio.ensure_future(self._aimed_at(request, target))
         try:
             outcome, settling = await self._act(request, target)
+            checked = await self._entry.verify(outcome.check) if outcome.check else None
+            if checked is not None and checked.late:
+                settling.post = None  # read before the field showed the text: look again
             post = await self._post.complete(request, target, settling)
             body, png = post if post is not None else (None, None)
             windows = await self._post.windows(body)
@@ -160,6 +166,8 @@ class ActionDispatcher:
             windows=windows,
             item_click=outcome.item_click,
             target_bounds=target_bounds,
+            effect=checked.effect if checked is not None else None,
+            effect_note=checked.note if checked is not None else None,
         )
         return result, png
 
@@ -226,7 +234,7 @@ class ActionDispatcher:
         if isinstance(action, ClickAction):
             return await pointer.click(action, window, rect, element, target.binding)
         if isinstance(action, TypeTextAction):
-            return await keyboard.type_text(action, window, rect, element)
+            return await keyboard.type_text(action, window, rect, element, target.focused)
         if isinstance(action, PasteTextAction):
             return await keyboard.paste(action, window, rect, element)
         if isinstance(action, SetValueAction):

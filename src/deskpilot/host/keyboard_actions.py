@@ -2,20 +2,21 @@
 set_value, select_text and press_key, and focus_window (the window keys go to).
 
 Semantic first where the element can do it (docs/host.md, "Actions": the dispatch table),
-else keyboard focus on the element (or the window) and XTEST key events. A set_value on a
+else keyboard focus on the element (or the window) and XTEST key events. Text into a field
+goes through :mod:`deskpilot.host.text_entry`, which also reads it back; a set_value on a
 combo box chooses one of its options (:mod:`deskpilot.host.combo_boxes`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Literal
 
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
 from deskpilot.host.combo_boxes import ComboBoxes
-from deskpilot.host.element_states import read_only
+from deskpilot.host.element_states import TEXT_FIELD_ROLES, read_only
 from deskpilot.host.outcome import Outcome
 from deskpilot.host.primitives import Primitives, test_hang_target
+from deskpilot.host.text_entry import TextEntry
 from deskpilot.host.x11.keymap import parse_chord
 from deskpilot.host.x11.windows import XWindow
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
@@ -34,8 +35,9 @@ MAX_SELECT_KEYS = 5000
 
 
 class KeyboardActions:
-    def __init__(self, primitives: Primitives) -> None:
+    def __init__(self, primitives: Primitives, entry: TextEntry) -> None:
         self._p = primitives
+        self._entry = entry
         self._combos = ComboBoxes(
             primitives.semantic,
             primitives.action_names,
@@ -45,33 +47,36 @@ class KeyboardActions:
         )
 
     async def type_text(
-        self, action: TypeTextAction, window: XWindow, rect: Rect, element: ElementRef | None
+        self,
+        action: TypeTextAction,
+        window: XWindow,
+        rect: Rect,
+        element: ElementRef | None,
+        focused: ElementRef | None = None,
     ) -> Outcome:
-        method: Literal["synthetic", "mixed"] = "synthetic"
+        """Into ``element`` (host/text_entry.py), else where the keyboard focus is: the
+        ``focused`` element of the last look, if it is a field, is read back."""
         if element is not None:
-            if "EditableText" in element.interfaces:
-                done = await self._p.semantic(
-                    element, SemanticOp(OpKind.INSERT_TEXT, text=action.text)
-                )
-                if done is not None:
-                    return done
-            how, _ = await self._p.focus_element(element, window, rect)
-            method = "mixed" if how == "semantic" else "synthetic"
-        else:
-            await self._p.ensure_focus(window)
+            return await self._entry.type_into(element, action.text, window, rect)
+        await self._p.ensure_focus(window)
+        check = None
+        if focused is not None:
+            check = await self._entry.check_for(focused, "insert", action.text)
         typed = await asyncio.to_thread(self._p.input().type_text, action.text)
-        return Outcome(method, f"xtest typed {typed} characters")
+        return Outcome("synthetic", f"xtest typed {typed} characters", check=check)
 
     async def paste(
         self, action: PasteTextAction, window: XWindow, rect: Rect, element: ElementRef | None
     ) -> Outcome:
-        """EditableText insert when the element has it, else CLIPBOARD + ctrl+v."""
-        if element is not None and "EditableText" in element.interfaces:
-            done = await self._p.semantic(element, SemanticOp(OpKind.INSERT_TEXT, text=action.text))
+        """EditableText insert when the element has it (and it works), else CLIPBOARD +
+        ctrl+v; the field is read back either way (host/text_entry.py)."""
+        check = None
+        if element is not None:
+            check = await self._entry.check_for(element, "insert", action.text)
+            done = await self._entry.insert_semantically(element, action.text, check)
             if done is not None:
                 return done
-        if element is not None:
-            await self._p.focus_element(element, window, rect)
+            await self._entry.focus_for_typing(element, window, rect)
         else:
             await self._p.ensure_focus(window)
         clipboard = await asyncio.to_thread(self._p.desktop.clipboard)
@@ -84,7 +89,7 @@ class KeyboardActions:
         if served:  # keep the selection while the app still asks for it (see wait_idle)
             await asyncio.to_thread(clipboard.wait_idle, PASTE_IDLE_S, PASTE_FETCH_TIMEOUT_S)
         detail = "clipboard + ctrl+v" if served else "clipboard + ctrl+v (the app did not fetch)"
-        return Outcome("synthetic", detail, dispatched=True)
+        return Outcome("synthetic", detail, dispatched=True, check=check)
 
     async def set_value(
         self, action: SetValueAction, window: XWindow, rect: Rect, element: ElementRef
@@ -98,11 +103,16 @@ class KeyboardActions:
             )
         # a combo box takes the name of one of its options (refused before dispatch if none)
         done = await self._combos.set_value(element, _as_text(action.value), rect)
-        if done is None:
-            done = await self._p.semantic(element, SemanticOp(OpKind.SET_VALUE, value=action.value))
         if done is not None:
             return done
-        if "editable" not in element.states or "Text" not in element.interfaces:
+        if element.role not in TEXT_FIELD_ROLES:
+            # a number (slider, spin button), or text into something else that has it
+            done = await self._p.semantic(element, SemanticOp(OpKind.SET_VALUE, value=action.value))
+            if done is not None:
+                return done
+        # text: replaced semantically where that works, else select-all and keys; read back
+        done = await self._entry.replace(element, _as_text(action.value), window, rect)
+        if done is None:
             # select-all and typing into a button, checkbox, calendar or slider would send
             # shortcuts to whatever it is, and "succeed" without setting anything
             raise DeskpilotError(
@@ -111,11 +121,7 @@ class KeyboardActions:
                 "elements with a value (sliders, spin buttons); click, select or type instead",
                 details={"elementId": element.id, "reason": "no_value_interface"},
             )
-        await self._p.focus_element(element, window, rect)
-        xinput = self._p.input()
-        await asyncio.to_thread(xinput.press_chord, parse_chord("ctrl+a"))
-        await asyncio.to_thread(xinput.type_text, str(action.value))
-        return Outcome("synthetic", "select all, then xtest typing")
+        return done
 
     async def select_text(
         self, action: SelectTextAction, window: XWindow, rect: Rect, element: ElementRef

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from deskpilot.host.text_checks import TextCheck
+
 
 @dataclass(slots=True)
 class Outcome:
@@ -17,3 +19,6 @@ class Outcome:
     answered_at: float | None = None
     #: a click on a list/table/tree item: "select" (a single click) or "activate" (count 2)
     item_click: Literal["select", "activate"] | None = None
+    #: text put into a field: the field as it was, and what the action should leave in it
+    #: (read back once the action settled: host/text_entry.py)
+    check: TextCheck | None = None

@@ -10,7 +10,6 @@ combo option :mod:`deskpilot.host.combo_boxes`.
 from __future__ import annotations
 
 import asyncio
-from typing import Literal
 
 from deskpilot.host.action_checks import to_screen
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
@@ -21,6 +20,7 @@ from deskpilot.host.item_clicks import ItemClicks, clicked_item
 from deskpilot.host.observer import Binding
 from deskpilot.host.outcome import Outcome
 from deskpilot.host.primitives import Primitives
+from deskpilot.host.text_entry import TextEntry
 from deskpilot.host.x11.windows import XWindow
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import (
@@ -40,8 +40,9 @@ MENU_ITEM_ROLES = frozenset(
 
 
 class PointerActions:
-    def __init__(self, primitives: Primitives) -> None:
+    def __init__(self, primitives: Primitives, entry: TextEntry) -> None:
         self._p = primitives
+        self._entry = entry
         self._items = ItemClicks(
             primitives.semantic, primitives.pointer_click, primitives.action_names
         )
@@ -162,24 +163,9 @@ class PointerActions:
         return Outcome("synthetic", "xtest left click (no accessible action)")
 
     async def focus_text(self, element: ElementRef, window: XWindow, rect: Rect) -> Outcome:
-        """Keyboard focus on an element; a text field that takes the focus now gets its caret
-        at the end of its text, as docs/mcp.md promises: where the app puts it on a focus
-        grab differs (Chromium's address bar selects all with the caret at the start, so
-        text typed next went before the URL). A field that had the focus keeps its caret
-        and selection (the agent may have placed them with select_text)."""
-        how, detail = await self._p.focus_element(element, window, rect)
-        method: Literal["semantic", "synthetic"] = "semantic" if how == "semantic" else "synthetic"
-        if element.role not in TEXT_FIELD_ROLES or "focused" in element.states:
-            return Outcome(method, detail)
-        end = await self._p.character_count(element)
-        if end is None or end == 0:
-            return Outcome(method, detail)
-        moved = await self._p.semantic(
-            element, SemanticOp(OpKind.SELECT_TEXT, start=end, end=end), settle=False
-        )
-        if moved is None:
-            return Outcome(method, f"{detail}; the caret could not be moved to the end")
-        return Outcome(method, f"{detail}; caret at the end ({moved.detail})")
+        """Keyboard focus on an element, its caret at the end of its text when it takes the
+        focus now, as docs/mcp.md promises (host/text_entry.py ``focus_for_typing``)."""
+        return await self._entry.focus_for_typing(element, window, rect)
 
     async def scroll(self, action: ScrollAction, rect: Rect, element: ElementRef | None) -> Outcome:
         if element is not None:

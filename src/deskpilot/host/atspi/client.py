@@ -28,6 +28,7 @@ from deskpilot.host.atspi.frames import FrameLookup
 from deskpilot.host.atspi.model import (
     AppInfo,
     ElementRef,
+    FieldText,
     FrameInfo,
     NodeRef,
     SemanticOp,
@@ -178,6 +179,11 @@ class AtspiClient:
     async def extents(self, element: ElementRef) -> Rect | None:
         """The element's current screen extents (None when it has no Component)."""
         return await self._reads.extents(element)
+
+    async def field_text(self, element: ElementRef, probe: int) -> FieldText:
+        """The text field's text as it is now, for checking what typing did (see
+        ``FieldText``); raises AtspiCallError when it has no Text or is gone."""
+        return await self._reads.field_text(element, probe)
 
     async def action_names(self, element: ElementRef) -> tuple[str, ...]:
         """All action names of the element, read now (blank names resolved one by one)."""

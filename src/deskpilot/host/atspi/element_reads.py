@@ -9,6 +9,7 @@ app).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Final
 
 from deskpilot.host.atspi.bus import (
@@ -23,11 +24,13 @@ from deskpilot.host.atspi.bus import (
 from deskpilot.host.atspi.combo import ComboParts, combo_of_option, read_combo
 from deskpilot.host.atspi.connections import Connections
 from deskpilot.host.atspi.gecko import unreliable_name
-from deskpilot.host.atspi.model import ElementRef
+from deskpilot.host.atspi.model import ElementRef, FieldText
 from deskpilot.host.atspi.vocab import MAX_ACTIONS_SHOWN, State, bit, state_mask
 from deskpilot.protocol.wire import Rect
 
 _B_FOCUSED: Final = bit(State.FOCUSED)
+#: the longest text a field's check reads whole; beyond, what stands before the caret
+FIELD_TEXT_MAX: Final = 20_000
 
 
 class ElementReads:
@@ -57,6 +60,28 @@ class ElementReads:
             return None
         value = body[0].value if hasattr(body[0], "value") else body[0]
         return int(value)
+
+    async def field_text(self, element: ElementRef, probe: int) -> FieldText:
+        """The field's character count, caret and text (see ``FieldText``: a secure field's
+        text is not read; of a long one, the ``probe`` characters before the caret)."""
+        conn = await self._connections.conn_for(element.bus_name)
+        b, p = element.bus_name, element.path
+        props, state = await asyncio.gather(
+            conn.get_all(b, p, I_TEXT), conn.call(b, p, I_ACCESSIBLE, "GetState")
+        )
+        count = int(props.get("CharacterCount", 0))
+        caret = int(props.get("CaretOffset", -1))
+        focused = bool(state_mask(state[0]) & _B_FOCUSED)
+        if element.secure:
+            return FieldText(count, caret, None, focused=focused)
+        if count <= FIELD_TEXT_MAX:
+            text = str((await conn.call(b, p, I_TEXT, "GetText", "ii", (0, count)))[0])
+            return FieldText(count, caret, text, focused=focused)
+        before = None
+        if 0 <= caret <= count:
+            start = max(0, caret - probe)
+            before = str((await conn.call(b, p, I_TEXT, "GetText", "ii", (start, caret)))[0])
+        return FieldText(count, caret, None, before, focused)
 
     async def extents(self, element: ElementRef) -> Rect | None:
         """The element's current screen extents (None when it has no Component)."""

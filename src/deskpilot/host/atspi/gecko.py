@@ -16,8 +16,9 @@ Measured on Debian 12's firefox-esr (Gecko 153, its own atk-bridge), docs/host-t
   are VISIBLE but not SHOWING, under an internal frame that is not showing either: a
   document or internal frame that is not showing is hidden, with all below it.
 * **EditableText**: ``InsertText``, ``SetTextContents`` and ``DeleteText`` answer true and
-  change nothing (page fields and the address bar alike), so text goes in by keyboard focus
-  and keys, as a person types (host/text_entry.py).
+  change nothing (page fields and the address bar alike). The host finds that out on the
+  first field (it reads the field back) and types into Firefox's fields by keyboard focus
+  and keys from then on, as a person does (host/text_entry.py).
 * **<select>**: its combo box never says EXPANDED, and its open list is another combo box,
   a child of the window's frame (EXPANDED, unnamed, the same options), which the outline
   shows under the ``<select>`` it belongs to (atspi/combo_view.py). An option's own "select"
@@ -41,8 +42,6 @@ _B_EXPANDED: Final = bit(State.EXPANDED)
 _B_ON_SCREEN: Final = bit(State.VISIBLE) | bit(State.SHOWING)
 #: a page's document, and the internal frame a tab's page sits in
 BACKGROUND_ROLES: Final = DOCUMENT_ROLES | {ROLE_NUMBER["internal frame"]}
-#: the toolkit name Firefox gives (``Application.ToolkitName``), lower case
-TOOLKIT: Final = "gecko"
 
 
 def unreliable_name(action: tuple[str, str, str] | list[str]) -> bool:

@@ -105,6 +105,23 @@ class ElementRef:
 
 
 @dataclass(frozen=True, slots=True)
+class FieldText:
+    """A text field's text as read at one moment, to tell whether typing landed in it.
+
+    ``text`` is None for a secure field (its text is never read: the count has to do) and
+    for one longer than the host holds for the check; ``before_caret`` is then what stands
+    before the caret (as many characters as the check asked for), where typed text ends up.
+    """
+
+    count: int
+    caret: int
+    text: str | None
+    before_caret: str | None = None
+    #: the field had the keyboard focus (its caret is where typing lands)
+    focused: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class TreeSnapshot:
     text: str
     tree_version: str

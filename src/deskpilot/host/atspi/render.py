@@ -80,6 +80,10 @@ _TEXT_FIELD_ROLES: Final = frozenset(
     i for i, r in enumerate(ROLE_VOCAB) if r in ("textField", "passwordField")
 )
 _TOGGLE_ROLES: Final = frozenset(i for i, r in enumerate(ROLE_VOCAB) if r == "toggleButton")
+#: roles whose line always says checked or unchecked (an unchecked box looked like any node)
+_CHECK_ROLES: Final = frozenset(
+    ROLE_NUMBER[r] for r in ("check box", "radio button", "check menu item", "radio menu item")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +190,8 @@ def state_words(n: RawNode, expanded: bool | None = None) -> list[str]:
         out.append("mixed")
     elif st & _B_CHECKED:
         out.append("checked")
+    elif role in _CHECK_ROLES:
+        out.append("unchecked")
     if st & _B_PRESSED and role in _TOGGLE_ROLES:
         out.append("pressed")
     if expanded is None:

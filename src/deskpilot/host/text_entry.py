@@ -1,0 +1,203 @@
+"""Putting text into a field, and reading it back: the one place type_text, paste_text and
+set_value of text go through for a field (docs/host.md, "Text into a field").
+
+* **Semantic where it works**: ``EditableText.InsertText`` (typing) and ``SetTextContents``
+  (set_value) — unless the app was caught answering them and changing nothing (Firefox
+  does: atspi/gecko.py). The field is read right after the call, and a field whose text did
+  not change within ``LANDED_WAIT_S`` sends the host the way a person goes; the app is
+  remembered (by bus name), so its next field goes there at once.
+* **As a person types**: keyboard focus on the field (its caret at the end of its text
+  when it did not have the focus: where InsertText would have put it), then keys; for
+  set_value, select-all first and the keys of the value (Delete for an empty one).
+* **Read back**: the field as it was before the action goes with the outcome
+  (``Outcome.check``), and once the action settled :meth:`TextEntry.verify` reads it again,
+  up to ``VERIFY_WAIT_S`` while it has not changed yet, and says "confirmed" or
+  "unconfirmed" and why (host/text_checks.py). The dispatcher puts that in the result
+  (``ActionResult.effect`` / ``effect_note``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
+from deskpilot.host.element_states import TEXT_FIELD_ROLES
+from deskpilot.host.outcome import Outcome
+from deskpilot.host.primitives import Primitives
+from deskpilot.host.text_checks import CheckKind, TextCheck, Verdict
+from deskpilot.host.x11.keymap import parse_chord
+from deskpilot.host.x11.windows import XWindow
+from deskpilot.protocol.wire import Rect
+
+#: how long a semantic write may take to show in the field before the keys go instead
+LANDED_WAIT_S: Final = 0.3
+#: how long a field may take to say it has the keyboard focus after it was given it
+FOCUS_WAIT_S: Final = 0.5
+#: how long, after the action settled, the field may take to show the text
+VERIFY_WAIT_S: Final = 1.0
+POLL_S: Final = 0.05
+
+Effect = Literal["confirmed", "unconfirmed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """What the read back saw: the effect, why it is unconfirmed, and whether the field
+    changed only after the first look (a state read before then may be out of date)."""
+
+    effect: Effect
+    note: str | None
+    late: bool
+
+
+@dataclass(slots=True)
+class TextEntry:
+    """Text into fields, with the dispatcher's primitives."""
+
+    p: Primitives
+    #: apps (bus names) caught answering EditableText calls and changing nothing
+    ignores_editable: set[str] = field(default_factory=set)
+
+    # ---------------------------------------------------------------- reading
+
+    async def check_for(self, element: ElementRef, kind: CheckKind, text: str) -> TextCheck | None:
+        """The field as it is before the action, with what the action should leave in it;
+        None when it is no field whose text can be read (a terminal, a canvas)."""
+        if element.role not in TEXT_FIELD_ROLES and "editable" not in element.states:
+            return None
+        if self.p.accessibility is None:
+            return None
+        before = await self.p.accessibility.field_text(element, len(text))
+        return None if before is None else TextCheck(element, kind, text, before)
+
+    async def _read(self, check: TextCheck) -> Verdict:
+        acc = self.p.accessibility
+        after = await acc.field_text(check.element, len(check.text)) if acc else None
+        return check.verdict(after)
+
+    async def verify(self, check: TextCheck) -> Checked:
+        """Read the field again, waiting up to ``VERIFY_WAIT_S`` while it has not changed."""
+        deadline = time.monotonic() + VERIFY_WAIT_S
+        verdict = await self._read(check)
+        late = False
+        while not verdict.confirmed and not verdict.final and time.monotonic() < deadline:
+            await asyncio.sleep(POLL_S)
+            verdict = await self._read(check)
+            late = True
+        if verdict.confirmed:
+            return Checked("confirmed", None, late)
+        return Checked("unconfirmed", verdict.note, late)
+
+    # ---------------------------------------------------------------- writing
+
+    async def type_into(
+        self, element: ElementRef, text: str, window: XWindow, rect: Rect
+    ) -> Outcome:
+        """``text`` in at the caret (a field without the focus: at its end), semantically
+        where that works, else by focus and keys; the outcome carries the read-back check."""
+        check = await self.check_for(element, "insert", text)
+        done = await self.insert_semantically(element, text, check)
+        if done is not None:
+            return done
+        how = await self.focus_for_typing(element, window, rect)
+        typed = await asyncio.to_thread(self.p.input().type_text, text)
+        method: Literal["mixed", "synthetic"] = "mixed" if how.method == "semantic" else "synthetic"
+        return Outcome(method, f"{how.detail}; xtest typed {typed} characters", check=check)
+
+    async def insert_semantically(
+        self, element: ElementRef, text: str, check: TextCheck | None
+    ) -> Outcome | None:
+        """``EditableText.InsertText`` where it works (and the field showed it); None when
+        the keys have to go instead."""
+        if not self._semantic_ok(element):
+            return None
+        done = await self.p.semantic(element, SemanticOp(OpKind.INSERT_TEXT, text=text))
+        if done is None or not await self._landed(check, element):
+            return None
+        done.check = check
+        return done
+
+    async def replace(
+        self, element: ElementRef, value: str, window: XWindow, rect: Rect
+    ) -> Outcome | None:
+        """The field's text made ``value``: SetTextContents where that works, else focus,
+        select-all and keys. None when the element takes no typed text (the caller refuses)."""
+        check = await self.check_for(element, "replace", value)
+        if self._semantic_ok(element):
+            # SetTextContents (a secure field's SET_VALUE refuses it: the keys go instead)
+            op = OpKind.SET_VALUE if element.secure else OpKind.SET_TEXT
+            done = await self.p.semantic(element, SemanticOp(op, text=value, value=value))
+            if done is not None and await self._landed(check, element):
+                done.check = check
+                return done
+        if "editable" not in element.states or "Text" not in element.interfaces:
+            return None
+        await self.p.focus_element(element, window, rect)
+        xinput = self.p.input()
+        await asyncio.to_thread(xinput.press_chord, parse_chord("ctrl+a"))
+        if value:
+            await asyncio.to_thread(xinput.type_text, value)
+        else:
+            await asyncio.to_thread(xinput.press_chord, parse_chord("Delete"))
+        return Outcome("synthetic", "select all, then xtest typing", check=check)
+
+    async def focus_for_typing(self, element: ElementRef, window: XWindow, rect: Rect) -> Outcome:
+        """Keyboard focus on an element; a text field that takes the focus now gets its caret
+        at the end of its text (where the app puts it on a focus grab differs: Chromium's
+        address bar selects all with the caret at the start, Firefox's fields put it at the
+        start). A field that had the focus keeps its caret and selection (the agent may have
+        placed them with select_text)."""
+        how, detail = await self.p.focus_element(element, window, rect)
+        method: Literal["semantic", "synthetic"] = "semantic" if how == "semantic" else "synthetic"
+        if element.role not in TEXT_FIELD_ROLES or "focused" in element.states:
+            return Outcome(method, detail)
+        end = await self.p.character_count(element)
+        if end is None or end == 0:
+            return Outcome(method, detail)
+        return Outcome(method, f"{detail}; {await self._caret_to_end(element, end)}")
+
+    async def _caret_to_end(self, element: ElementRef, end: int) -> str:
+        """The caret put at ``end`` once the field has the focus (Firefox moves the focus a
+        moment after GrabFocus answers, and puts its caret at the start then): the Text
+        selection, checked, else ctrl+End as a person would press it."""
+        acc = self.p.accessibility
+        deadline = time.monotonic() + FOCUS_WAIT_S
+        now = await acc.field_text(element) if acc else None
+        while now is not None and not now.focused and time.monotonic() < deadline:
+            await asyncio.sleep(POLL_S)
+            now = await acc.field_text(element) if acc else None
+        moved = await self.p.semantic(
+            element, SemanticOp(OpKind.SELECT_TEXT, start=end, end=end), settle=False
+        )
+        now = await acc.field_text(element) if acc else None
+        if moved is not None and now is not None and now.caret == end:
+            return f"caret at the end ({moved.detail})"
+        await asyncio.to_thread(self.p.input().press_chord, parse_chord("ctrl+End"))
+        return "caret at the end (ctrl+End)"
+
+    def _semantic_ok(self, element: ElementRef) -> bool:
+        """Whether EditableText is worth a try: the element has it, and its app was not
+        caught answering it and changing nothing (Firefox, on its first field)."""
+        return (
+            "EditableText" in element.interfaces and element.bus_name not in self.ignores_editable
+        )
+
+    async def _landed(self, check: TextCheck | None, element: ElementRef) -> bool:
+        """After a semantic write that answered true: did the field change? Read until it
+        did, up to ``LANDED_WAIT_S``. A field that did not: the app is remembered as one
+        whose EditableText changes nothing, and False (the keys go instead). Without a
+        check (the field cannot be read) the call's answer is taken."""
+        if check is None:
+            return True
+        deadline = time.monotonic() + LANDED_WAIT_S
+        while True:
+            verdict = await self._read(check)
+            if not verdict.unchanged:
+                return True
+            if time.monotonic() >= deadline:
+                self.ignores_editable.add(element.bus_name)
+                return False
+            await asyncio.sleep(POLL_S)
