@@ -8,9 +8,11 @@ seen (``ActionResult.effect``): "confirmed" only when the field shows the text w
 meant to be, else "unconfirmed" and why, in words for the agent that never repeat the typed
 text (host/text_entry.py reads and waits; this module only compares).
 
-* **insert** (type_text, paste_text): the typed text occurs in the field once more than it
-  did before. A field too long to hold whole is checked by what stands before the caret; a
-  secure field (its text is never read) by its character count.
+* **insert** (type_text, paste_text): the field reads as the text typed at the caret (over
+  the selection) would leave it, or at the end of a field that did not have the focus — so
+  the typed text occurs once more than it did, where it was meant to go. A field too long
+  to hold whole is checked by what stands before the caret; a secure field (its text is
+  never read) by its character count.
 * **replace** (set_value of text): the field's text is the value (a secure field: it has as
   many characters).
 """
@@ -72,8 +74,10 @@ class TextCheck:
             return Verdict(False, UNCHANGED)
         if after.text is not None and before.text is not None:
             grew = after.text.count(text) - before.text.count(text)
-            if grew == 1:
+            if grew == 1 and after.text in _typed(before, before.text, text):
                 return Verdict(True)
+            if grew == 1:
+                return Verdict(False, _ELSEWHERE)
             if grew > 1:
                 return Verdict(
                     False, "the text is now in the field more than once (typed twice?)", True
@@ -116,10 +120,29 @@ class TextCheck:
         )
 
 
+_ELSEWHERE = (
+    "the text is in the field, but not as typing it at the caret (or at the end of a field "
+    "that did not have the focus) would leave it: the app may have moved the caret, or "
+    "completed or reformatted the text"
+)
 _NOT_AS_TYPED = (
     "the field's text changed, but the text is not in it as typed (the field may have "
     "changed or refused some characters, or the keys went elsewhere)"
 )
+
+
+def _typed(before: FieldText, old: str, text: str) -> set[str]:
+    """What the field may read after ``text`` went in: at the caret of a focused field (over
+    its selection, as keys replace it; beside it, as InsertText leaves it), else at its end
+    (where InsertText puts it, and where the keys go after ctrl+End)."""
+    if not (before.focused and 0 <= before.caret <= len(old)):
+        return {old + text}
+    c = before.caret
+    out = {old[:c] + text + old[c:]}
+    if before.selection is not None:
+        start, end = before.selection
+        out.add(old[:start] + text + old[end:])
+    return out
 
 
 def _same(a: FieldText, b: FieldText) -> bool:

@@ -52,6 +52,7 @@ from deskpilot.host.atspi.bus import (
 )
 from deskpilot.host.atspi.vocab import (
     ALWAYS_SHOWN_ROLES,
+    COMBO_POPUP_ROLES,
     COMBO_ROLES,
     LABEL_ROLES,
     LABELLED_ROLES,
@@ -147,6 +148,11 @@ class RawNode:
 
 def _visible(n: RawNode) -> bool:
     return bool(n.states & _VISIBLE_MASK)
+
+
+def _combo_list(n: RawNode, parent: RawNode) -> bool:
+    """The list of options of a combo box (read while hidden: the combo's line names them)."""
+    return n.role in COMBO_POPUP_ROLES and parent.role in COMBO_ROLES
 
 
 # ---------------------------------------------------------------------------- strategies
@@ -376,8 +382,12 @@ async def read_walk(
             )
             me = len(flat)
             flat.append(node)
-            if isinstance(ch, AtspiCallError) or (parent >= 0 and not _visible(node)):
-                continue  # hidden subtrees are never shown: do not read them
+            if isinstance(ch, AtspiCallError):
+                continue
+            if parent >= 0 and not _visible(node) and not _combo_list(node, flat[parent]):
+                # hidden subtrees are never shown: do not read them — but a closed combo
+                # box's list, whose options its line names (atspi/combo_view.py)
+                continue
             for j, (cb, cp) in enumerate(ch[0][:max_children]):
                 nxt.append((cb or b, cp, me, depth + 1, j))
         level = nxt

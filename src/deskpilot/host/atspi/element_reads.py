@@ -66,22 +66,28 @@ class ElementReads:
         text is not read; of a long one, the ``probe`` characters before the caret)."""
         conn = await self._connections.conn_for(element.bus_name)
         b, p = element.bus_name, element.path
-        props, state = await asyncio.gather(
-            conn.get_all(b, p, I_TEXT), conn.call(b, p, I_ACCESSIBLE, "GetState")
+        props, state, n_sel = await asyncio.gather(
+            conn.get_all(b, p, I_TEXT),
+            conn.call(b, p, I_ACCESSIBLE, "GetState"),
+            conn.call(b, p, I_TEXT, "GetNSelections"),
         )
         count = int(props.get("CharacterCount", 0))
         caret = int(props.get("CaretOffset", -1))
         focused = bool(state_mask(state[0]) & _B_FOCUSED)
+        selection = None
+        if int(n_sel[0]) > 0:
+            start, end = await conn.call(b, p, I_TEXT, "GetSelection", "i", (0,))
+            selection = (int(start), int(end)) if int(start) != int(end) else None
         if element.secure:
-            return FieldText(count, caret, None, focused=focused)
+            return FieldText(count, caret, None, focused=focused, selection=selection)
         if count <= FIELD_TEXT_MAX:
             text = str((await conn.call(b, p, I_TEXT, "GetText", "ii", (0, count)))[0])
-            return FieldText(count, caret, text, focused=focused)
+            return FieldText(count, caret, text, focused=focused, selection=selection)
         before = None
         if 0 <= caret <= count:
             start = max(0, caret - probe)
             before = str((await conn.call(b, p, I_TEXT, "GetText", "ii", (start, caret)))[0])
-        return FieldText(count, caret, None, before, focused)
+        return FieldText(count, caret, None, before, focused, selection)
 
     async def extents(self, element: ElementRef) -> Rect | None:
         """The element's current screen extents (None when it has no Component)."""

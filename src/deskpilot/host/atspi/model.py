@@ -119,6 +119,8 @@ class FieldText:
     before_caret: str | None = None
     #: the field had the keyboard focus (its caret is where typing lands)
     focused: bool = False
+    #: its first selected range (start, end), which typing replaces; None when none
+    selection: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
