@@ -17,6 +17,7 @@ import os
 import shutil
 import signal
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -79,10 +80,12 @@ def served(html: str) -> Iterator[str]:
 
 class Site:
     """Pages served on loopback by a real HTTP server (``pages``: path → HTML, changeable
-    while it runs), which records every form posted to it, decoded, in ``posts``."""
+    while it runs; ``delays``: path → seconds the server takes to answer), which records
+    every form posted to it, decoded, in ``posts``."""
 
-    def __init__(self, pages: dict[str, str]) -> None:
+    def __init__(self, pages: dict[str, str], delays: dict[str, float] | None = None) -> None:
         self.pages = dict(pages)
+        self.delays = dict(delays or {})
         self.posts: list[dict[str, list[str]]] = []
         self.url = ""
         self._posted = threading.Condition()
@@ -101,10 +104,10 @@ class Site:
 
 
 @contextmanager
-def site(pages: dict[str, str]) -> Iterator[Site]:
+def site(pages: dict[str, str], delays: dict[str, float] | None = None) -> Iterator[Site]:
     """A :class:`Site` served on loopback for the ``with`` block; its URL is ``site.url``.
     A post answers with a page titled "Received"."""
-    served_site = Site(pages)
+    served_site = Site(pages, delays)
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def _send(self, html: str) -> None:
@@ -116,10 +119,12 @@ def site(pages: dict[str, str]) -> Iterator[Site]:
             self.wfile.write(body)
 
         def do_GET(self) -> None:
-            page = served_site.pages.get(urllib.parse.urlsplit(self.path).path)
+            path = urllib.parse.urlsplit(self.path).path
+            page = served_site.pages.get(path)
             if page is None:
                 self.send_error(404)
                 return
+            time.sleep(served_site.delays.get(path, 0.0))  # a slow server, on its own thread
             self._send(page)
 
         def do_POST(self) -> None:

@@ -33,6 +33,7 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>init</title></
 <label><input id="agree" name="agree" type="checkbox"> I agree</label><br>
 <button type="submit">Send</button>
 </form>
+<p><a href="/slow">slow page</a></p>
 <script>
 let changes = 0;
 function report() {
@@ -47,9 +48,13 @@ setInterval(report, 30);
 """
 
 
+SLOW = "<!doctype html><title>Slow page</title><h1>Arrived</h1>"
+
+
 @pytest.fixture(scope="module")
 def firefox(desktop: object) -> Iterator[apps.App]:
-    with site({"/": PAGE}) as served, firefox_at(served.url) as app:
+    pages = {"/": PAGE, "/slow": SLOW}
+    with site(pages, {"/slow": 1.0}) as served, firefox_at(served.url) as app:
         yield app
 
 
@@ -177,3 +182,14 @@ def test_typing_lands_in_the_field_and_is_read_back(host: HostProcess, firefox: 
     assert refused["effectNote"] == "the field's text did not change: the text is not in it"
     assert "abc" not in str(refused)
     assert re.search(r'textField "Digits" = "" ', refused["observation"]["tree"])
+
+
+def test_a_link_returns_the_page_it_loaded(host: HostProcess, firefox: apps.App) -> None:
+    """Firefox's page says busy while the next one loads: the state is read once it ended
+    (the server takes a second), not while the old page is still shown."""
+    obs = look(host, firefox, r'link "slow page"', "f5")
+    followed = act(host, obs, {"kind": "click", "elementId": line_id(obs["tree"], "slow page")})
+    tree = followed["observation"]["tree"]
+    assert tree.startswith('- window "Slow page — Mozilla Firefox"'), tree
+    assert 'heading "Arrived"' in tree and "[busy]" not in tree, tree
+    assert followed["durationMs"] >= 1000 and followed.get("effect") is None, followed

@@ -38,6 +38,7 @@ from deskpilot.host.atspi.apps import AppStatus
 from deskpilot.host.atspi.client import AtspiClient
 from deskpilot.host.atspi.collect import until
 from deskpilot.host.atspi.combo import ComboParts
+from deskpilot.host.atspi.events import PageLoad
 from deskpilot.host.atspi.model import (
     ElementRef,
     FieldText,
@@ -373,6 +374,26 @@ class Accessibility:
     async def next_event(self, bus_name: str, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the app's next event; True if one came."""
         return await self.client.next_event(bus_name, timeout)
+
+    def page_load(self, bus_name: str, since: float) -> PageLoad:
+        """What the app's events said of page loads since ``since`` (host/page_loads.py)."""
+        return self.client.page_load(bus_name, since)
+
+    async def toolkit_of(self, bus_name: str) -> str:
+        """The app's toolkit name in lower case ("chromium", "gecko"); "" when it gives none
+        or does not answer."""
+        try:
+            info = await asyncio.wait_for(self.client.application(bus_name), 3.0)
+        except Exception:
+            return ""
+        return info.kit if info is not None else ""
+
+    async def link_target(self, element: ElementRef) -> str | None:
+        """Where a link leads (its Hyperlink URI); None when it says nothing."""
+        try:
+            return await asyncio.wait_for(self.client.link_target(element), 3.0)
+        except Exception:
+            return None
 
     async def still_valid(self, element: ElementRef) -> bool:
         try:

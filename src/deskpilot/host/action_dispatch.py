@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from deskpilot.host.accessibility import Accessibility
 from deskpilot.host.action_checks import (
@@ -49,6 +50,7 @@ from deskpilot.host.keyboard_actions import (
 )
 from deskpilot.host.observer import Observer
 from deskpilot.host.outcome import Outcome
+from deskpilot.host.page_loads import Expectation, Loaded, PageLoads
 from deskpilot.host.pointer_actions import FOCUS_ACTION_NAMES, PointerActions
 from deskpilot.host.post_action import (
     CHROMIUM_DIALOG_GUARD_S,
@@ -61,7 +63,7 @@ from deskpilot.host.post_action import (
 from deskpilot.host.primitives import HANG_ENV, Primitives, test_hang_target
 from deskpilot.host.session_registry import SessionRegistry
 from deskpilot.host.settle import Settler
-from deskpilot.host.text_entry import TextEntry
+from deskpilot.host.text_entry import Checked, TextEntry
 from deskpilot.host.x11.desktop import X11Desktop
 from deskpilot.host.x11.input import Canceled
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
@@ -85,6 +87,8 @@ from deskpilot.protocol.wire import (
 
 #: how long a finished action waits for its aim to be read (ActionResult.target_bounds)
 AIM_WAIT_S = 0.25
+#: how long a page that loaded may take to go quiet before its state is read
+LOADED_SETTLE_MS = 1000
 
 # the names this module has always offered, now defined by its parts
 __all__ = [
@@ -121,6 +125,7 @@ class ActionDispatcher:
         self._entry = TextEntry(self._primitives)
         self._pointer = PointerActions(self._primitives, self._entry)
         self._keyboard = KeyboardActions(self._primitives, self._entry)
+        self._loads = PageLoads(accessibility)
         self._post = PostAction(desktop, self.settler, observer, sessions)
 
     @property
@@ -133,6 +138,7 @@ class ActionDispatcher:
         # post-action steps read it from) and the performers' primitives must see it too
         self.settler.accessibility = value
         self._primitives.accessibility = value
+        self._loads.accessibility = value
 
     async def execute(self, request: ExecuteAction) -> tuple[ActionResult, bytes | None]:
         """Run the action; with ``observeAfter``, the result carries the settled window's
@@ -142,10 +148,12 @@ class ActionDispatcher:
         # read while the action runs and settles, so it costs the action no time
         aimed = asyncio.ensure_future(self._aimed_at(request, target))
         try:
+            load = await self._loads.expected(request, target)
             outcome, settling = await self._act(request, target)
             checked = await self._entry.verify(outcome.check) if outcome.check else None
             if checked is not None and checked.late:
                 settling.post = None  # read before the field showed the text: look again
+            loaded = await self._page_loaded(target, settling, load)
             post = await self._post.complete(request, target, settling)
             body, png = post if post is not None else (None, None)
             windows = await self._post.windows(body)
@@ -166,10 +174,23 @@ class ActionDispatcher:
             windows=windows,
             item_click=outcome.item_click,
             target_bounds=target_bounds,
-            effect=checked.effect if checked is not None else None,
-            effect_note=checked.note if checked is not None else None,
+            **_effect(checked, loaded),
         )
         return result, png
+
+    async def _page_loaded(
+        self, target: Target, settling: Settling, expected: Expectation | None
+    ) -> Loaded | None:
+        """A browser's page load the action started, waited for (host/page_loads.py); the
+        state read while settling showed the page before it, so it is read again."""
+        bus = target.bus
+        if bus is None:
+            return None
+        loaded = await self._loads.wait(bus, settling.since, expected)
+        if loaded is not None and loaded.waited:
+            settling.post = None
+            await self.settler.settle(bus, time.monotonic(), LOADED_SETTLE_MS)
+        return loaded
 
     async def _aimed_at(self, request: ExecuteAction, target: Target) -> Rect | None:
         """Where the action aims on screen (ActionResult.target_bounds): the element's
@@ -254,6 +275,17 @@ class ActionDispatcher:
         if isinstance(action, SecondaryAction):
             return await pointer.secondary(window, rect, _need(element))
         raise DeskpilotError(ErrorCode.UNSUPPORTED_ACTION, "unknown action kind")
+
+
+def _effect(checked: Checked | None, loaded: Loaded | None) -> dict[str, Any]:
+    """``effect`` and ``effect_note`` of the result: what the read-back of a field saw, and
+    a page load that did not end in time (either unconfirmed makes it unconfirmed)."""
+    notes = [n for n in (checked.note if checked else None, loaded.note if loaded else None) if n]
+    if notes:
+        return {"effect": "unconfirmed", "effect_note": "; ".join(notes)}
+    if checked is not None:
+        return {"effect": checked.effect}
+    return {}
 
 
 async def _settled(aimed: asyncio.Future[Rect | None]) -> Rect | None:

@@ -24,6 +24,7 @@ from deskpilot.host.atspi.bus import ROOT_PATH, Conn
 from deskpilot.host.atspi.combo import ComboParts
 from deskpilot.host.atspi.connections import Connections, open_buses
 from deskpilot.host.atspi.element_reads import ElementReads
+from deskpilot.host.atspi.events import PageLoad
 from deskpilot.host.atspi.frames import FrameLookup
 from deskpilot.host.atspi.model import (
     AppInfo,
@@ -180,6 +181,10 @@ class AtspiClient:
         """The element's current screen extents (None when it has no Component)."""
         return await self._reads.extents(element)
 
+    async def link_target(self, element: ElementRef) -> str | None:
+        """Where a link leads (``Hyperlink.GetURI(0)``); None when it has no Hyperlink."""
+        return await self._reads.link_target(element)
+
     async def field_text(self, element: ElementRef, probe: int) -> FieldText:
         """The text field's text as it is now, for checking what typing did (see
         ``FieldText``); raises AtspiCallError when it has no Text or is gone."""
@@ -239,6 +244,10 @@ class AtspiClient:
     async def next_event(self, bus_name: str, timeout: float) -> bool:
         """Wait up to ``timeout`` s for ``bus_name``'s next event (True if one came)."""
         return await self._events.next_event(bus_name, timeout)
+
+    def page_load(self, bus_name: str, since: float) -> PageLoad:
+        """What ``bus_name``'s events said of page loads since ``since`` (monotonic)."""
+        return self._events.page_load(bus_name, since)
 
     # ------------------------------------------------------------------ actions
 

@@ -16,6 +16,7 @@ from deskpilot.host.atspi.bus import (
     I_ACCESSIBLE,
     I_ACTION,
     I_COMPONENT,
+    I_HYPERLINK,
     I_PROPERTIES,
     I_TEXT,
     AtspiCallError,
@@ -60,6 +61,15 @@ class ElementReads:
             return None
         value = body[0].value if hasattr(body[0], "value") else body[0]
         return int(value)
+
+    async def link_target(self, element: ElementRef) -> str | None:
+        """Where a link leads (``Hyperlink.GetURI(0)``); None when it has no Hyperlink."""
+        conn = await self._connections.conn_for(element.bus_name)
+        try:
+            body = await conn.call(element.bus_name, element.path, I_HYPERLINK, "GetURI", "i", (0,))
+        except AtspiCallError:
+            return None
+        return str(body[0]) or None
 
     async def field_text(self, element: ElementRef, probe: int) -> FieldText:
         """The field's character count, caret and text (see ``FieldText``: a secure field's
