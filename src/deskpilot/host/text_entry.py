@@ -43,6 +43,13 @@ POLL_S: Final = 0.05
 Effect = Literal["confirmed", "unconfirmed"]
 
 
+def _field(element: ElementRef) -> bool:
+    """A text or password field, or a combo box that takes text (an address bar)."""
+    if element.role in TEXT_FIELD_ROLES:
+        return True
+    return element.role == "comboBox" and "editable" in element.states
+
+
 @dataclass(frozen=True, slots=True)
 class Checked:
     """What the read back saw: the effect, why it is unconfirmed, and whether the field
@@ -65,8 +72,9 @@ class TextEntry:
 
     async def check_for(self, element: ElementRef, kind: CheckKind, text: str) -> TextCheck | None:
         """The field as it is before the action, with what the action should leave in it;
-        None when it is no field whose text can be read (a terminal, a canvas)."""
-        if element.role not in TEXT_FIELD_ROLES and "editable" not in element.states:
+        None when it is no field (a terminal, a canvas, a document, a sheet's cell: what
+        typing leaves there is not the field's text alone, or not yet)."""
+        if not _field(element):
             return None
         if self.p.accessibility is None:
             return None
