@@ -237,11 +237,11 @@ def classify(
     context = [""] * n
     context_age = [0] * n
     gtk4 = opts.gtk4_names
-    closed = combos.hidden if combos is not None else set()
+    closed = combos.hidden if combos is not None else None
     # forward: hidden-ness and names (a parent precedes its children in preorder)
     for i, node in enumerate(nodes):
         p = node.parent
-        if p >= 0 and (kind[p] == HIDDEN or is_hidden(node, nodes[p]) or i in closed):
+        if p >= 0 and (kind[p] == HIDDEN or is_hidden(node, nodes[p]) or (closed and i in closed)):
             kind[i] = HIDDEN
             continue
         names[i] = clean_name(node, gtk4)
@@ -286,6 +286,9 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
         return Rendered(text="", element_count=0)
     combos = combo_view(nodes)
     kind, names = classify(nodes, opts, combos)
+    # most windows have no combo box: these stay empty and cost a truth test per line
+    moved, adopted = combos.moved, combos.adopted
+    expanded_of, options_of = combos.expanded, combos.options
     lines: list[str] = []
     out = Rendered(text="", element_count=0, noise=kind.count(NOISE))
     budget = opts.text_budget - MARKER_RESERVE
@@ -325,7 +328,7 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
             lines.append(line)
             continue
         k = kind[i]
-        if k in (HIDDEN, NOISE) or i in combos.moved:
+        if k in (HIDDEN, NOISE) or (moved and i in moved):
             continue
         node = nodes[i]
         child_depth = depth
@@ -338,7 +341,15 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
                 out.omitted += 1
             else:
                 role = window_role(node.role) if i == 0 else node.role
-                line = _line(node, role, names[i], depth, len(lines) + 1, combos, i)
+                line = _line(
+                    node,
+                    role,
+                    names[i],
+                    depth,
+                    len(lines) + 1,
+                    expanded_of.get(i) if expanded_of else None,
+                    options_of.get(i) if options_of else None,
+                )
                 cost = utf16_len(line) + 1
                 if used + cost > budget:
                     stopped = out.budget_hit = True
@@ -357,8 +368,8 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
         if node.unread:
             stack.append((_UNREAD, child_depth, node.unread))
         children = node.children
-        if i in combos.adopted:  # its open list, read elsewhere (Firefox), is shown here
-            children = [combos.adopted[i]]
+        if adopted and i in adopted:  # its open list, read elsewhere (Firefox), shown here
+            children = [adopted[i]]
         if len(children) > max_children:
             stack.append((_ELISION, child_depth, len(children) - max_children))
             children = children[:max_children]
@@ -376,18 +387,18 @@ def _line(
     name: str,
     depth: int,
     line_no: int,
-    combos: ComboView | None = None,
-    index: int = -1,
+    expanded: bool | None = None,
+    options: tuple[str, ...] | None = None,
 ) -> str:
+    """One element's line; ``expanded`` and ``options``: a combo box's, by the rules of
+    atspi/combo_view.py (None: its own states say)."""
     parts = ["  " * depth, "- ", ROLE_VOCAB[role] if 0 <= role < len(ROLE_VOCAB) else "generic"]
     if name:
         parts.append(f' "{_quote(name)}"')
     if node.value is not None and node.role != R_PASSWORD_TEXT:
         parts.append(f' = "{_quote(node.value)}"')
-    expanded = combos.expanded.get(index) if combos is not None else None
     for w in state_words(node, expanded):
         parts.append(f" [{w}]")
-    options = combos.options.get(index) if combos is not None else None
     if options:
         parts.append(_options_text(options))
     acts = shown_actions(node.actions)
