@@ -147,10 +147,9 @@ def measure(host: HostProcess, pid: int, runs: int) -> None:
         times.append(ms)
         elements.append(obs["elementCount"])
     tree = obs["tree"]
-    nodes = (obs.get("treeRead") or {}).get("nodeCount")
     print(
-        f"observe: {median(times)} ms median of {runs}, {median(elements):.0f} elements "
-        f"({nodes} nodes read), {len(tree)} characters; New Tab listed: {'New Tab' in tree}, "
+        f"observe: {median(times)} ms median of {runs}, {median(elements):.0f} elements, "
+        f"{len(tree)} characters; New Tab listed: {'New Tab' in tree}, "
         f"menu bar listed: {'menuBar' in tree}, ';;' lines: {tree.count(';;')}, "
         f"select options listed: {'[options:' in tree}"
     )
@@ -175,6 +174,9 @@ def measure(host: HostProcess, pid: int, runs: int) -> None:
         before = int(count.group(1)) if count else -1
         value = ("Green", "Blue")[i % 2]
         done = act(host, obs, {"kind": "set_value", "elementId": combo, "value": value})
+        if done["type"] != "action_result":  # refused: the before tree could not choose
+            print(f"set_value on the <select>: {done.get('code')} {done.get('details')}")
+            return
         chose.append(done["durationMs"])
         t_end = time.monotonic() + 2
         while time.monotonic() < t_end:
