@@ -11,6 +11,7 @@ fields' values), so each test checks the app's own view, not only the tree."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -182,6 +183,31 @@ def test_typing_lands_in_the_field_and_is_read_back(host: HostProcess, firefox: 
     assert refused["effectNote"] == "the field's text did not change: the text is not in it"
     assert "abc" not in str(refused)
     assert re.search(r'textField "Digits" = "" ', refused["observation"]["tree"])
+
+
+def test_a_covered_window_still_shows_its_page(host: HostProcess, firefox: apps.App) -> None:
+    """With another window over all of it, Firefox says SHOWING of nothing below its frame
+    (and VISIBLE of its toolbar buttons' closed menus): the page is still its selected
+    tab's, the menu bar still hidden; set_value on the <select> brings the window to the
+    front first (a covered Firefox opens no list), as a person would."""
+    cover = apps.launch(["xterm", "-geometry", "400x120+0+0"])
+    try:
+        obs = look(host, firefox, r'comboBox "Color"', "f6")
+        deadline = time.monotonic() + 30
+        while not obs.get("coveredRegions") and time.monotonic() < deadline:
+            obs = look(host, firefox, r'comboBox "Color"', "f6")
+        assert obs.get("coveredRegions"), obs
+        tree = obs["tree"]
+        assert "menuBar" not in tree and 'menu "Back"' not in tree, tree
+        assert re.search(r'textField "City" = "\w*"', tree) and "New Tab" not in tree, tree
+        before = changes(tree)
+        wanted = "Blue" if 'comboBox "Color" = "Blue"' not in tree else "Red"
+        combo = line_id(tree, 'comboBox "Color"')
+        done = act(host, obs, {"kind": "set_value", "elementId": combo, "value": wanted})
+        assert done["type"] == "action_result" and "open list" in done["detail"], done
+        look(host, firefox, rf'document "v={wanted} n={before + 1} ', "f6")
+    finally:
+        cover.stop()
 
 
 def test_a_link_returns_the_page_it_loaded(host: HostProcess, firefox: apps.App) -> None:

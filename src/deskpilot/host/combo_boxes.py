@@ -41,11 +41,16 @@ from deskpilot.protocol.wire import Rect
 
 #: the combo box (or an option's combo box) read now; None when it has no options list
 PartsFn = Callable[[ElementRef], Awaitable[ComboParts | None]]
+#: the window brought to the front, as a person does before opening a list in it (a covered
+#: Firefox window opens no list)
+FrontFn = Callable[[], Awaitable[object]]
 
 R_MENU_ITEM = ROLE_NUMBER["menu item"]
 R_LIST_ITEM = ROLE_NUMBER["list item"]
 #: how long an opened popup may take to show its options
 POPUP_WAIT_S = 1.5
+#: how long a chosen option may take to say it is chosen
+CHOSEN_WAIT_S = 0.5
 R_COMBO_BOX = ROLE_NUMBER["combo box"]
 ALREADY_CHOSEN = "the option is already chosen (its 'select' action would unchoose it)"
 
@@ -93,7 +98,9 @@ class ComboBoxes:
             return None
         return await self._choose(parts, option, item)
 
-    async def set_value(self, element: ElementRef, value: str, rect: Rect) -> Outcome | None:
+    async def set_value(
+        self, element: ElementRef, value: str, rect: Rect, front: FrontFn | None = None
+    ) -> Outcome | None:
         """Choose the option named ``value`` of a combo box; None when the element is no
         combo box with an options list (the ordinary set_value rules apply). Raises
         UNSUPPORTED_ACTION (reason ``not_an_option``) when no option has that name."""
@@ -114,10 +121,15 @@ class ComboBoxes:
                     "optionCount": len(parts.options),
                 },
             )
-        return await self._choose(parts, option, element, rect)
+        return await self._choose(parts, option, element, rect, front)
 
     async def _choose(
-        self, parts: ComboParts, option: ComboOption, like: ElementRef, rect: Rect | None = None
+        self,
+        parts: ComboParts,
+        option: ComboOption,
+        like: ElementRef,
+        rect: Rect | None = None,
+        front: FrontFn | None = None,
     ) -> Outcome:
         """Make ``option`` the chosen one and leave the popup closed (``rect``: the window's,
         where a person's two clicks may go when nothing semantic chooses)."""
@@ -126,14 +138,16 @@ class ComboBoxes:
         if parts.has_selection:
             done = await self.semantic(combo, SemanticOp(OpKind.CHOOSE_OPTION, index=option.index))
         if done is None and not option.selected and parts.detached:
-            return await self._choose_in_open_list(parts, option, like)
+            return await self._choose_in_open_list(parts, option, like, front)
         if done is None and not option.selected:
             target = _live(option.ref, like, "menuItem", R_MENU_ITEM)
             done = await self.semantic(target, SemanticOp.invoke(SELECT_ACTIONS[0]))
-            if done is None and rect is not None:
-                return await self._choose_by_pointer(parts, option, like, rect)
-            if done is None:
-                raise _needs_clicks(like)
+        if done is not None and not await self._chosen(combo, option):
+            done = None  # the app answered and chose nothing: a person's way, if there is one
+        if done is None and not option.selected:
+            if rect is not None:
+                return await self._choose_by_pointer(parts, option, like, rect, front)
+            raise _needs_clicks(like)
         steps = [done.detail if done is not None else ALREADY_CHOSEN]
         closed = await self._close_popup(combo)
         if closed is not None:
@@ -147,7 +161,12 @@ class ComboBoxes:
         )
 
     async def _choose_by_pointer(
-        self, parts: ComboParts, option: ComboOption, like: ElementRef, rect: Rect
+        self,
+        parts: ComboParts,
+        option: ComboOption,
+        like: ElementRef,
+        rect: Rect,
+        front: FrontFn | None = None,
     ) -> Outcome:
         """A person's way where no action chooses (Qt: the popup's SelectChild and an option's
         Toggle answer true and change nothing): open the popup with the combo box's own
@@ -159,6 +178,8 @@ class ComboBoxes:
             # stale: a click there could land on anything
             raise _needs_clicks(like)
         opened = None
+        if front is not None:
+            await front()
         if not parts.says_open:
             opened = await self.semantic(combo, SemanticOp.invoke())
         deadline = time.monotonic() + POPUP_WAIT_S
@@ -177,8 +198,25 @@ class ComboBoxes:
                 raise _needs_clicks(like)
             await asyncio.sleep(0.05)
 
+    async def _chosen(self, combo: ElementRef, option: ComboOption) -> bool:
+        """Whether ``option`` is the chosen one now — it says it is selected, or the combo
+        box is named after it (GTK 3, Qt) — read until it is (up to ``CHOSEN_WAIT_S``:
+        Chromium's renderer chooses a moment after the call answers)."""
+        deadline = time.monotonic() + CHOSEN_WAIT_S
+        while True:
+            now = await self.parts_of(combo)
+            if now is None:
+                return False
+            if now.name == option.name or any(
+                o.selected and o.name == option.name for o in now.options
+            ):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.03)
+
     async def _choose_in_open_list(
-        self, parts: ComboParts, option: ComboOption, like: ElementRef
+        self, parts: ComboParts, option: ComboOption, like: ElementRef, front: FrontFn | None
     ) -> Outcome:
         """A person's way where the list a person sees is detached (Firefox): open it with
         the combo box's own action, wait until it shows, and click the option there (its
@@ -188,6 +226,8 @@ class ComboBoxes:
         opened = None
         now: ComboParts | None = parts
         if not parts.open_options:
+            if front is not None:
+                await front()
             opened = await self.semantic(combo, SemanticOp.invoke())
             if opened is None:
                 raise _needs_clicks(like)

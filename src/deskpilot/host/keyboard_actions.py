@@ -102,7 +102,9 @@ class KeyboardActions:
                 details={"elementId": element.id, "reason": "read_only"},
             )
         # a combo box takes the name of one of its options (refused before dispatch if none)
-        done = await self._combos.set_value(element, _as_text(action.value), rect)
+        done = await self._combos.set_value(
+            element, _as_text(action.value), rect, lambda: self._p.bring_to_front(window)
+        )
         if done is not None:
             return done
         if element.role not in TEXT_FIELD_ROLES:

@@ -189,6 +189,13 @@ class Primitives:
             return None
         return await asyncio.to_thread(self.desktop.focus, window)
 
+    async def bring_to_front(self, window: XWindow) -> str:
+        """The window raised and given the keyboard focus, as a person clicks a window before
+        working in it: a list a covered Firefox window is asked to open does not open.
+        Refused first when another app's menu is open (host/menu_grab.py)."""
+        refuse_if_menu_open(self.desktop, window)
+        return await asyncio.to_thread(self.desktop.focus, window)
+
     async def focus_element(
         self, element: ElementRef, window: XWindow, rect: Rect
     ) -> tuple[str, str]:

@@ -196,12 +196,17 @@ class AtspiClient:
 
     async def combo_parts(self, element: ElementRef) -> ComboParts | None:
         """The combo box ``element`` as it is now (options, popup state); see atspi/combo."""
-        return await self._reads.combo_parts(element)
+        return await self._reads.combo_parts(element, await self._detached(element))
 
     async def combo_of_option(self, element: ElementRef) -> ComboParts | None:
         """The combo box whose popup list ``element`` is an option of, read now; None for
         an item of anything else."""
-        return await self._reads.combo_of_option(element)
+        return await self._reads.combo_of_option(element, await self._detached(element))
+
+    async def _detached(self, element: ElementRef) -> bool:
+        """Whether the element's app keeps a combo box's open list apart (Firefox)."""
+        info = await self._apps.info(element.bus_name, ROOT_PATH)
+        return info is not None and info.gecko
 
     async def still_valid(self, element: ElementRef) -> bool:
         """The object still exists, is not defunct, and its bus name still belongs to its pid."""

@@ -73,6 +73,8 @@ class ComboParts:
     detached: bool = False
     #: the options of its detached list while that is open (what a click chooses in)
     open_options: tuple[ComboOption, ...] = ()
+    #: the combo box's own name (GTK 3 and Qt name it after the chosen option)
+    name: str = ""
 
 
 async def _role(conn: Conn, ref: NodeRef) -> int:
@@ -107,9 +109,10 @@ async def combo_of_option(conn: Conn, option: NodeRef) -> NodeRef | None:
     return combo
 
 
-async def read_combo(conn: Conn, combo: NodeRef) -> ComboParts | None:
+async def read_combo(conn: Conn, combo: NodeRef, detached: bool = False) -> ComboParts | None:
     """The combo box's options and popup state; None when it has no popup list of options
-    (an editable combo without one, an ARIA combobox whose list lives elsewhere)."""
+    (an editable combo without one, an ARIA combobox whose list lives elsewhere).
+    ``detached``: the app keeps the list a person sees apart while it is open (Firefox)."""
     popup = None
     for child in await _children(conn, combo):
         if await _role(conn, child) in POPUP_ROLES:
@@ -119,16 +122,15 @@ async def read_combo(conn: Conn, combo: NodeRef) -> ComboParts | None:
         return None
     options = await _options(conn, popup)
     ifaces = (await conn.call(combo.bus_name, combo.path, I_ACCESSIBLE, "GetInterfaces"))[0]
+    name = str(await conn.get_property(combo.bus_name, combo.path, I_ACCESSIBLE, "Name") or "")
     combo_state = await _state(conn, combo)
     popup_showing = bool(await _state(conn, popup) & _B_SHOWING)
     says_open = (
         bool(combo_state & _B_EXPANDED) if combo_state & (_B_EXPANDED | _B_EXPANDABLE) else None
     )
-    # a combo that says it is closed while its own list says showing keeps the list a
-    # person sees elsewhere (Firefox): found while it is open, by its options
-    detached = says_open is False and popup_showing
+    # Firefox's combo never says it is open: its open list is found by its options
     open_options: tuple[ComboOption, ...] = ()
-    if detached:
+    if detached and not combo_state & _B_EXPANDED:
         open_options = await _detached_list(conn, combo, options)
     if open_options:
         says_open = True
@@ -142,6 +144,7 @@ async def read_combo(conn: Conn, combo: NodeRef) -> ComboParts | None:
         says_open,
         detached,
         open_options,
+        name,
     )
 
 

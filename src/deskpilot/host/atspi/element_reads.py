@@ -111,17 +111,18 @@ class ElementReads:
         x, y, w, h = body[0]
         return Rect(x=int(x), y=int(y), width=int(w), height=int(h))
 
-    async def combo_parts(self, element: ElementRef) -> ComboParts | None:
-        """The combo box ``element`` as it is now (options, popup state); see atspi/combo."""
+    async def combo_parts(self, element: ElementRef, detached: bool) -> ComboParts | None:
+        """The combo box ``element`` as it is now (options, popup state); see atspi/combo
+        (``detached``: its app keeps the open list apart, as Firefox does)."""
         conn = await self._connections.conn_for(element.bus_name)
-        return await read_combo(conn, element.ref)
+        return await read_combo(conn, element.ref, detached)
 
-    async def combo_of_option(self, element: ElementRef) -> ComboParts | None:
+    async def combo_of_option(self, element: ElementRef, detached: bool) -> ComboParts | None:
         """The combo box whose popup list ``element`` is an option of, read now; None for
         an item of anything else."""
         conn = await self._connections.conn_for(element.bus_name)
         combo = await combo_of_option(conn, element.ref)
-        return None if combo is None else await read_combo(conn, combo)
+        return None if combo is None else await read_combo(conn, combo, detached)
 
 
 async def interfaces(conn: Conn, element: ElementRef) -> frozenset[str]:

@@ -15,6 +15,11 @@ Measured on Debian 12's firefox-esr (Gecko 153, its own atk-bridge), docs/host-t
 * **Background documents**: the preloaded "New Tab" page (~25 nodes) and background tabs
   are VISIBLE but not SHOWING, under an internal frame that is not showing either: a
   document or internal frame that is not showing is hidden, with all below it.
+* **A covered window** (another window over all of it): Firefox then says SHOWING of nothing
+  below the frame, and VISIBLE of its toolbar buttons' closed menus ("Back", "New Tab"): a
+  page is then told a background tab's by its title (not the selected tab's), and a
+  button's menu is taken as closed. (A general "not showing → not listed" rule would list
+  nothing of such a window.)
 * **EditableText**: ``InsertText``, ``SetTextContents`` and ``DeleteText`` answer true and
   change nothing (page fields and the address bar alike). The host finds that out on the
   first field (it reads the field back) and types into Firefox's fields by keyboard focus
@@ -40,8 +45,12 @@ from deskpilot.host.atspi.vocab import DOCUMENT_ROLES, ROLE_NUMBER, State, bit
 _B_SHOWING: Final = bit(State.SHOWING)
 _B_EXPANDED: Final = bit(State.EXPANDED)
 _B_ON_SCREEN: Final = bit(State.VISIBLE) | bit(State.SHOWING)
+_B_SELECTED: Final = bit(State.SELECTED)
 #: a page's document, and the internal frame a tab's page sits in
 BACKGROUND_ROLES: Final = DOCUMENT_ROLES | {ROLE_NUMBER["internal frame"]}
+_R_PAGE_TAB: Final = ROLE_NUMBER["page tab"]
+_R_MENU: Final = ROLE_NUMBER["menu"]
+_R_PUSH_BUTTON: Final = ROLE_NUMBER["push button"]
 
 
 def unreliable_name(action: tuple[str, str, str] | list[str]) -> bool:
@@ -53,16 +62,21 @@ def unreliable_name(action: tuple[str, str, str] | list[str]) -> bool:
 
 async def hide_undrawn(conn: Conn, nodes: list[RawNode]) -> None:
     """Mark as hidden (VISIBLE and SHOWING cleared) what Firefox keeps but does not draw: a
-    child of the root without an area on screen (other than an open ``<select>``'s list), a
-    document or internal frame that is not showing. One batch of ``GetExtents`` for the
-    root's showing children; the rest is a pass over the nodes already read."""
+    child of the root without an area on screen (other than an open ``<select>``'s list),
+    and the pages of background tabs. One batch of ``GetExtents`` for the root's children;
+    the rest is a pass over the nodes already read.
+
+    A window another covers whole says SHOWING of nothing below its frame (and VISIBLE of
+    its toolbar buttons' closed menus): then a page is a background tab's when its title is
+    not the selected tab's, and a button's menu is closed."""
     if not nodes:
         return
+    root = nodes[0]
     # an open <select>'s list is a combo box with no layout of its own (its list has one)
     kids = [
         c
-        for c in nodes[0].children
-        if nodes[c].states & _B_SHOWING and not nodes[c].states & _B_EXPANDED
+        for c in root.children
+        if nodes[c].states & _B_ON_SCREEN and not nodes[c].states & _B_EXPANDED
     ]
     if kids:
         calls: list[Call] = [
@@ -74,6 +88,15 @@ async def hide_undrawn(conn: Conn, nodes: list[RawNode]) -> None:
             _x, _y, width, height = reply[0]
             if int(width) <= 0 or int(height) <= 0:
                 nodes[c].states &= ~_B_ON_SCREEN
+    covered = bool(kids) and not any(nodes[c].states & _B_SHOWING for c in root.children)
+    if not covered:
+        for i, node in enumerate(nodes):
+            if i and node.role in BACKGROUND_ROLES and not node.states & _B_SHOWING:
+                node.states &= ~_B_ON_SCREEN
+        return
+    tab = next((n.name for n in nodes if n.role == _R_PAGE_TAB and n.states & _B_SELECTED), None)
     for i, node in enumerate(nodes):
-        if i and node.role in BACKGROUND_ROLES and not node.states & _B_SHOWING:
+        background = node.role in DOCUMENT_ROLES and tab is not None and node.name != tab
+        closed_menu = node.role == _R_MENU and nodes[node.parent].role == _R_PUSH_BUTTON
+        if i and (background or closed_menu):
             node.states &= ~_B_ON_SCREEN
