@@ -10,15 +10,18 @@ fields' values), so each test checks the app's own view, not only the tree."""
 
 from __future__ import annotations
 
+import asyncio
 import re
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from host_harness import HostProcess, click, line_id, observe_until
+from host_harness import HostProcess, click, line_id, observe_until, wait_for
 
 from deskpilot.desktop import apps
+from deskpilot.host.atspi import AtspiClient
+from deskpilot.host.atspi.bus import I_ACCESSIBLE
+from deskpilot.host.atspi.vocab import State, bit, state_mask
 from desktop_kit import firefox_at, needs_firefox, site
 
 pytestmark = [pytest.mark.desktop, needs_firefox]
@@ -190,12 +193,13 @@ def test_a_covered_window_still_shows_its_page(host: HostProcess, firefox: apps.
     (and VISIBLE of its toolbar buttons' closed menus): the page is still its selected
     tab's, the menu bar still hidden; set_value on the <select> brings the window to the
     front first (a covered Firefox opens no list), as a person would."""
+    obs = look(host, firefox, r'comboBox "Color"', "f6")
+    act(host, obs, {"kind": "focus_window"})
     cover = apps.launch(["xterm", "-geometry", "400x120+0+0"])
     try:
+        # Firefox itself takes a moment to notice it is covered
+        wait_for(lambda: asyncio.run(_nothing_showing(firefox.pid)), timeout=30)
         obs = look(host, firefox, r'comboBox "Color"', "f6")
-        deadline = time.monotonic() + 30
-        while not obs.get("coveredRegions") and time.monotonic() < deadline:
-            obs = look(host, firefox, r'comboBox "Color"', "f6")
         assert obs.get("coveredRegions"), obs
         tree = obs["tree"]
         assert "menuBar" not in tree and 'menu "Back"' not in tree, tree
@@ -208,6 +212,19 @@ def test_a_covered_window_still_shows_its_page(host: HostProcess, firefox: apps.
         look(host, firefox, rf'document "v={wanted} n={before + 1} ', "f6")
     finally:
         cover.stop()
+
+
+async def _nothing_showing(pid: int) -> bool:
+    """Whether Firefox says its navigation toolbar is not showing (read raw): it has seen
+    it is covered."""
+    async with await AtspiClient.connect() as client:
+        (frame,) = [f for f in await client.frames(pid=pid) if f.role == "window"]
+        bus, conn = frame.ref.bus_name, client._a11y
+        for kid_bus, path in (await conn.call(bus, frame.ref.path, I_ACCESSIBLE, "GetChildren"))[0]:
+            if await conn.get_property(kid_bus or bus, path, I_ACCESSIBLE, "Name") == "Navigation":
+                state = await conn.call(kid_bus or bus, path, I_ACCESSIBLE, "GetState")
+                return not state_mask(state[0]) & bit(State.SHOWING)
+        return False
 
 
 def test_a_link_returns_the_page_it_loaded(host: HostProcess, firefox: apps.App) -> None:

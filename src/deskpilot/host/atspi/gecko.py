@@ -78,6 +78,7 @@ async def hide_undrawn(conn: Conn, nodes: list[RawNode]) -> None:
         for c in root.children
         if nodes[c].states & _B_ON_SCREEN and not nodes[c].states & _B_EXPANDED
     ]
+    drawn = []
     if kids:
         calls: list[Call] = [
             (nodes[c].bus, nodes[c].path, I_COMPONENT, "GetExtents", "u", (0,)) for c in kids
@@ -88,7 +89,10 @@ async def hide_undrawn(conn: Conn, nodes: list[RawNode]) -> None:
             _x, _y, width, height = reply[0]
             if int(width) <= 0 or int(height) <= 0:
                 nodes[c].states &= ~_B_ON_SCREEN
-    covered = bool(kids) and not any(nodes[c].states & _B_SHOWING for c in root.children)
+            else:
+                drawn.append(c)
+    # covered: no drawn child says it shows (one without layout may still say so)
+    covered = bool(drawn) and not any(nodes[c].states & _B_SHOWING for c in drawn)
     if not covered:
         for i, node in enumerate(nodes):
             if i and node.role in BACKGROUND_ROLES and not node.states & _B_SHOWING:
