@@ -44,6 +44,10 @@ PartsFn = Callable[[ElementRef], Awaitable[ComboParts | None]]
 #: the window brought to the front, as a person does before opening a list in it (a covered
 #: Firefox window opens no list)
 FrontFn = Callable[[], Awaitable[object]]
+#: where the mapped popups are now
+PopupsFn = Callable[[], list[Rect]]
+#: a click at an element's centre if it lies inside an area (False: it does not, none sent)
+ClickInsideFn = Callable[[ElementRef, Rect], Awaitable[bool]]
 
 R_MENU_ITEM = ROLE_NUMBER["menu item"]
 R_LIST_ITEM = ROLE_NUMBER["list item"]
@@ -81,6 +85,8 @@ class ComboBoxes:
     parts_of: PartsFn
     combo_of_option: PartsFn
     pointer: PointerFn
+    popups: PopupsFn
+    click_inside: ClickInsideFn
 
     async def click_option(self, item: ElementRef) -> Outcome | None:
         """A left single click on an option of a combo box whose options only toggle (see
@@ -174,9 +180,7 @@ class ComboBoxes:
         the option never shows inside the window."""
         combo = _live(parts.combo, like, "comboBox", R_COMBO_BOX)
         if parts.says_open is None:
-            # no way to tell an open popup from a closed one, whose options' places are
-            # stale: a click there could land on anything
-            raise _needs_clicks(like)
+            return await self._choose_in_new_popup(parts, option, like, front)
         opened = None
         if front is not None:
             await front()
@@ -195,6 +199,34 @@ class ComboBoxes:
                     return Outcome("synthetic", f"{how}clicked option {option.index + 1}")
             if time.monotonic() > deadline:
                 await self._close_popup(combo)
+                raise _needs_clicks(like)
+            await asyncio.sleep(0.05)
+
+    async def _choose_in_new_popup(
+        self, parts: ComboParts, option: ComboOption, like: ElementRef, front: FrontFn | None
+    ) -> Outcome:
+        """Qt 5: its combo box cannot say whether its list is open (the closed list reads as
+        showing, its options at stale places: a click there could land on anything). A
+        person's way still tells: open it with its own action, and once a popup window is
+        mapped that was not before, click the option where it lies inside that popup.
+        Refused when none opens, or the option is not inside it."""
+        combo = _live(parts.combo, like, "comboBox", R_COMBO_BOX)
+        if front is not None:
+            await front()
+        before = self.popups()
+        if await self.semantic(combo, SemanticOp.invoke()) is None:
+            raise _needs_clicks(like)
+        target = _live(option.ref, like, "listItem", R_LIST_ITEM)
+        deadline = time.monotonic() + POPUP_WAIT_S
+        while True:
+            for area in self.popups():
+                if area not in before and await self.click_inside(target, area):
+                    return Outcome(
+                        "synthetic",
+                        f"opened the popup with its action, clicked option {option.index + 1} "
+                        "in the popup that opened",
+                    )
+            if time.monotonic() > deadline:
                 raise _needs_clicks(like)
             await asyncio.sleep(0.05)
 

@@ -44,6 +44,8 @@ class KeyboardActions:
             primitives.combo_parts,
             primitives.combo_of_option,
             primitives.pointer_click,
+            primitives.popup_rects,
+            primitives.click_inside,
         )
 
     async def type_text(

@@ -52,6 +52,8 @@ class PointerActions:
             primitives.combo_parts,
             primitives.combo_of_option,
             primitives.pointer_click,
+            primitives.popup_rects,
+            primitives.click_inside,
         )
 
     async def click(

@@ -174,6 +174,22 @@ class Primitives:
             )
         return x, y
 
+    def popup_rects(self) -> list[Rect]:
+        """Where the mapped popups (menus, drop-down lists) are now (x11/popups.py)."""
+        return self.desktop.popup_rects()
+
+    async def click_inside(self, element: ElementRef, area: Rect) -> bool:
+        """A left click at the element's centre, read now, when it lies inside ``area`` (a
+        popup that just opened); False, and nothing sent, when it does not (yet)."""
+        extents = await self.accessibility.extents(element) if self.accessibility else None
+        if extents is None or extents.width <= 0 or extents.height <= 0:
+            return False
+        x, y = extents.x + extents.width // 2, extents.y + extents.height // 2
+        if not (area.x <= x < area.x + area.width and area.y <= y < area.y + area.height):
+            return False
+        await asyncio.to_thread(self.input().click, x, y, "left", 1)
+        return True
+
     async def pointer_click(self, element: ElementRef, rect: Rect, count: int) -> None:
         """A left click (``count`` times) at the element's centre."""
         x, y = await self.center(element, rect)
