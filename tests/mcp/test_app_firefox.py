@@ -123,6 +123,9 @@ async def test_a_form_is_read_filled_and_sent(firefox: App, form_site: Site) -> 
     ):
         assert f'textField "{field}" = "{text}"' in _ok(result), result["text"]
     assert 'textField "Notes" = "first program"' in _ok(typed[3]), typed[3]["text"]
+    for result in (*typed, chose, ticked):
+        # never "nothing happened": the effect is in the state the result carries
+        assert result["diagnostic"]["actionOutcome"] == "call_returned", result["diagnostic"]
     assert re.search(r'comboBox "Plan" = "Team" [^\n]*\[collapsed\]', _ok(chose)), chose
     assert re.search(r'checkBox "I accept the terms" [^\n]*\[checked\]', _ok(ticked)), ticked
     _ok(sent)
