@@ -10,7 +10,8 @@
 // closes by itself), and gives no result line. An argument "$state" stands for the last
 // state_id a result gave; "$element:TEXT" for the
 // id of the last state's one tree line holding TEXT, e.g. `$element:button "Save"` (what an
-// agent reads off the state); null when no line or several do.
+// agent reads off the state); null when no line or several do. "$element@N:TEXT" reads it
+// off the state result N (0-based) gave instead: an id an agent kept from an older state.
 
 import { connectStdio, diagnosticOf, textOf } from "./sdk_kit.mjs";
 
@@ -19,12 +20,15 @@ const calls = JSON.parse(process.argv[3]);
 
 let lastState = null;
 let lastTree = "";
+const trees = []; // the tree text of result N, or null when it gave no state
 
 function resolved(value) {
   if (value === "$state") return lastState;
-  if (typeof value === "string" && value.startsWith("$element:")) {
-    const label = value.slice("$element:".length);
-    const ids = lastTree
+  const older = typeof value === "string" ? value.match(/^\$element@(\d+):/) : null;
+  if (older || (typeof value === "string" && value.startsWith("$element:"))) {
+    const label = value.slice(older ? older[0].length : "$element:".length);
+    const tree = older ? (trees[Number(older[1])] ?? "") : lastTree;
+    const ids = tree
       .split("\n")
       .filter((line) => line.includes(label))
       .map((line) => line.match(/\[(\d+)\]\s*$/))
@@ -53,6 +57,7 @@ try {
       lastState = state;
       lastTree = text;
     }
+    trees.push(state ? text : null);
     results.push({
       tool: name,
       arguments: given,

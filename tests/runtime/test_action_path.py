@@ -33,25 +33,26 @@ EDITOR = """\
     - text [focused] [editable] [6]
   - statusBar "Line 1, Column 1" [7]"""
 
-#: a button appeared before "Save": the same elements, every id after it moved by one
+#: a button appeared before "Save": it gets a new id, and every other element keeps its own
+#: (the host keeps ids: host/atspi/element_ids.py)
 EDITOR_SHIFTED = """\
 - window "Untitled 1 - Mousepad" [1]
   - toolBar [2]
-    - button "New" [3]
-    - button "Open" [4]
-    - button "Save" [5]
-  - scrollArea [6]
-    - text [focused] [editable] [7]
-  - statusBar "Line 1, Column 1" [8]"""
+    - button "New" [8]
+    - button "Open" [3]
+    - button "Save" [4]
+  - scrollArea [5]
+    - text [focused] [editable] [6]
+  - statusBar "Line 1, Column 1" [7]"""
 
-#: "Save" is gone
+#: "Save" is gone: its id with it
 EDITOR_NO_SAVE = """\
 - window "Untitled 1 - Mousepad" [1]
   - toolBar [2]
     - button "Open" [3]
-  - scrollArea [4]
-    - text [focused] [editable] [5]
-  - statusBar "Line 1, Column 1" [6]"""
+  - scrollArea [5]
+    - text [focused] [editable] [6]
+  - statusBar "Line 1, Column 1" [7]"""
 
 EDITOR_TYPED = EDITOR.replace("Line 1, Column 1", "Line 1, Column 3")
 
@@ -138,11 +139,11 @@ async def test_the_fake_is_a_kernel_port_that_checks_frames_like_the_kernel() ->
 @pytest.mark.parametrize(
     "code", [ErrorCode.STALE_FRAME, ErrorCode.STALE_TREE, ErrorCode.FOCUS_MISMATCH]
 )
-async def test_a_stale_click_heals_once_against_the_new_frame_remapped_by_signature(
+async def test_a_stale_click_heals_once_against_the_new_frame_with_the_same_id(
     fake: FakeKernel, runtime: Runtime, code: ErrorCode
 ) -> None:
     state = await look(runtime)
-    # the window changed under the agent: "Save" is [5] now
+    # the window changed under the agent: a button came before "Save", which is still [4]
     fake.then(Outcome.fail(code, then=editor(EDITOR_SHIFTED)))
     mark = fake.mark()
     out = await act(runtime, "click", state_id=state, element_id=4)
@@ -155,7 +156,7 @@ async def test_a_stale_click_heals_once_against_the_new_frame_remapped_by_signat
     assert reobserved.screenshot is False
     assert second.frame_id == reobserved.issued != first.frame_id
     assert second.tree_version == tree_version(EDITOR_SHIFTED)
-    assert isinstance(second.action, ClickAction) and second.action.element_id == 5
+    assert isinstance(second.action, ClickAction) and second.action.element_id == 4
     d = diag(out)
     assert d["healed"] == 1 and d["actionOutcome"] == "call_returned"
     assert d["steps"] == [

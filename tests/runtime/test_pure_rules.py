@@ -92,23 +92,48 @@ NEW = """- window "Calc" [1]
   - text "display" = "123" [5]"""
 
 
-def test_remap_follows_the_element_by_signature() -> None:
-    assert element_ids(OLD) == [1, 2, 3, 4]
-    assert remap(OLD, NEW, 2) == 3
-    assert remap(OLD, NEW, 4) == 5  # value changes do not matter
-    assert remap(OLD, OLD, 3) == 3
+#: NEW as the host shows it: every element keeps its id, the new label gets a new one
+KEPT = """- window "Calc" [1]
+  - label "Memory" [5]
+  - button "1" [2]
+  - button "2" [3]
+  - text "display" = "123" [4]"""
+
+
+def test_an_id_names_the_same_element_in_a_newer_state_or_none() -> None:
+    """The host keeps ids (host/atspi/element_ids.py): an id is followed as it is, never to
+    another element with the same role and name."""
+    assert element_ids(KEPT) == [1, 5, 2, 3, 4]
+    assert remap(OLD, KEPT, 2) == 2
+    assert remap(OLD, KEPT, 4) == 4  # value changes do not matter
+    gone = KEPT.replace('  - button "1" [2]\n', "")
+    assert remap(OLD, gone, 2) is None
+    # an element of the same role and name under another id is another element
+    moved = gone + '\n  - button "1" [6]'
+    assert remap(OLD, moved, 2) is None
+    # the id now on an element of another role: not the element the agent meant
+    assert remap(OLD, KEPT.replace('button "1" [2]', 'label "1" [2]'), 2) is None
+
+
+def test_an_ocr_outline_is_followed_by_signature() -> None:
+    """OCR outlines have no objects to keep ids by: ids are line numbers there."""
+    assert remap(OLD, NEW, 2, line_ids=True) == 3
+    assert remap(OLD, NEW, 4, line_ids=True) == 5  # value changes do not matter
+    assert remap(OLD, OLD, 3, line_ids=True) == 3
     dup = NEW + '\n  - button "1" [6]'
-    assert remap(OLD, dup, 2) is None  # no longer unique: refuse rather than guess
+    assert remap(OLD, dup, 2, line_ids=True) is None  # no longer unique: refuse, don't guess
 
 
 def test_an_item_of_a_popup_is_never_remapped() -> None:
     """One row's context menu closed and the next row's opened: its "Delete" has the same
     signature, but deletes the other file."""
     menu = '\n- popup [5]\n  - menu [6]\n    - menuItem "Delete" [7]'
-    old, new = OLD + menu, NEW + menu.replace("[5]", "[6]").replace("[6]", "[7]", 1)
+    old = OLD + menu
+    new = KEPT + '\n- popup [8]\n  - menu [9]\n    - menuItem "Delete" [7]'
     assert in_popup(old, 7) and in_popup(old, 5) and not in_popup(old, 4)
     assert remap(old, old, 7) is None and remap(old, new, 7) is None
-    assert remap(old, new, 2) == 3  # the window's own elements still follow
+    assert remap(old, new, 2) == 2  # the window's own elements still follow
+    assert remap(old, old, 7, line_ids=True) is None
 
 
 def _obs(**over: object) -> ObservationBody:

@@ -38,6 +38,7 @@ from deskpilot.host.atspi.apps import AppStatus
 from deskpilot.host.atspi.client import AtspiClient
 from deskpilot.host.atspi.collect import until
 from deskpilot.host.atspi.combo import ComboParts
+from deskpilot.host.atspi.element_ids import ElementIds
 from deskpilot.host.atspi.events import PageLoad
 from deskpilot.host.atspi.model import (
     ElementRef,
@@ -126,6 +127,8 @@ class Accessibility:
         self.client = client
         #: each window's last complete tree: the answer when its app does not answer
         self.last_trees = LastTrees()
+        #: the ids each window's elements were given (they stay put: atspi/element_ids.py)
+        self.ids = ElementIds()
 
     @classmethod
     async def connect(cls, session_address: str | None = None) -> Accessibility | None:
@@ -294,6 +297,7 @@ class Accessibility:
             self.last_trees.remember(window.xid, window.pid, snapshot, frame)
         if popup_reads:
             snapshot = with_popups(snapshot, await _popup_snapshots(popup_reads, popup_places))
+        snapshot = self.ids.assign(frame.ref, snapshot)
         elapsed = (time.perf_counter() - start) * 1000
         return TreeResult(snapshot, frame, elapsed, deadline_ms=deadline_ms)
 
@@ -332,9 +336,8 @@ class Accessibility:
         if known is None:
             return TreeUnavailable(reason)
         age = round(known.age_ms(), 1)
-        return TreeResult(
-            known.snapshot, known.frame, 0.0, stale_age_ms=age, deadline_ms=deadline_ms
-        )
+        snapshot = self.ids.assign(known.frame.ref, known.snapshot)
+        return TreeResult(snapshot, known.frame, 0.0, stale_age_ms=age, deadline_ms=deadline_ms)
 
     async def _snapshot(
         self, frame: FrameInfo, max_elements: int, text_budget: int, deadline: float | None = None

@@ -9,9 +9,9 @@ agent's next tool result after a hand back from the dashboard, or a delegated ta
 operator on its first decision — who observes again and builds the note with :func:`build`:
 how long the person held the desktop, what changed in the window (app, title, treeVersion)
 and a bounded diff of the tree lines (at most ``MAX_CHANGED`` lines, each at most
-``MAX_LINE_CHARS`` characters; element ids are left out, since they are line numbers and
-would all shift). Secure values are blanked by the host already; a secure line's value is
-dropped here as well.
+``MAX_LINE_CHARS`` characters; element ids are left out: the note says what the person
+changed, and an id tells the agent nothing a fresh state does not). Secure values are
+blanked by the host already; a secure line's value is dropped here as well.
 
 ``HandBacks`` is the kernel's memory of these (kernel/broker/controls.py fills it).
 """

@@ -43,6 +43,7 @@ from deskpilot.runtime.refusals import refusal
 from deskpilot.runtime.state_ids import StateRecord
 from deskpilot.runtime.text_targets import check_text_target, check_value_target
 from deskpilot.runtime.tree import element_lines, in_popup, remap
+from deskpilot.vision.outline import is_visual_version
 
 
 @dataclass
@@ -92,7 +93,10 @@ class Plan:
         def current(frame: Frame) -> int:
             if frame.frame_id == self.record.frame_id:
                 return element_id
-            new_id = remap(self.record.tree, frame.tree, element_id)
+            line_ids = is_visual_version(self.record.tree_version) and is_visual_version(
+                frame.tree_version
+            )
+            new_id = remap(self.record.tree, frame.tree, element_id, line_ids=line_ids)
             if new_id is None and in_popup(self.record.tree, element_id):
                 raise refusal(
                     ErrorCode.STALE_TREE,

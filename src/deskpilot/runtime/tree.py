@@ -1,9 +1,15 @@
 """Reading the host's rendered tree: element ids and element signatures.
 
-The host renders the accessibility tree as a Markdown outline whose element ids are line
-numbers in brackets at the end of each element line (``- button "OK" [7]``). Ids are not
-stable across frames; a *signature* (depth, role, name) is what lets a stale action be rebuilt
-against a fresh frame, and only when it picks out exactly one element.
+The host renders the accessibility tree as a Markdown outline with each element's id in
+brackets at the end of its line (``- button "OK" [7]``). The host keeps an element's id from
+one state of a window to the next while the element exists (host/atspi/element_ids.py), so an
+id of an older state names the same element in a newer one, or no element at all: it is then
+gone, and never moved to another element.
+
+An OCR outline (a window with no accessibility tree, vision/outline.py) has no objects to keep
+ids by: its ids are line numbers. There, and only there, a *signature* (depth, role, name) is
+what lets an action be rebuilt against a fresh frame, and only when it picks out exactly one
+element.
 """
 
 from __future__ import annotations
@@ -67,13 +73,16 @@ def in_popup(tree: str, element_id: int) -> bool:
     return False
 
 
-def remap(old_tree: str, new_tree: str, element_id: int) -> int | None:
-    """The id in ``new_tree`` of the element ``element_id`` named in ``old_tree``.
+def remap(old_tree: str, new_tree: str, element_id: int, *, line_ids: bool = False) -> int | None:
+    """The id in ``new_tree`` of the element ``element_id`` named in ``old_tree``; None when
+    it is gone.
 
-    Same id when the signature still matches there; otherwise the one element with the same
-    signature; otherwise None (the element is gone or no longer unique). Never for an item
-    of a popup: a menu that closed is not the menu open now, though its items have the same
-    names ("Delete" of one row's menu is not "Delete" of the next row's).
+    Host trees keep their ids: the same id, when ``new_tree`` still has an element of the same
+    role there. ``line_ids`` (both trees are OCR outlines, whose ids are line numbers): the
+    same id when the signature still matches there, otherwise the one element with the same
+    signature. Never for an item of a popup: a menu that closed is not the menu open now,
+    though its items have the same names ("Delete" of one row's menu is not "Delete" of the
+    next row's).
     """
     if in_popup(old_tree, element_id):
         return None
@@ -85,6 +94,9 @@ def remap(old_tree: str, new_tree: str, element_id: int) -> int | None:
         return None
     new_lines = element_lines(new_tree)
     here = new_lines.get(element_id)
+    if not line_ids:
+        same = here is not None and (s := signature(here)) is not None and s.role == sig.role
+        return element_id if same else None
     if here is not None and signature(here) == sig:
         return element_id
     matches = [i for i, line in new_lines.items() if signature(line) == sig]

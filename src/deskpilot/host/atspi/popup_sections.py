@@ -20,9 +20,11 @@ refused once no popup is mapped there any more, or the element no longer says it
 (GTK), click what lies under it (Qt) or crash the app (Chromium, whose closed menu's items
 still say they are showing).
 
-Element ids are line numbers (atspi/render.py), so a popup's ids move by the number of lines
-before it, and its lines are renumbered to match. ``treeVersion`` is the hash of the whole
-text, so a menu opening or closing changes it as any other change of what is shown.
+Element ids are line numbers here (atspi/render.py), so a popup's ids move by the number of
+lines before it, and its lines are renumbered to match; the window's id book then gives every
+element, the popup's too, the id it keeps (atspi/element_ids.py). ``treeVersion`` is the hash
+of the whole text, so a menu opening or closing changes it as any other change of what is
+shown.
 """
 
 from __future__ import annotations

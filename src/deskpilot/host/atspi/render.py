@@ -4,7 +4,8 @@ Pure and synchronous (no D-Bus here), so it is tested and benchmarked on synthet
 Rules (docs/host-tree.md is the long form):
 
 * one line per element: ``- role "name" = "value" [state]… [actions: …] [id]``, two spaces of
-  indent per rendered depth, the id (= the line number, 1-based) always last;
+  indent per rendered depth, the id always last: here the line number (1-based), which the
+  window's id book then replaces with the id the element keeps (atspi/element_ids.py);
 * hidden subtrees (neither VISIBLE nor SHOWING) are not shown;
 * a closed combo box names its options on its line and hides its list; an open list that
   lives elsewhere (Firefox's) is shown under its combo box (atspi/combo_view.py);

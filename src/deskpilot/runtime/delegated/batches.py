@@ -3,9 +3,10 @@
 The model names the elements of the state it saw. Each later action is checked against the
 state the previous one left: it runs only when that state could be acted on (a complete,
 reusable state — no dialog or new window opened, no popup left open) and its element is
-still there, found by its signature (``runtime/tree.py``: same role and name at the same
-depth, picked out uniquely). The batch stops at the first error, refusal or unexpected
-change and says where; the model decides again from there.
+still there (``runtime/tree.py``: the host keeps an element's id while it exists; on an OCR
+outline, by its signature — same role and name at the same depth, picked out uniquely). The
+batch stops at the first error, refusal or unexpected change and says where; the model
+decides again from there.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from deskpilot.runtime.delegated.decision_tools import ATOMIC, MAX_BATCH, MIN_BA
 from deskpilot.runtime.task_registry import DelegatedTask
 from deskpilot.runtime.tree import remap
 from deskpilot.runtime.turns import Turn
+from deskpilot.vision.outline import is_visual_version
 
 
 @dataclass
@@ -55,12 +57,13 @@ async def run_batch(
     state: ToolOutcome,
 ) -> BatchRun:
     seen = state.observed.observation.tree if state.observed is not None else ""
+    seen_version = state.observed.observation.tree_version if state.observed is not None else ""
     current: ToolOutcome = state
     lines: list[str] = []
     last: Acted | None = None
     for i, (name, arguments) in enumerate(actions, 1):
         if i > 1:
-            stop = _stale(current, seen, arguments)
+            stop = _stale(current, seen, seen_version, arguments)
             if stop is not None:
                 lines.append(f"Batch stopped before action {i} ({name}): {stop}.")
                 broke = "element" in stop
@@ -75,14 +78,18 @@ async def run_batch(
     return BatchRun(last, _text(lines, last), False, False)
 
 
-def _stale(current: ToolOutcome, seen: str, arguments: dict[str, Any]) -> str | None:
+def _stale(
+    current: ToolOutcome, seen: str, seen_version: str, arguments: dict[str, Any]
+) -> str | None:
     """Why the next action cannot run on the state the previous one left, or None (and the
-    element id is moved to the new state's numbering)."""
+    element id is the one it has in the new state: the same one, but on an OCR outline)."""
     if current.state_id is None or current.observed is None:
         return "the window changed in a way that needs a fresh look (see the last result)"
     element = arguments.get("element_id")
     if isinstance(element, int) and not isinstance(element, bool):
-        moved = remap(seen, current.observed.observation.tree, element)
+        now = current.observed.observation
+        line_ids = is_visual_version(seen_version) and is_visual_version(now.tree_version)
+        moved = remap(seen, now.tree, element, line_ids=line_ids)
         if moved is None:
             return f"element [{element}] of the state you saw is no longer there"
         arguments["element_id"] = moved
