@@ -114,6 +114,7 @@ def test_the_tree_is_what_is_on_screen(host: HostProcess, firefox: apps.App) -> 
 def test_the_open_list_is_shown_under_its_select(host: HostProcess, firefox: apps.App) -> None:
     obs = look(host, firefox, r'comboBox "Color" = "\w+" [^\n]*\[collapsed\]', "f2")
     before = changes(obs["tree"])
+    send = line_id(obs["tree"], r'button "Send"')
     opened = click(host, obs, line_id(obs["tree"], r'comboBox "Color"'), "f2")
     assert opened["detail"] == "action 'open'", opened
     obs = look(host, firefox, r'comboBox "Color"[^\n]*\[expanded\]', "f2")
@@ -127,8 +128,10 @@ def test_the_open_list_is_shown_under_its_select(host: HostProcess, firefox: app
     for option in ("Red", "Green", "Blue"):
         assert tree.count(f'menuItem "{option}"') == 1, tree
     assert "[options:" not in lines[at] and "[collapsed]" not in lines[at], tree
-    # not a new section of the window: no list of options among its own children
+    # not a new section of the window: no list of options among its own children, and the
+    # elements after it keep their ids
     assert not re.search(r"^  - comboBox \[", tree, re.M), tree
+    assert line_id(tree, r'button "Send"') == send, tree
     chose = click(host, obs, line_id(tree, r'menuItem "Blue"'), "f2")
     assert chose["detail"] == "action 'click'", chose
     done = look(host, firefox, rf'document "v=Blue n={before + 1} ', "f2")
