@@ -32,6 +32,10 @@ from deskpilot.desktop import apps
 #: relabels a label, and a spin button: tests/host/noop_gtk_app.py
 GTK3_NOOP_APP = Path(__file__).resolve().parent / "host" / "noop_gtk_app.py"
 GTK3_NOOP_ARGV = ["/usr/bin/python3", str(GTK3_NOOP_APP)]
+#: a GTK 3 window whose effects come late (a dialog 700 ms after a click or a key), with an
+#: entry of at most 5 characters: tests/host/late_gtk_app.py (``--no-a11y``: without a tree)
+GTK3_LATE_APP = Path(__file__).resolve().parent / "host" / "late_gtk_app.py"
+GTK3_LATE_ARGV = ["/usr/bin/python3", str(GTK3_LATE_APP)]
 
 #: Debian's Chromium is here (CI installs it; a bare machine may not have it)
 HAS_CHROMIUM = bool(shutil.which("chromium") or shutil.which("chromium-browser"))

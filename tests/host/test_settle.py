@@ -293,7 +293,8 @@ class FakeTreeClient:
         self.snapshot_started.append(time.monotonic() - self.t0)
         await asyncio.sleep(0.02)
         self.read.append(ref.path)
-        return SimpleNamespace(element_count=5, path=ref.path, partial=None)
+        # (text and elements: the window's id book reads them, atspi/element_ids.py)
+        return SimpleNamespace(element_count=5, path=ref.path, partial=None, text="", elements={})
 
 
 def _frame(path: str, title: str) -> Any:

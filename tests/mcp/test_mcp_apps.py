@@ -108,12 +108,14 @@ async def test_mousepad_type_and_save(dp_desktop: Any, tmp_path: Path) -> None:
         app.stop()
 
 
-async def test_a_dialog_the_action_opened_is_announced_and_becomes_the_app_window(
+async def test_a_dialog_the_action_opened_is_the_result_and_closing_it_gives_the_window_back(
     dp_desktop: Any, tmp_path: Path
 ) -> None:
     """mousepad's File › Save As… opens a dialog window of its own (no window manager: it
-    does not take the focus). The click's result says so instead of claiming nothing
-    changed, and get_app_state on the app then shows the dialog, not the window under it."""
+    does not take the focus). The click's result carries the dialog's state (it was
+    ``dialog_opened`` with no usable state), and Cancel on that state carries the mousepad
+    window again (it was ``target_not_found``); get_app_state on the app shows the dialog
+    while it is open, not the window under it."""
     doc = tmp_path / "draft.txt"
     doc.write_text("")
     app = await astart_app(["mousepad", str(doc)])
@@ -135,16 +137,22 @@ async def test_a_dialog_the_action_opened_is_announced_and_becomes_the_app_windo
             assert not opened.is_error, text_of(opened)
             assert "A dialog of this window opened" in text_of(opened), text_of(opened)
             d = diag_of(opened)
-            assert not d.get("noop") and "dialog_opened" in d.get("notReusable", [])
+            assert not d.get("noop") and d["stateIdIssued"], d
+            assert re.search(r'^Window=\(title="Save As', text_of(opened), re.M), text_of(opened)
             dialog = await client.call_tool("get_app_state", {"app": app.pid})
             assert not dialog.is_error, text_of(dialog)
             header = text_of(dialog).splitlines()[1]
             assert header.startswith('Window=(title="Save As'), header
-            cancel = element_id(dialog, r'button "(_)?Cancel"')
+            cancel = element_id(opened, r'button "(_)?Cancel"')
             closed = await client.call_tool(
-                "click", {"state_id": state_id_of(dialog), "element_id": cancel}
+                "click", {"state_id": state_id_of(opened), "element_id": cancel}
             )
             assert not closed.is_error, text_of(closed)
+            assert "closed. The window now in front of the app is" in text_of(closed)
+            assert re.search(r'^Window=\(title=".*Mousepad"', text_of(closed), re.M), text_of(
+                closed
+            )
+            assert diag_of(closed)["stateIdIssued"], diag_of(closed)
     finally:
         app.stop()
 

@@ -67,6 +67,9 @@ from deskpilot.protocol.wire import (
     PermissionState,
     Rect,
     TargetSpec,
+    TreeRead,
+    Truncation,
+    WaitBound,
     WindowInfo,
 )
 from deskpilot.store.settings import SettingsModel
@@ -135,6 +138,14 @@ class Screen:
     #: more top-level windows, listed (topmost first) before this one
     others: tuple[WindowInfo, ...] = ()
     foreground: WindowInfo | None = None
+    #: more top-level windows, listed after (under) this one
+    under: tuple[WindowInfo, ...] = ()
+    #: this window is a dialog of that one (WM_TRANSIENT_FOR), modal or not
+    transient_for: str | None = None
+    modal: bool | None = None
+    #: how the tree was read (partial at the deadline, stale, …) and whether it was at all
+    tree_read: TreeRead = field(default_factory=TreeRead)
+    tree_unavailable: bool = False
 
     def identity(self) -> AppIdentity:
         return AppIdentity(
@@ -151,10 +162,12 @@ class Screen:
             bounds=Rect(x=100, y=50, width=self.width, height=self.height),
             focused=True,
             app=self.identity(),
+            transient_for=self.transient_for,
+            modal=self.modal,
         )
 
     def windows(self) -> list[WindowInfo]:
-        return [*self.others, self.window()]
+        return [*self.others, self.window(), *self.under]
 
     def pixels(self) -> bytes:
         if self.png is not None:
@@ -166,7 +179,9 @@ class Screen:
         fields.update(changes)
         return Screen(**fields)
 
-    def dialog(self, window_id: str, title: str, *, pid: int | None = None) -> WindowInfo:
+    def dialog(
+        self, window_id: str, title: str, *, pid: int | None = None, modal: bool | None = None
+    ) -> WindowInfo:
         """A window that is a dialog of this one (WM_TRANSIENT_FOR)."""
         ident = self.identity().model_copy(update={"pid": pid or self.pid})
         return WindowInfo(
@@ -175,7 +190,25 @@ class Screen:
             bounds=Rect(x=200, y=150, width=400, height=200),
             app=ident,
             transient_for=self.window_id,
+            modal=modal,
         )
+
+    def dialog_screen(self, info: WindowInfo, tree: str) -> Screen:
+        """The desktop showing the dialog ``info`` (made by :meth:`dialog`) as the observed
+        window, with this window listed under it."""
+        return self.with_(
+            tree=tree,
+            window_id=info.window_id,
+            title=info.title,
+            width=info.bounds.width,
+            height=info.bounds.height,
+            transient_for=info.transient_for,
+            modal=info.modal,
+            others=(),
+            foreground=None,
+            png=None,
+            color=(200, 210, 220),
+        ).with_(under=(self.window(),))
 
     def sibling(self, window_id: str, title: str) -> WindowInfo:
         """Another top-level window of the same process (not a dialog)."""
@@ -202,6 +235,10 @@ class Outcome:
     #: None: by code (KERNEL_REFUSALS keep the frame current, anything else consumes it)
     consumes: bool | None = None
     method: Method = "semantic"
+    #: what the host saw of the effect, and what ended its wait (``ActionResult``)
+    effect: Literal["confirmed", "unconfirmed"] | None = None
+    effect_note: str | None = None
+    wait_bound: WaitBound | None = None
 
     @classmethod
     def ok(
@@ -211,8 +248,19 @@ class Outcome:
         post: bool = True,
         post_windows: bool = True,
         method: Method = "semantic",
+        effect: Literal["confirmed", "unconfirmed"] | None = None,
+        effect_note: str | None = None,
+        wait_bound: WaitBound | None = None,
     ) -> Outcome:
-        return cls(then=then, post=post, post_windows=post_windows, method=method)
+        return cls(
+            then=then,
+            post=post,
+            post_windows=post_windows,
+            method=method,
+            effect=effect,
+            effect_note=effect_note,
+            wait_bound=wait_bound,
+        )
 
     @classmethod
     def fail(
@@ -343,6 +391,8 @@ class FakeKernel:
             element_count=element_count(screen.tree),
             sensitive_regions=list(screen.sensitive),
             image=image,
+            tree_read=screen.tree_read,
+            truncation=Truncation(tree_unavailable=screen.tree_unavailable),
         )
         return ObservedState(obs, png)
 
@@ -463,6 +513,9 @@ class FakeKernel:
             dispatched=True,
             method=outcome.method,
             kind=action.kind,
+            effect=outcome.effect,
+            effect_note=outcome.effect_note,
+            wait_bound=outcome.wait_bound,
         )
         post: ObservedState | None = None
         if observe_after and outcome.post:

@@ -6,6 +6,7 @@ no desktop."""
 from __future__ import annotations
 
 import io
+import json
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -16,7 +17,13 @@ from PIL import Image
 
 from deskpilot.kernel.port import KernelPort
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
-from deskpilot.protocol.wire import ClickAction, InvokeElementAction, Rect, TypeTextAction
+from deskpilot.protocol.wire import (
+    ClickAction,
+    InvokeElementAction,
+    Rect,
+    TreeRead,
+    TypeTextAction,
+)
 from deskpilot.runtime.call import ToolOutcome
 from deskpilot.runtime.implicit_sessions import atomic_contract
 from deskpilot.runtime.runtime import Runtime, RuntimeConfig
@@ -423,24 +430,218 @@ async def test_a_changed_screenshot_with_the_same_tree_is_not_a_noop(
     assert runtime.status(AGENT)["session"]["consecutiveNoops"] == 0
 
 
-# ---------------------------------------------------------------------- dialogs and windows
+# ------------------------------------------------------------- what is said of the effect
 
 
-async def test_a_new_dialog_of_the_window_is_told_and_the_state_is_not_reusable(
+PARTIAL = TreeRead(partial="deadline", unread_subtrees=1)
+
+
+@pytest.mark.parametrize(
+    "after",
+    [editor(tree_read=PARTIAL), editor(tree_unavailable=True)],
+    ids=["partial", "unavailable"],
+)
+async def test_an_unchanged_window_in_an_incomplete_look_is_unconfirmed_not_noop(
+    fake: FakeKernel, runtime: Runtime, after: Screen
+) -> None:
+    """LibreOffice answered a key with action_noop while its tree read hit the deadline; the
+    dialog the key opened came seconds later. A look that is not complete cannot say
+    nothing changed."""
+    state = await look(runtime)
+    fake.then(Outcome.ok(after, wait_bound="first_event"))
+    out = await act(runtime, "press_key", state_id=state, keys=["ctrl+h"])
+    assert not out.is_error, out.text
+    assert out.text.startswith("action_unconfirmed: the window looks the same"), out.text
+    assert "action_noop" not in out.text
+    d = diag(out)
+    assert d["code"] == "action_unconfirmed" and not d.get("noop")
+    assert d["effect"] == "unconfirmed" and d["effectReason"] == "look_incomplete"
+    assert runtime.status(AGENT)["session"]["consecutiveNoops"] == 0
+
+
+async def test_a_wait_that_ran_out_of_budget_is_unconfirmed_not_noop(
     fake: FakeKernel, runtime: Runtime
 ) -> None:
     state = await look(runtime)
+    fake.then(Outcome.ok(wait_bound="budget"))
+    out = await act(runtime, "click", state_id=state, element_id=4)
+    d = diag(out)
+    assert d["code"] == "action_unconfirmed" and d["effectReason"] == "still_changing"
+    assert d["stateIdIssued"]  # the state itself is complete: it may be acted on
+
+
+async def test_what_the_host_could_not_see_is_said_with_its_note(
+    fake: FakeKernel, runtime: Runtime
+) -> None:
+    """The host read the effect back and did not find it (typed text not in the field):
+    never success, never action_noop; its words say why."""
+    state = await look(runtime)
+    note = "the field's text did not change"
+    fake.then(Outcome.ok(editor(EDITOR_TYPED), effect="unconfirmed", effect_note=note))
+    out = await act(runtime, "click", state_id=state, element_id=4)
+    assert out.text.startswith(
+        f"action_unconfirmed: the action was sent, but its effect could not be seen ({note})."
+    ), out.text
+    d = diag(out)
+    assert d["code"] == "action_unconfirmed" and d["effectReason"] == "not_seen"
+    assert d["steps"][0]["effect"] == "unconfirmed"
+    assert note not in json.dumps(d)  # words go into the text, codes into the diagnostic
+    assert not out.is_error and d["stateIdIssued"]
+
+
+async def test_an_effect_the_host_confirmed_is_said_and_is_no_noop(
+    fake: FakeKernel, runtime: Runtime
+) -> None:
+    """A value set to the one it already had: nothing changed, and it is as asked."""
+    state = await look(runtime)
+    fake.then(Outcome.ok(effect="confirmed"))
+    out = await act(runtime, "click", state_id=state, element_id=4)
+    d = diag(out)
+    assert "code" not in d and not d.get("noop") and d["effect"] == "confirmed"
+    assert out.text.splitlines()[0].endswith("; effect confirmed (read back once the app settled)")
+    assert runtime.status(AGENT)["session"]["consecutiveNoops"] == 0
+
+
+async def test_an_app_that_did_not_answer_after_the_action_is_unconfirmed(
+    fake: FakeKernel, runtime: Runtime
+) -> None:
+    state = await look(runtime)
+    fake.then(Outcome.ok(editor(tree_read=TreeRead(stale_age_ms=812.4))))
+    out = await act(runtime, "press_key", state_id=state, keys=["a"])
+    d = diag(out)
+    assert d["code"] == "action_unconfirmed" and d["effectReason"] == "app_not_answering"
+    assert d["appUnresponsiveMs"] == 812 and "do not repeat the action" in out.text
+
+
+# ------------------------------------------------------------- keys with nowhere known to go
+
+
+SHEET = """\
+- window "Untitled 1 - LibreOffice Calc" [1]
+  - … [unread: 12 children — deadline]"""
+
+
+async def _partial_state(fake: FakeKernel, runtime: Runtime, tree: str = SHEET) -> str:
+    fake.queue(editor(tree, tree_read=PARTIAL))
+    return await look(runtime)
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("type_text", {"text": "=A1*2"}),
+        ("paste", {"text": "=A1*2"}),
+        ("press_key", {"keys": ["Return"]}),
+    ],
+)
+async def test_keys_without_a_place_on_a_state_that_cannot_show_the_focus_are_refused(
+    fake: FakeKernel, runtime: Runtime, tool: str, args: dict[str, Any]
+) -> None:
+    """A Calc sheet with no tree took an agent's text into whatever cell had the focus, and
+    the result said nothing changed. Nothing is sent; the state_id stays valid."""
+    state = await _partial_state(fake, runtime)
+    out = await act(runtime, tool, state_id=state, **args)
+    d = diag(out)
+    assert out.is_error and d["code"] == "unsupported_action", out.text
+    assert d["details"]["reason"] == "focus_unknown" and d["actionOutcome"] == "not_dispatched"
+    assert "x and y of this state's image" in d["message"]
+    assert fake.executes() == []
+    # the same state acts once the call says where the keys go: the point is clicked first
+    ok = await act(runtime, tool, state_id=state, x=40, y=30, **args)
+    assert not ok.is_error, ok.text
+    first, then = fake.executes()
+    assert isinstance(first.action, ClickAction) and first.action.point is not None
+    assert (
+        then.action is not None
+        and then.action.kind
+        == {
+            "type_text": "type_text",
+            "paste": "paste_text",
+            "press_key": "press_key",
+        }[tool]
+    )
+
+
+async def test_keys_go_where_a_partial_tree_shows_the_focus_and_to_a_terminal(
+    fake: FakeKernel, runtime: Runtime
+) -> None:
+    focused = SHEET + '\n  - textField "Name Box" = "A1" [focused] [2]'
+    state = await _partial_state(fake, runtime, focused)
+    assert not (await act(runtime, "press_key", state_id=state, keys=["Return"])).is_error
+    fake.queue(editor(SHEET, tree_read=TreeRead(source="visual"), app="xterm"))
+    state = await look(runtime)  # the listing still names the first screen
+    assert not (await act(runtime, "type_text", state_id=state, text="ls")).is_error
+    # a stopped app's last tree is whole: nothing focused there is what is known (the keys
+    # go to the window, and wait in the X server until the app runs again)
+    unfocused = EDITOR.replace("[focused] ", "")
+    fake.queue(editor(unfocused, tree_read=TreeRead(stale_age_ms=900.0)))
+    state = await look(runtime, "xterm")  # the listing names the screen last observed
+    assert not (await act(runtime, "press_key", state_id=state, keys=["x"])).is_error
+
+
+async def test_press_key_with_an_element_focuses_it_first(
+    fake: FakeKernel, runtime: Runtime
+) -> None:
+    state = await look(runtime)
+    out = await act(runtime, "press_key", state_id=state, keys=["ctrl+a"], element_id=6)
+    assert not out.is_error, out.text
+    focus, keys = fake.executes()
+    assert isinstance(focus.action, InvokeElementAction) and focus.action.element_id == 6
+    assert focus.action.action == "focus"
+    assert keys.action is not None and keys.action.kind == "press_key"
+    assert [s["kind"] for s in diag(out)["steps"]] == ["focus", "press_key"]
+
+
+async def test_an_element_and_a_point_together_are_refused(
+    fake: FakeKernel, runtime: Runtime
+) -> None:
+    state = await look(runtime)
+    out = await act(runtime, "press_key", state_id=state, keys=["a"], element_id=6, x=1, y=2)
+    assert diag(out)["code"] == "invalid_request" and fake.executes() == []
+    out = await act(runtime, "type_text", state_id=state, text="a", x=1)
+    assert diag(out)["code"] == "invalid_request" and fake.executes() == []
+
+
+# ---------------------------------------------------------------------- dialogs and windows
+
+
+SAVE_AS = """\
+- dialog "Save As" [1]
+  - textField "Name" [focused] [2]
+  - button "Cancel" [3]
+  - button "Save" [4]"""
+
+
+async def test_a_dialog_the_action_opened_is_the_state_the_result_carries(
+    fake: FakeKernel, runtime: Runtime
+) -> None:
+    """The dialog is a window of its own: the result observes it once more and hands out its
+    state (with a stateId), not the window under it, which it blocks."""
+    state = await look(runtime)
     base = editor()
-    fake.then(Outcome.ok(base.with_(others=(base.dialog("0x1a00050", "Save As"),))))
+    dialog = base.dialog("0x1a00050", "Save As", modal=True)
+    fake.then(Outcome.ok(base.with_(others=(dialog,))))
+    fake.queue(base.dialog_screen(dialog, SAVE_AS))
     mark = fake.mark()
     out = await act(runtime, "click", state_id=state, element_id=4)
-    assert 'A dialog of this window opened: "Save As" (window 0x1a00050)' in out.text
+    assert (
+        'A dialog of this window opened: "Save As" (window 0x1a00050). The state after this '
+        "action is the dialog's"
+    ) in out.text
+    assert "takes the window's input" in out.text  # it is modal
+    assert 'Window=(title="Save As", id=0x1a00050)' in out.text
     d = diag(out)
-    assert "dialog_opened" in d["notReusable"] and d["observationOutcome"] == "not_reusable"
-    assert not d["stateIdIssued"] and "state_id=" not in out.text
-    assert "code" not in d  # the window changed: not a no-op
-    # the windows came with the post state: nobody listed them again
-    assert fake.since(mark, "windows") == []
+    assert d["stateIdIssued"] and d["observationOutcome"] == "available"
+    assert "notReusable" not in d and "code" not in d  # a window opened: not a no-op
+    (looked,) = fake.since(mark, "observe")
+    assert looked.target is not None and looked.target.window_id == "0x1a00050"
+    assert fake.since(mark, "windows") == []  # the windows came with the post state
+    # the dialog's state acts on the dialog
+    mark = fake.mark()
+    fake.then(Outcome.ok(base.dialog_screen(dialog, SAVE_AS.replace('"Name"', '"Name" = "a"'))))
+    typed = await act(runtime, "click", state_id=state_id_of(out), element_id=3)
+    assert not typed.is_error, typed.text
+    assert fake.since(mark, "execute")[0].frame_id == looked.issued
 
 
 async def test_a_dialog_is_found_by_listing_when_the_post_state_lacks_windows(
@@ -448,14 +649,79 @@ async def test_a_dialog_is_found_by_listing_when_the_post_state_lacks_windows(
 ) -> None:
     state = await look(runtime)
     base = editor()
-    dialog = base.with_(others=(base.dialog("0x1a00050", "Save As"),))
-    fake.then(Outcome.ok(dialog, post_windows=False))
+    dialog = base.dialog("0x1a00050", "Save As")
+    fake.then(Outcome.ok(base.with_(others=(dialog,)), post_windows=False))
+    fake.queue(base.dialog_screen(dialog, SAVE_AS))
     mark = fake.mark()
     out = await act(runtime, "click", state_id=state, element_id=4)
-    assert "A dialog of this window opened" in out.text
-    assert "dialog_opened" in diag(out)["notReusable"]
-    assert fake.methods("execute", "windows", "observe")[-2:] == ["execute", "windows"]
-    assert len(fake.since(mark, "windows")) == 1
+    assert "A dialog of this window opened" in out.text and diag(out)["stateIdIssued"]
+    assert "takes the window's input" not in out.text  # not modal
+    assert [r.method for r in fake.since(mark, "execute", "windows", "observe")] == [
+        "execute",
+        "windows",
+        "observe",
+    ]
+
+
+async def test_a_dialog_that_cannot_be_observed_is_told_and_the_state_is_not_reusable(
+    fake: FakeKernel, runtime: Runtime
+) -> None:
+    state = await look(runtime)
+    base = editor()
+    fake.then(Outcome.ok(base.with_(others=(base.dialog("0x1a00050", "Save As"),))))
+    fake.observe_failures.append(ErrorCode.TARGET_NOT_FOUND)  # closed again at once
+    out = await act(runtime, "click", state_id=state, element_id=4)
+    assert 'A dialog of this window opened: "Save As" (window 0x1a00050), but it' in out.text
+    d = diag(out)
+    assert d["notReusable"] == ["dialog_opened"] and not d["stateIdIssued"]
+    assert "code" not in d
+
+
+async def test_closing_a_dialog_gives_the_window_now_in_front() -> None:
+    """A dialog's Cancel closes the window acted on: the result carries the window it was a
+    dialog of, with a stateId, instead of target_not_found."""
+    base = editor()
+    dialog = base.dialog("0x1a00050", "Save As", modal=True)
+    fake = FakeKernel(base.dialog_screen(dialog, SAVE_AS))
+    runtime = Runtime(fake, snapshots=None, config=RuntimeConfig())
+    try:
+        state = await look(runtime, "0x1a00050")
+        fake.then(Outcome.ok(base, post=False))  # the dialog window is gone
+        fake.observe_failures.append(ErrorCode.TARGET_NOT_FOUND)
+        mark = fake.mark()
+        out = await act(runtime, "click", state_id=state, element_id=3)
+        assert not out.is_error, out.text
+        assert (
+            'The window acted on ("Save As", window 0x1a00050) closed. The window now in front '
+            'of the app is "Untitled 1 - Mousepad" (window 0x1a00003)'
+        ) in out.text
+        assert 'Window=(title="Untitled 1 - Mousepad", id=0x1a00003)' in out.text
+        d = diag(out)
+        assert d["stateIdIssued"] and d["observationOutcome"] == "available"
+        assert "observationCode" not in d
+        failed, front = fake.since(mark, "observe")
+        assert failed.outcome == "target_not_found"
+        assert front.target is not None and front.target.window_id == "0x1a00003"
+    finally:
+        await runtime.close()
+
+
+async def test_a_closed_window_whose_app_shows_no_other_says_so() -> None:
+    base = editor()
+    dialog = base.dialog("0x1a00050", "Save As")
+    fake = FakeKernel(base.dialog_screen(dialog, SAVE_AS))
+    runtime = Runtime(fake, snapshots=None, config=RuntimeConfig())
+    try:
+        state = await look(runtime, "0x1a00050")
+        other = Screen('- window "Other" [1]', pid=777, app="gedit", window_id="0x2200001")
+        fake.then(Outcome.ok(other, post=False))  # the app quit; another app is left
+        fake.observe_failures.append(ErrorCode.TARGET_NOT_FOUND)
+        out = await act(runtime, "click", state_id=state, element_id=3)
+        assert "closed, and its app shows no other window now" in out.text
+        d = diag(out)
+        assert d["observationOutcome"] == "unavailable" and not d["stateIdIssued"]
+    finally:
+        await runtime.close()
 
 
 async def test_without_a_post_state_the_window_is_observed_and_listed_once(
@@ -484,9 +750,13 @@ async def test_a_new_window_of_the_same_app_is_told_and_not_reusable(
     assert fake.since(mark, "windows") == []
 
 
-async def test_a_dialog_open_before_the_action_is_not_told_as_opened() -> None:
+@pytest.mark.parametrize("modal", [False, True])
+async def test_a_dialog_open_before_the_action_is_not_told_as_opened(modal: bool) -> None:
+    """The window under a dialog, observed by its id: a non-modal dialog (a Find window)
+    leaves it usable; a modal one takes its input, which the next state says
+    (``modal_dialog_open``) rather than handing out a stateId keys would miss."""
     base = editor()
-    with_dialog = base.with_(others=(base.dialog("0x1a00050", "Save As"),))
+    with_dialog = base.with_(others=(base.dialog("0x1a00050", "Save As", modal=modal),))
     fake = FakeKernel(with_dialog)
     runtime = Runtime(fake, snapshots=None, config=RuntimeConfig())
     try:
@@ -494,7 +764,27 @@ async def test_a_dialog_open_before_the_action_is_not_told_as_opened() -> None:
         fake.then(Outcome.ok(with_dialog.with_(tree=EDITOR_TYPED)))
         out = await act(runtime, "click", state_id=state, element_id=3)
         assert "A dialog of this window opened" not in out.text
-        assert "notReusable" not in diag(out) and diag(out)["stateIdIssued"]
+        if modal:
+            assert diag(out)["notReusable"] == ["modal_dialog_open"]
+        else:
+            assert "notReusable" not in diag(out) and diag(out)["stateIdIssued"]
+    finally:
+        await runtime.close()
+
+
+async def test_another_focused_window_of_the_app_is_no_reason_against_reuse() -> None:
+    """It was called popup_or_menu_open where no popup existed (a second Thunar window, a
+    dialog LibreOffice focused): keys go to the window acted on, the host focuses it first."""
+    base = editor()
+    other = base.sibling("0x1a00090", "Untitled 2")
+    two = base.with_(under=(other,))
+    fake = FakeKernel(two)
+    runtime = Runtime(fake, snapshots=None, config=RuntimeConfig())
+    try:
+        state = await look(runtime)
+        fake.then(Outcome.ok(two.with_(tree=EDITOR_TYPED, foreground=other)))
+        out = await act(runtime, "click", state_id=state, element_id=3)
+        assert "notReusable" not in diag(out) and diag(out)["stateIdIssued"], out.text
     finally:
         await runtime.close()
 

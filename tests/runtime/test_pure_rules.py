@@ -168,9 +168,24 @@ def test_reuse_conditions() -> None:
         prev, _obs(tree='- menu "File" [1]', element_count=1), b"png"
     )
     assert "incomplete_window_header" in reuse_refusals(prev, _obs(window=_win("", 10)), b"png")
-    popup = _win("0x9", 10)
-    assert "popup_or_menu_open" in reuse_refusals(prev, _obs(foreground_window=popup), b"png")
     assert reuse_refusals(prev, None, None) == ["no_observation"]
+
+
+def test_only_a_modal_dialog_over_the_window_stops_reuse() -> None:
+    """Another window of the app having the focus was called ``popup_or_menu_open``, where no
+    popup existed; what stops a state of a window from being acted on again is a modal dialog
+    of it (listed with the state), which takes its input."""
+    prev = AppIdentity(pid=10, name="Calc")
+    other = _win("0x9", 10)
+    assert reuse_refusals(prev, _obs(foreground_window=other), b"png", [other]) == []
+    finder = _win("0x9", 10).model_copy(update={"transient_for": "0x1"})
+    assert reuse_refusals(prev, _obs(), b"png", [finder, _win("0x1", 10)]) == []
+    modal = finder.model_copy(update={"modal": True})
+    assert reuse_refusals(prev, _obs(), b"png", [modal, _win("0x1", 10)]) == ["modal_dialog_open"]
+    hidden = modal.model_copy(update={"visible": False})
+    assert reuse_refusals(prev, _obs(), b"png", [hidden, _win("0x1", 10)]) == []
+    of_another = modal.model_copy(update={"transient_for": "0x7"})
+    assert reuse_refusals(prev, _obs(), b"png", [of_another, _win("0x1", 10)]) == []
 
 
 def test_reuse_needs_a_loaded_page_in_a_browser() -> None:

@@ -363,6 +363,14 @@ class Accessibility:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.client.events_ready(), 5.0)
 
+    async def quiet_after(
+        self, bus_name: str, since: float, *, first_ms: float, max_ms: float
+    ) -> None:
+        """Wait until the app's events since ``since`` (monotonic) went quiet for 50 ms; at
+        once when none came within ``first_ms``; never longer than ``max_ms``."""
+        with contextlib.suppress(Exception):
+            await self.client.settle(bus_name, since, first_ms=first_ms, max_ms=max_ms)
+
     def last_event(self, bus_name: str) -> float:
         """When (monotonic) the app's last accessibility event arrived; 0.0 if never."""
         return self.client.last_event(bus_name)
@@ -419,6 +427,14 @@ class Accessibility:
             return None
         try:
             return await asyncio.wait_for(self.client.field_text(element, probe), 3.0)
+        except Exception:
+            return None
+
+    async def value_now(self, element: ElementRef) -> str | float | None:
+        """The element's text, else its number, read now; None when it has neither or does
+        not answer (bounded: it only checks an effect)."""
+        try:
+            return await asyncio.wait_for(self.client.value_now(element), 3.0)
         except Exception:
             return None
 

@@ -49,7 +49,7 @@ from deskpilot.host.keyboard_actions import (
     KeyboardActions,
 )
 from deskpilot.host.observer import Observer
-from deskpilot.host.outcome import Outcome
+from deskpilot.host.outcome import Effect, Outcome
 from deskpilot.host.page_loads import Expectation, Loaded, PageLoads
 from deskpilot.host.pointer_actions import FOCUS_ACTION_NAMES, PointerActions
 from deskpilot.host.post_action import (
@@ -63,7 +63,7 @@ from deskpilot.host.post_action import (
 from deskpilot.host.primitives import HANG_ENV, Primitives, test_hang_target
 from deskpilot.host.session_registry import SessionRegistry
 from deskpilot.host.settle import Settler
-from deskpilot.host.text_entry import Checked, TextEntry
+from deskpilot.host.text_entry import TextEntry
 from deskpilot.host.x11.desktop import X11Desktop
 from deskpilot.host.x11.input import Canceled
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
@@ -89,6 +89,10 @@ from deskpilot.protocol.wire import (
 AIM_WAIT_S = 0.25
 #: how long a page that loaded may take to go quiet before its state is read
 LOADED_SETTLE_MS = 1000
+#: after giving a window the focus for keys: how long its first focus event may take, and the
+#: most the app's reaction to the focus is waited for before the keys go out
+FOCUS_EVENTS_FIRST_MS = 100.0
+FOCUS_EVENTS_MAX_MS = 400.0
 
 # the names this module has always offered, now defined by its parts
 __all__ = [
@@ -150,11 +154,14 @@ class ActionDispatcher:
         try:
             load = await self._loads.expected(request, target)
             outcome, settling = await self._act(request, target)
-            checked = await self._entry.verify(outcome.check) if outcome.check else None
-            if checked is not None and checked.late:
-                settling.post = None  # read before the field showed the text: look again
             loaded = await self._page_loaded(target, settling, load)
             post = await self._post.complete(request, target, settling)
+            # what the action was meant to leave behind, read once the UI settled
+            effect = await outcome.check() if outcome.check is not None else None
+            if effect is not None and effect.late and post is not None:
+                # the look was taken before the effect showed (a field's text): look again
+                again = await self._post.observe_after(request, target.window, screenshot=True)
+                post = again or post
             body, png = post if post is not None else (None, None)
             windows = await self._post.windows(body)
             target_bounds = await _settled(aimed)
@@ -174,7 +181,7 @@ class ActionDispatcher:
             windows=windows,
             item_click=outcome.item_click,
             target_bounds=target_bounds,
-            **_effect(checked, loaded),
+            **_effect(effect, loaded),
         )
         return result, png
 
@@ -229,7 +236,8 @@ class ActionDispatcher:
         if xinput is not None:
             xinput.check = lambda: check_canceled(self.sessions, request.session_id)
         try:
-            baseline = self._post.baseline(target)
+            await self._focus_first(request, target)
+            baseline = self._post.baseline(request, target)
             since = time.monotonic()
             outcome = await self._dispatch(request, target)
             settling = await self._post.settle_after(request, target, outcome, baseline, since)
@@ -244,6 +252,27 @@ class ActionDispatcher:
             if xinput is not None:
                 xinput.check = lambda: None
         return outcome, settling
+
+    async def _focus_first(self, request: ExecuteAction, target: Target) -> None:
+        """Keys meant for the window (press_key, text without an element): the window gets
+        the keyboard focus first, and the app's own reaction to that (focus events, a caret
+        drawn) is let pass before the keys go out and the wait for their effect starts. A key
+        that opens a dialog only after the toolkit's bound is then seen as what it is: keys
+        that showed no reaction yet (host/post_action.py, "Late effects"), not a focus change
+        taken for their effect."""
+        action = request.action
+        keys = isinstance(action, PressKeyAction) or (
+            isinstance(action, TypeTextAction | PasteTextAction) and action.element_id is None
+        )
+        if not keys:
+            return
+        moved_at = time.monotonic()
+        moved = await self._primitives.ensure_focus(target.window)
+        acc, bus = self.accessibility, target.bus
+        if moved is not None and acc is not None and bus is not None:
+            await acc.quiet_after(
+                bus, moved_at, first_ms=FOCUS_EVENTS_FIRST_MS, max_ms=FOCUS_EVENTS_MAX_MS
+            )
 
     async def _dispatch(self, request: ExecuteAction, target: Target) -> Outcome:
         """Step 4: the performer of the action's kind."""
@@ -277,14 +306,15 @@ class ActionDispatcher:
         raise DeskpilotError(ErrorCode.UNSUPPORTED_ACTION, "unknown action kind")
 
 
-def _effect(checked: Checked | None, loaded: Loaded | None) -> dict[str, Any]:
-    """``effect`` and ``effect_note`` of the result: what the read-back of a field saw, and
-    a page load that did not end in time (either unconfirmed makes it unconfirmed)."""
-    notes = [n for n in (checked.note if checked else None, loaded.note if loaded else None) if n]
+def _effect(effect: Effect | None, loaded: Loaded | None) -> dict[str, Any]:
+    """``effect`` and ``effect_note`` of the result: what the effect check saw (a field read
+    back, a value), and a page load that did not end in time (either unconfirmed makes it
+    unconfirmed)."""
+    notes = [n for n in (effect.note if effect else None, loaded.note if loaded else None) if n]
     if notes:
         return {"effect": "unconfirmed", "effect_note": "; ".join(notes)}
-    if checked is not None:
-        return {"effect": checked.effect}
+    if effect is not None:
+        return {"effect": effect.seen}
     return {}
 
 

@@ -65,7 +65,9 @@ class KeyboardActions:
         if focused is not None:
             check = await self._entry.check_for(focused, "insert", action.text)
         typed = await asyncio.to_thread(self._p.input().type_text, action.text)
-        return Outcome("synthetic", f"xtest typed {typed} characters", check=check)
+        return Outcome(
+            "synthetic", f"xtest typed {typed} characters", check=self._entry.effect_of(check)
+        )
 
     async def paste(
         self, action: PasteTextAction, window: XWindow, rect: Rect, element: ElementRef | None
@@ -91,7 +93,7 @@ class KeyboardActions:
         if served:  # keep the selection while the app still asks for it (see wait_idle)
             await asyncio.to_thread(clipboard.wait_idle, PASTE_IDLE_S, PASTE_FETCH_TIMEOUT_S)
         detail = "clipboard + ctrl+v" if served else "clipboard + ctrl+v (the app did not fetch)"
-        return Outcome("synthetic", detail, dispatched=True, check=check)
+        return Outcome("synthetic", detail, dispatched=True, check=self._entry.effect_of(check))
 
     async def set_value(
         self, action: SetValueAction, window: XWindow, rect: Rect, element: ElementRef
@@ -113,8 +115,10 @@ class KeyboardActions:
             # a number (slider, spin button), or text into something else that has it
             done = await self._p.semantic(element, SemanticOp(OpKind.SET_VALUE, value=action.value))
             if done is not None:
+                done.check = self._p.value_check(element, action.value)
                 return done
-        # text: replaced semantically where that works, else select-all and keys; read back
+        # text: replaced semantically where that works, else select-all and keys; a field is
+        # read back by text_entry's rules, anything else by its value (host/effect_checks.py)
         done = await self._entry.replace(element, _as_text(action.value), window, rect)
         if done is None:
             # select-all and typing into a button, checkbox, calendar or slider would send
@@ -125,6 +129,8 @@ class KeyboardActions:
                 "elements with a value (sliders, spin buttons); click, select or type instead",
                 details={"elementId": element.id, "reason": "no_value_interface"},
             )
+        if done.check is None:
+            done.check = self._p.value_check(element, action.value)
         return done
 
     async def select_text(

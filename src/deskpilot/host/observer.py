@@ -19,6 +19,7 @@ import logging
 import secrets
 import threading
 import time
+import zlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -72,6 +73,10 @@ class Binding:
     observed_at: float = field(default_factory=time.monotonic)
     #: how the tree was read; element actions need ``tree_read.reusable``
     tree_read: TreeRead = field(default_factory=TreeRead)
+    #: a checksum of the screenshot handed out with it (None: none was): an action's
+    #: post-action look that has the same tree version and checksum shows nothing changed
+    #: (host/post_action.py, "Late effects")
+    png_crc: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +276,7 @@ class Observer:
                 process_start=self.desktop.process_identity(window.pid),
                 tree=tree,
                 tree_read=body.tree_read,
+                png_crc=png_crc(png),
             )
         )
         return body, png
@@ -337,6 +343,7 @@ class Observer:
             "encode": round(encode_ms, 2),
         }
         binding.capture_rect = frame.rect
+        binding.png_crc = png_crc(png)
         image = ImageDescriptor(
             width=frame.rect.width, height=frame.rect.height, byte_length=len(png)
         )
@@ -406,6 +413,12 @@ def tree_read(tree: TreeResult | None, deadline_s: float | None) -> TreeRead:
         stale_age_ms=tree.stale_age_ms,
         deadline_ms=deadline_ms,
     )
+
+
+def png_crc(png: bytes | None) -> int | None:
+    """The checksum a binding keeps of its screenshot (the host writes PNG the same way each
+    time: the same pixels are the same bytes)."""
+    return zlib.crc32(png) if png is not None else None
 
 
 def empty_tree_version() -> str:

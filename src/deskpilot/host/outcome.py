@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from deskpilot.host.text_checks import TextCheck
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """What the host saw of an action's effect where it checked one (``ActionResult.effect``
+    and ``effect_note``): the note says why it is unconfirmed, in words for the agent — never
+    the text or value read back (it may be a secret)."""
+
+    seen: Literal["confirmed", "unconfirmed"]
+    note: str | None = None
+    #: it showed only after a first look found it missing (text a field took a moment to
+    #: show): a state read before then may not show it, and is read again
+    late: bool = False
+
+
+#: a check of an action's effect, run once the UI settled (host/effect_checks.py)
+EffectCheck = Callable[[], Awaitable[Effect]]
 
 
 @dataclass(slots=True)
@@ -19,6 +35,5 @@ class Outcome:
     answered_at: float | None = None
     #: a click on a list/table/tree item: "select" (a single click) or "activate" (count 2)
     item_click: Literal["select", "activate"] | None = None
-    #: text put into a field: the field as it was, and what the action should leave in it
-    #: (read back once the action settled: host/text_entry.py)
-    check: TextCheck | None = None
+    #: how its effect is checked once the UI settled (None: it is not)
+    check: EffectCheck | None = None

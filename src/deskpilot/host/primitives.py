@@ -22,8 +22,9 @@ from deskpilot.host.accessibility import Accessibility
 from deskpilot.host.action_checks import check_canceled
 from deskpilot.host.atspi.combo import ComboParts
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
+from deskpilot.host.effect_checks import value_check
 from deskpilot.host.menu_grab import refuse_if_menu_open
-from deskpilot.host.outcome import Outcome
+from deskpilot.host.outcome import EffectCheck, Outcome
 from deskpilot.host.session_registry import SessionRegistry
 from deskpilot.host.x11.desktop import X11Desktop
 from deskpilot.host.x11.input import XInput
@@ -99,6 +100,13 @@ class Primitives:
             events_since=since if settle else None,
             answered_at=answered if settle else None,
         )
+
+    def value_check(self, element: ElementRef, wanted: str | float) -> EffectCheck | None:
+        """The check that ``element`` holds ``wanted`` once the UI settled (a set_value's
+        effect, host/effect_checks.py); None without accessibility."""
+        if self.accessibility is None:
+            return None
+        return value_check(self.accessibility, element, wanted)
 
     async def action_names(self, element: ElementRef) -> tuple[str, ...]:
         if self.accessibility is None:

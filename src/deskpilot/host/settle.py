@@ -92,6 +92,8 @@ SPECULATE_QUIET_S: Final = 0.015
 MAX_READS: Final = 4
 NO_TREE_STABLE_S: Final = 0.12  # without a tree: unchanged this long after a change
 NO_TREE_QUIET_S: Final = 0.3  # without a tree: no change at all this long: nothing is coming
+#: how often a late-effect watch looks at the pixels (each look grabs the window)
+LATE_PIXEL_POLL_S: Final = 0.05
 #: the toolkits' first-event windows, from the app's answer (see "The first event" above)
 GTK4_ACTIVATION_S: Final = 0.25
 GTK_FOLLOW_UP_S: Final = 0.1
@@ -356,6 +358,31 @@ class Settler:
         kept = self._reactions.setdefault(bus_name, deque(maxlen=REACTIONS_KEPT))
         kept.append(delay)  # the next window of a Chromium app (first_event_window)
         return round(delay * 1000, 2)
+
+    async def late_change(
+        self, bus_name: str | None, rect: Rect, since: float, until: float
+    ) -> float | None:
+        """Watch for a late effect (host/post_action.py, "Late effects") until ``until``
+        (monotonic): with a tree (``bus_name``), the app's next accessibility event after
+        ``since`` (its pixels are no sign: a focused field's caret blinks); without one, a
+        change of the pixels in ``rect``. When one came, the moment it was seen; else None.
+        Sleeps until the next event, or the next look at the pixels."""
+        acc = self.accessibility
+        if bus_name is not None and acc is not None:
+            while acc.last_event(bus_name) <= since:
+                now = time.monotonic()
+                if now >= until:
+                    return None
+                await acc.next_event(bus_name, until - now)
+            return time.monotonic()
+        baseline = self.fingerprint(rect)
+        while True:
+            now = time.monotonic()
+            if now >= until or baseline is None:
+                return None
+            await asyncio.sleep(min(LATE_PIXEL_POLL_S, until - now))
+            if self.fingerprint(rect) != baseline:
+                return time.monotonic()
 
     async def pixels_only(
         self, rect: Rect, baseline: int | None, since: float, budget_ms: float

@@ -9,11 +9,13 @@ set_value of text go through for a field (docs/host.md, "Text into a field").
 * **As a person types**: keyboard focus on the field (its caret at the end of its text
   when it did not have the focus: where InsertText would have put it), then keys; for
   set_value, select-all first and the keys of the value (Delete for an empty one).
-* **Read back**: the field as it was before the action goes with the outcome
-  (``Outcome.check``), and once the action settled :meth:`TextEntry.verify` reads it again,
-  up to ``VERIFY_WAIT_S`` while it has not changed yet, and says "confirmed" or
-  "unconfirmed" and why (host/text_checks.py). The dispatcher puts that in the result
-  (``ActionResult.effect`` / ``effect_note``).
+* **Read back**: the field as it was before the action goes with the outcome as its effect
+  check (``Outcome.check``, host/effect_checks.py's contract), and once the action settled
+  :meth:`TextEntry.verify` reads it again, up to ``VERIFY_WAIT_S`` while it has not changed
+  yet, and says "confirmed" or "unconfirmed" and why (host/text_checks.py); a field that
+  showed the text only after that first look is ``late``, and the dispatcher looks at the
+  window again. The dispatcher puts it in the result (``ActionResult.effect`` /
+  ``effect_note``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Final, Literal
 
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
 from deskpilot.host.element_states import TEXT_FIELD_ROLES
-from deskpilot.host.outcome import Outcome
+from deskpilot.host.outcome import Effect, EffectCheck, Outcome
 from deskpilot.host.primitives import Primitives
 from deskpilot.host.text_checks import CheckKind, TextCheck, Verdict
 from deskpilot.host.x11.keymap import parse_chord
@@ -40,24 +42,12 @@ FOCUS_WAIT_S: Final = 0.5
 VERIFY_WAIT_S: Final = 1.0
 POLL_S: Final = 0.05
 
-Effect = Literal["confirmed", "unconfirmed"]
-
 
 def _field(element: ElementRef) -> bool:
     """A text or password field, or a combo box that takes text (an address bar)."""
     if element.role in TEXT_FIELD_ROLES:
         return True
     return element.role == "comboBox" and "editable" in element.states
-
-
-@dataclass(frozen=True, slots=True)
-class Checked:
-    """What the read back saw: the effect, why it is unconfirmed, and whether the field
-    changed only after the first look (a state read before then may be out of date)."""
-
-    effect: Effect
-    note: str | None
-    late: bool
 
 
 @dataclass(slots=True)
@@ -86,8 +76,19 @@ class TextEntry:
         after = await acc.field_text(check.element, len(check.text)) if acc else None
         return check.verdict(after)
 
-    async def verify(self, check: TextCheck) -> Checked:
-        """Read the field again, waiting up to ``VERIFY_WAIT_S`` while it has not changed."""
+    def effect_of(self, check: TextCheck | None) -> EffectCheck | None:
+        """The read-back as the dispatcher runs it once the UI settled (``Outcome.check``)."""
+        if check is None:
+            return None
+
+        async def read_back() -> Effect:
+            return await self.verify(check)
+
+        return read_back
+
+    async def verify(self, check: TextCheck) -> Effect:
+        """Read the field again, waiting up to ``VERIFY_WAIT_S`` while it has not changed
+        (``Effect.late``: it showed the text only after the first look)."""
         deadline = time.monotonic() + VERIFY_WAIT_S
         verdict = await self._read(check)
         late = False
@@ -96,8 +97,8 @@ class TextEntry:
             verdict = await self._read(check)
             late = True
         if verdict.confirmed:
-            return Checked("confirmed", None, late)
-        return Checked("unconfirmed", verdict.note, late)
+            return Effect("confirmed", None, late)
+        return Effect("unconfirmed", verdict.note, late)
 
     # ---------------------------------------------------------------- writing
 
@@ -113,7 +114,9 @@ class TextEntry:
         how = await self.focus_for_typing(element, window, rect)
         typed = await asyncio.to_thread(self.p.input().type_text, text)
         method: Literal["mixed", "synthetic"] = "mixed" if how.method == "semantic" else "synthetic"
-        return Outcome(method, f"{how.detail}; xtest typed {typed} characters", check=check)
+        return Outcome(
+            method, f"{how.detail}; xtest typed {typed} characters", check=self.effect_of(check)
+        )
 
     async def insert_semantically(
         self, element: ElementRef, text: str, check: TextCheck | None
@@ -125,7 +128,7 @@ class TextEntry:
         done = await self.p.semantic(element, SemanticOp(OpKind.INSERT_TEXT, text=text))
         if done is None or not await self._landed(check, element):
             return None
-        done.check = check
+        done.check = self.effect_of(check)
         return done
 
     async def replace(
@@ -139,7 +142,7 @@ class TextEntry:
             op = OpKind.SET_VALUE if element.secure else OpKind.SET_TEXT
             done = await self.p.semantic(element, SemanticOp(op, text=value, value=value))
             if done is not None and await self._landed(check, element):
-                done.check = check
+                done.check = self.effect_of(check)
                 return done
         if "editable" not in element.states or "Text" not in element.interfaces:
             return None
@@ -150,7 +153,7 @@ class TextEntry:
             await asyncio.to_thread(xinput.type_text, value)
         else:
             await asyncio.to_thread(xinput.press_chord, parse_chord("Delete"))
-        return Outcome("synthetic", "select all, then xtest typing", check=check)
+        return Outcome("synthetic", "select all, then xtest typing", check=self.effect_of(check))
 
     async def focus_for_typing(self, element: ElementRef, window: XWindow, rect: Rect) -> Outcome:
         """Keyboard focus on an element; a text field that takes the focus now gets its caret

@@ -26,7 +26,9 @@ new state arrives; the new state does not prove whether the failed action ran, s
 and ask the user when unsure.
 
 actionOutcome=unknown means the action may have run: observe, never blindly repeat it. \
-action_noop means nothing changed: try another element or approach. Errors come as \
+action_noop means nothing changed: try another element or approach. action_unconfirmed \
+means the action was sent but its effect could not be seen (the result says why): look again \
+before repeating it. Errors come as \
 "deskpilot diagnostic: {...}" with a code. The user can pause, take over or stop at any time; \
 status shows budget, recovery and halt state. open_app starts an app; start_task and the \
 delegated-task tools are not available yet.

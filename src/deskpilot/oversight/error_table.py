@@ -525,6 +525,22 @@ TABLE: dict[ErrorCode, Entry] = {
             "任务就会被终止。",
         ),
     ),
+    ErrorCode.ACTION_UNCONFIRMED: _e(
+        "actions",
+        (
+            "The action was carried out, but deskpilot could not see whether it had its "
+            "effect: the app was busy, did not answer, or the field did not show the text.",
+            "The agent should look at the window again before doing anything else, and not "
+            "repeat the action blindly: the effect may still come, and a repeat could do it "
+            "twice.",
+        ),
+        (
+            "操作已经执行，但 deskpilot 看不到它是否生效：应用正忙、没有应答，或者字段里没有"
+            "出现输入的文字。",
+            "智能体应该先重新查看窗口，再决定下一步，不要盲目重复这个操作：效果可能稍后才出现，"
+            "重复一次可能会做两遍。",
+        ),
+    ),
     ErrorCode.ACTION_BLOCKED: _e(
         "actions",
         (

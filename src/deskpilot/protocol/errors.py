@@ -47,6 +47,9 @@ class ErrorCode(enum.StrEnum):
     ACTION_FAILED = "action_failed"
     ACTION_TIMEOUT = "action_timeout"
     ACTION_NOOP = "action_noop"
+    #: not an error: the action was sent, but its effect could not be seen (yet); the result
+    #: says why. Never repeat such an action blindly
+    ACTION_UNCONFIRMED = "action_unconfirmed"
     ACTION_BLOCKED = "action_blocked"
     APPROVAL_REQUIRED = "approval_required"
     APPROVAL_DENIED = "approval_denied"

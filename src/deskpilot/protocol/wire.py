@@ -78,6 +78,10 @@ class WindowInfo(WireModel):
     app: AppIdentity = Field(default_factory=AppIdentity)
     #: the window this one is a dialog of (ICCCM WM_TRANSIENT_FOR), "0x…" hex
     transient_for: str | None = None
+    #: True when the window says it is modal (``_NET_WM_STATE_MODAL``): while it is shown,
+    #: the window it is a dialog of takes no input of its own (its toolkit sends the keys to
+    #: the dialog, or drops them); None otherwise
+    modal: bool | None = None
     #: only in ``list_windows``: the window's app has left the host's accessibility question
     #: unanswered for this many ms (stopped, deadlocked, stuck in a long handler), so
     #: ``app.name`` is what it was last known as (absent if never) and an observe of it

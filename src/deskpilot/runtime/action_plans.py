@@ -41,7 +41,11 @@ from deskpilot.runtime.coords import to_window_point
 from deskpilot.runtime.enabled_targets import check_enabled
 from deskpilot.runtime.refusals import refusal
 from deskpilot.runtime.state_ids import StateRecord
-from deskpilot.runtime.text_targets import check_text_target, check_value_target
+from deskpilot.runtime.text_targets import (
+    check_keys_target,
+    check_text_target,
+    check_value_target,
+)
 from deskpilot.runtime.tree import element_lines, in_popup, remap
 from deskpilot.vision.outline import is_visual_version
 
@@ -135,7 +139,7 @@ def build_plan(tool: str, args: ta.ToolArgs, record: StateRecord) -> Plan:
         case ta.TypeTextArgs() | ta.PasteArgs():
             _text(plan, args)
         case ta.PressKeyArgs():
-            plan.add("press_key", lambda f: PressKeyAction(keys=list(args.keys)))
+            _keys(plan, args)
         case ta.SetValueArgs():
             _set_value(plan, args)
         case ta.InvokeElementArgs():
@@ -171,24 +175,52 @@ def _click(plan: Plan, args: ta.ClickArgs) -> None:
     )
 
 
-def _text(plan: Plan, args: ta.TypeTextArgs | ta.PasteArgs) -> None:
-    paste = isinstance(args, ta.PasteArgs)
-    text = args.text
-    # nothing is typed "into" a label: the keys would go to whatever has the focus
+def _where_keys_go(plan: Plan, args: ta.TypeTextArgs | ta.PasteArgs | ta.PressKeyArgs) -> None:
+    """The step that says where keys go, when the call names a place: the element focused
+    (a ledger row of its own; a host without a "focus" action name refuses before dispatch,
+    and a pointer click on the element focuses it instead), or the point clicked. Without
+    one, the state must be able to show where they go (text_targets.check_keys_target)."""
+    tool = _tool_of(args)
     if args.element_id is not None:
-        check_enabled(plan.record.tree, args.element_id, "paste" if paste else "type_text")
-    check_text_target(plan.record.tree, args.element_id, "paste" if paste else "type_text")
-    into: Callable[[Frame], int | None] = lambda f: None  # noqa: E731
-    if args.element_id is not None:
+        check_enabled(plan.record.tree, args.element_id, tool)
         el = plan.element(args.element_id)
-        into = el
-        # focus first (a ledger row of its own); a host without a "focus" action name
-        # refuses before dispatch, and a pointer click on the element focuses it instead
         plan.add(
             "focus",
             lambda f: InvokeElementAction(element_id=el(f), action="focus"),
             fallback=lambda f: ClickAction(element_id=el(f)),
         )
+    elif args.point is not None:
+        point = to_window_point(*args.point, plan.record.image_size)
+        plan.add("click", lambda f: ClickAction(point=point), positional=True)
+    else:
+        check_keys_target(plan.record, tool)
+
+
+def _tool_of(args: ta.TypeTextArgs | ta.PasteArgs | ta.PressKeyArgs) -> str:
+    if isinstance(args, ta.PressKeyArgs):
+        return "press_key"
+    return "paste" if isinstance(args, ta.PasteArgs) else "type_text"
+
+
+def _keys(plan: Plan, args: ta.PressKeyArgs) -> None:
+    _where_keys_go(plan, args)
+    keys = list(args.keys)
+    plan.add("press_key", lambda f: PressKeyAction(keys=keys))
+
+
+def _text(plan: Plan, args: ta.TypeTextArgs | ta.PasteArgs) -> None:
+    paste = isinstance(args, ta.PasteArgs)
+    text = args.text
+    # nothing is typed "into" a label: the keys would go to whatever has the focus; a point
+    # the agent names to click is its own choice of where the text goes
+    if args.element_id is not None:
+        check_enabled(plan.record.tree, args.element_id, _tool_of(args))
+    if args.point is None:
+        check_text_target(plan.record.tree, args.element_id, _tool_of(args))
+    _where_keys_go(plan, args)
+    into: Callable[[Frame], int | None] = lambda f: None  # noqa: E731
+    if args.element_id is not None:
+        into = plan.element(args.element_id)
     if paste:
         plan.add("paste_text", lambda f: PasteTextAction(text=text, element_id=into(f)))
     else:

@@ -1,61 +1,37 @@
-"""What an action's result tells the agent: the state after it, and whether it may be reused.
+"""What an action's result tells the agent: what it did, the state after it, and whether that
+state may be reused.
 
 The state after the action is the one its result carried (else the window is observed once).
-A dialog or a new window the action opened is found in the windows the host listed with that
-state (listed here only when it could not) against what the acted-on state knew was open. An
-unchanged tree and screenshot is ``action_noop`` — unless the app did not answer the look
-(a stale tree): then the effect is unknown and the result says so. The next stateId is
-issued only when the reuse conditions of ``runtime/state_reuse.py`` hold and nothing new
-opened; otherwise the result says to observe.
+What the result says of the effect — ``action_noop``, ``action_unconfirmed`` and why, or
+nothing beyond the new state — is ``runtime/effects.py``'s. Which window the result shows is
+``runtime/window_changes.py``'s: a dialog the action opened (observed once more: it is a
+window of its own), the window now in front when the acted-on one closed, else the acted-on
+window. The next stateId is issued only when the reuse conditions of
+``runtime/state_reuse.py`` hold; otherwise the result says to observe.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.observed import ObservedState
-from deskpilot.protocol.wire import ObservationBody, TargetSpec, WindowInfo
-from deskpilot.runtime.apps import app_windows, dialogs_of
+from deskpilot.protocol.wire import TargetSpec, WindowInfo
 from deskpilot.runtime.call import Call, ToolOutcome
 from deskpilot.runtime.context import ToolContext
 from deskpilot.runtime.diagnostics import ObservationOutcome
+from deskpilot.runtime.effects import Verdict, judge
 from deskpilot.runtime.implicit_sessions import ImplicitSession
 from deskpilot.runtime.item_clicks import ItemClick
 from deskpilot.runtime.refusals import safe_error
 from deskpilot.runtime.state_ids import StateRecord
 from deskpilot.runtime.state_reuse import reuse_refusals
-from deskpilot.runtime.state_view import digest, present
+from deskpilot.runtime.state_view import present
 from deskpilot.runtime.targets import list_windows, observe
-
-
-@dataclass(frozen=True)
-class Opened:
-    """The windows as they are after the action, and what of them is new."""
-
-    dialogs: list[WindowInfo]  # every dialog of the acted-on window
-    app_windows: list[WindowInfo]  # every visible window of its process
-    new_dialogs: list[WindowInfo]
-    new_windows: list[WindowInfo]
-
-
-def opened_by(record: StateRecord, obs: ObservationBody, windows: list[WindowInfo]) -> Opened:
-    """A dialog is a window of its own: the acted-on window's tree does not show it, and
-    without a window manager it does not even take the focus."""
-    dialogs = dialogs_of(windows, obs.window.window_id)
-    known = record.extras.get("dialogs")
-    new_dialogs = [d for d in dialogs if not isinstance(known, set) or d.window_id not in known]
-    mine = app_windows(windows, obs.app.pid)
-    known_windows = record.extras.get("appWindows")
-    new_windows = [
-        w
-        for w in mine
-        if isinstance(known_windows, set)
-        and w.window_id not in known_windows
-        and w.window_id != obs.window.window_id
-        and w not in new_dialogs
-    ]
-    return Opened(dialogs, mine, new_dialogs, new_windows)
+from deskpilot.runtime.window_changes import (
+    new_window_note,
+    opened_by,
+    remember_windows,
+    window_in_front,
+)
 
 
 async def after_action(
@@ -72,44 +48,66 @@ async def after_action(
     try:
         observed = post if post is not None else await observe(ctx, call, target, screenshot=True)
     except DeskpilotError as exc:
+        if exc.code is ErrorCode.TARGET_NOT_FOUND:
+            return await _after_close(ctx, call, record, sess, summary, clicked, exc)
         return _unobservable(call, record, summary, clicked, exc)
-    obs, png = observed.observation, observed.png
+    obs = observed.observation
     if clicked is not None:
         summary += "\n" + clicked.note(record.tree, obs.tree)
     windows = (
         list(observed.windows) if observed.windows is not None else await list_windows(ctx, call)
     )
     opened = opened_by(record, obs, windows)
-    # an app that did not answer the look after the action shows its last tree and a frozen
-    # screenshot: that proves nothing, and input sent to a stopped app waits in the X server
-    # for it to run again (repeating it would type twice)
-    silent_ms = obs.tree_read.stale_age_ms
-    noop = (
-        silent_ms is None
-        and not opened.new_dialogs
-        and not opened.new_windows
-        and obs.tree_version == record.tree_version
-        and (record.png_digest is None or digest(png) == record.png_digest)
-    )
-    sess.consecutive_noops = sess.consecutive_noops + 1 if noop else 0
-    if noop:
-        call.diag.noop = True
-        call.diag.code = ErrorCode.ACTION_NOOP.value
-        summary = (
-            "action_noop: the action was dispatched but nothing changed in the window "
-            "(same tree and screenshot). Do not assume it worked; try another element or "
-            "approach.\n" + summary
+    verdict = judge(call.diag.steps, record, observed, windows_changed=opened.anything)
+    summary = _told(call, sess, verdict, summary) + new_window_note(opened)
+    extra = ["window_opened"] if opened.new_windows else []
+    if opened.new_dialogs:
+        dialog = opened.new_dialogs[0]  # topmost first
+        shown = await _observe_window(ctx, call, dialog)
+        if shown is not None:
+            summary += (
+                f'\nA dialog of this window opened: "{dialog.title}" (window '
+                f"{dialog.window_id}). The state after this action is the dialog's: act on it"
+                + (" (it takes the window's input until it closes)." if dialog.modal else ".")
+            )
+            return _result(ctx, call, record, shown, windows, summary, extra)
+        summary += (
+            f'\nA dialog of this window opened: "{dialog.title}" (window {dialog.window_id}), '
+            f"but it could not be observed yet. get_app_state with app={obs.app.pid} shows it "
+            "(the dialog is chosen over the window under it)."
         )
-    if silent_ms is not None:
-        call.diag.extra["appUnresponsiveMs"] = round(silent_ms)
-        summary = (
-            f"The app did not answer after the action (silent for {round(silent_ms)} ms: it "
-            "is stopped or busy), so its effect cannot be seen yet. Input to an app that is "
-            "not running waits until it runs again: do not repeat the action; call "
-            "get_app_state until the app answers (no stale= mark), then check.\n" + summary
-        )
-    summary += _opened_notes(opened, obs)
-    refusals = _reuse_refusals(record, observed, opened)
+        extra.append("dialog_opened")
+    return _result(ctx, call, record, observed, windows, summary, extra)
+
+
+def _told(call: Call, sess: ImplicitSession, verdict: Verdict, summary: str) -> str:
+    """The verdict in the diagnostic and the session's no-op count; the summary with its
+    words in front."""
+    sess.consecutive_noops = sess.consecutive_noops + 1 if verdict.noop else 0
+    call.diag.noop = verdict.noop
+    call.diag.code = verdict.code
+    call.diag.effect = verdict.effect
+    call.diag.effect_reason = verdict.reason
+    if verdict.silent_ms is not None:
+        call.diag.extra["appUnresponsiveMs"] = verdict.silent_ms
+    if verdict.effect == "confirmed" and not verdict.text:
+        return summary + "; effect confirmed (read back once the app settled)"
+    return f"{verdict.text}\n{summary}" if verdict.text else summary
+
+
+def _result(
+    ctx: ToolContext,
+    call: Call,
+    record: StateRecord,
+    observed: ObservedState,
+    windows: list[WindowInfo],
+    summary: str,
+    extra: list[str],
+) -> ToolOutcome:
+    """The result with ``observed`` as the state after the action, and the next stateId when
+    it may be reused."""
+    refusals = reuse_refusals(record.app_identity, observed.observation, observed.png, windows)
+    refusals += extra
     if refusals:
         call.diag.observation_outcome = ObservationOutcome.NOT_REUSABLE
         call.diag.not_reusable = refusals
@@ -119,8 +117,7 @@ async def after_action(
         )
         return ToolOutcome(text=text, diagnostic=call.diag, observed=observed)
     shown = present(ctx, call, observed)
-    shown.record.extras["dialogs"] = {d.window_id for d in opened.dialogs}
-    shown.record.extras["appWindows"] = {w.window_id for w in opened.app_windows}
+    remember_windows(shown.record, windows)
     text = (
         f"{summary}\nNew state below: read it, and act on its state_id (no need to call "
         f"get_app_state again).\n\n{shown.text}"
@@ -134,6 +131,61 @@ async def after_action(
     )
 
 
+async def _observe_window(ctx: ToolContext, call: Call, window: WindowInfo) -> ObservedState | None:
+    """A look at another window than the one acted on (a dialog that opened, the window in
+    front after a close); None when it cannot be observed (gone again, not yet readable)."""
+    try:
+        return await observe(ctx, call, TargetSpec(window_id=window.window_id), screenshot=True)
+    except DeskpilotError:
+        return None
+
+
+async def _after_close(
+    ctx: ToolContext,
+    call: Call,
+    record: StateRecord,
+    sess: ImplicitSession,
+    summary: str,
+    clicked: ItemClick | None,
+    exc: DeskpilotError,
+) -> ToolOutcome:
+    """The acted-on window is gone (a dialog's OK, Cancel or Close): the result shows the
+    window now in front of the app, with a stateId when it may be reused. A window that is
+    still listed did not close: it could not be observed (``exc``), and the result says so."""
+    windows = await list_windows(ctx, call)
+    if any(w.window_id == record.app.window_id for w in windows):
+        return _unobservable(call, record, summary, clicked, exc)
+    sess.consecutive_noops = 0  # a window closed: something happened
+    if clicked is not None:
+        summary += "\n" + clicked.note(record.tree, None)
+    closed = f'The window acted on ("{record.window.title}", window {record.window.window_id})'
+    front = window_in_front(record.window, record.app.pid, windows)
+    shown = await _observe_window(ctx, call, front) if front is not None else None
+    if front is None or shown is None:
+        call.diag.observation_outcome = ObservationOutcome.UNAVAILABLE
+        call.diag.extra["observationCode"] = ErrorCode.TARGET_NOT_FOUND.value
+        rest = (
+            "its app shows no other window now (it may have quit)"
+            if front is None
+            else f'the window now in front, "{front.title}" ({front.window_id}), could not be '
+            "observed"
+        )
+        return ToolOutcome(
+            text=f"{summary}\n{closed} closed, and {rest}. Call list_windows or get_app_state "
+            "before the next action.",
+            diagnostic=call.diag,
+        )
+    # a window closed: never a no-op; what the host could not see of a step is still said
+    summary = _told(
+        call, sess, judge(call.diag.steps, record, shown, windows_changed=True), summary
+    )
+    summary += (
+        f'\n{closed} closed. The window now in front of the app is "{front.title}" (window '
+        f"{front.window_id}): the state after this action is that window's."
+    )
+    return _result(ctx, call, record, shown, windows, summary, [])
+
+
 def _unobservable(
     call: Call, record: StateRecord, summary: str, clicked: ItemClick | None, exc: DeskpilotError
 ) -> ToolOutcome:
@@ -144,42 +196,10 @@ def _unobservable(
         summary += "\n" + clicked.note(record.tree, None)
     text = (
         f"{summary}\nThe action call returned, but the window could not be observed "
-        f"afterwards ({code.value}); it may have closed. That does not prove the action "
-        "did or did not reach its goal. Call get_app_state or list_windows before the "
-        "next action."
+        f"afterwards ({code.value}). That does not prove the action did or did not reach its "
+        "goal. Call get_app_state or list_windows before the next action."
     )
     return ToolOutcome(text=text, diagnostic=call.diag)
-
-
-def _opened_notes(opened: Opened, obs: ObservationBody) -> str:
-    notes = ""
-    if opened.new_windows:
-        top_new = opened.new_windows[0]  # topmost first
-        notes += (
-            f'\nA new window of this app opened: "{top_new.title}" (window '
-            f"{top_new.window_id}). get_app_state with app={top_new.window_id} shows it."
-        )
-    if opened.new_dialogs:
-        top = opened.new_dialogs[0]
-        notes += (
-            f'\nA dialog of this window opened: "{top.title}" (window {top.window_id}). '
-            f"get_app_state with app={obs.app.pid} shows it (the dialog is chosen over the "
-            "window under it)."
-        )
-    return notes
-
-
-def _reuse_refusals(record: StateRecord, observed: ObservedState, opened: Opened) -> list[str]:
-    obs = observed.observation
-    refusals = reuse_refusals(record.app_identity, obs, observed.png)
-    if opened.new_dialogs:
-        fw = obs.foreground_window
-        if fw is not None and fw.window_id in {d.window_id for d in opened.new_dialogs}:
-            refusals = [r for r in refusals if r != "popup_or_menu_open"]  # it is the dialog
-        refusals.append("dialog_opened")
-    if opened.new_windows:
-        refusals.append("window_opened")
-    return refusals
 
 
 def summarise(call: Call) -> str:

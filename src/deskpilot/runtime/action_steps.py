@@ -66,6 +66,8 @@ async def run_step(
                     healed=healed,
                     risk=gate.risk.label,
                     action_id=gate.action_id,
+                    effect=gate.result.effect,
+                    effect_note=gate.result.effect_note,
                 )
             )
             return gate, frame

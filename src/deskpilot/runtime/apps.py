@@ -75,19 +75,6 @@ class AppEntry:
         return out
 
 
-def dialogs_of(windows: list[WindowInfo], window_id: str) -> list[WindowInfo]:
-    """The visible windows that are dialogs of ``window_id`` (WM_TRANSIENT_FOR), topmost
-    first (the order list_windows gives)."""
-    return [w for w in windows if w.transient_for == window_id and w.visible and not w.minimized]
-
-
-def app_windows(windows: list[WindowInfo], pid: int | None) -> list[WindowInfo]:
-    """The visible windows of one process, topmost first."""
-    if pid is None:
-        return []
-    return [w for w in windows if w.app.pid == pid and w.visible and not w.minimized]
-
-
 def _merge(into: AppIdentity, other: AppIdentity) -> None:
     for attr in ("name", "executable", "wm_class", "desktop_id"):
         if getattr(into, attr) is None and getattr(other, attr) is not None:

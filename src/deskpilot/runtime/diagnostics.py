@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DIAGNOSTIC_PREFIX = "deskpilot diagnostic: "
+#: codes an action's result may carry that are not errors: it ran, and the result says what
+#: could (``action_noop``) or could not (``action_unconfirmed``) be seen of it
+NOT_ERRORS = frozenset({"action_noop", "action_unconfirmed"})
 
 
 class ActionOutcome(enum.StrEnum):
@@ -136,6 +139,13 @@ class StepRecord:
     #: ``event``, ``toolkit_gtk``, ``toolkit_none``, ``first_event``, ``pixels``, ``budget``);
     #: None when there was no wait
     wait_bound: str | None = None
+    #: what the host saw of its effect where it checked one (``ActionResult.effect``:
+    #: ``confirmed``, ``unconfirmed``); None when nothing was checked. Its note (the host's
+    #: words on why) goes into the result's text, not here
+    effect: str | None = None
+    #: the host's words on why the effect is unconfirmed (``ActionResult.effect_note``, never
+    #: typed text): shown in the result's text, never in the diagnostic
+    effect_note: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "outcome": self.outcome.value}
@@ -143,6 +153,8 @@ class StepRecord:
             out["method"] = self.method
         if self.wait_bound:
             out["waitBound"] = self.wait_bound
+        if self.effect:
+            out["effect"] = self.effect
         if self.risk:
             out["risk"] = self.risk
         if self.code:
@@ -168,12 +180,16 @@ class Diagnostic:
     #: stale_frame / stale_tree / focus_mismatch healed by one re-observe + retry
     healed: int = 0
     noop: bool = False
+    #: what the result may say of the action's effect (runtime/effects.py): "confirmed" (the
+    #: host saw it), "unconfirmed" (it could not be seen; ``effect_reason`` says why), None
+    effect: str | None = None
+    effect_reason: str | None = None
     turn: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def is_error(self) -> bool:
-        return self.code is not None and self.code != "action_noop"
+        return self.code is not None and self.code not in NOT_ERRORS
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"tool": self.tool}
@@ -197,6 +213,10 @@ class Diagnostic:
             out["healed"] = self.healed
         if self.noop:
             out["noop"] = True
+        if self.effect:
+            out["effect"] = self.effect
+        if self.effect_reason:
+            out["effectReason"] = self.effect_reason
         out.update(self.extra)
         out["timings"] = self.timings.to_json()
         return out

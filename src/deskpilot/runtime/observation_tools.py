@@ -13,7 +13,7 @@ from typing import Any
 
 from deskpilot.protocol.errors import ErrorCode
 from deskpilot.protocol.wire import ObservationBody
-from deskpilot.runtime.apps import app_windows, dialogs_of, group_apps
+from deskpilot.runtime.apps import group_apps
 from deskpilot.runtime.call import Call, ToolOutcome
 from deskpilot.runtime.context import ToolContext
 from deskpilot.runtime.preflight import capabilities_json, require_desktop
@@ -23,6 +23,7 @@ from deskpilot.runtime.state_view import app_key, app_label, model_frame, presen
 from deskpilot.runtime.targets import list_windows as windows_of
 from deskpilot.runtime.targets import observation_target, observe
 from deskpilot.runtime.tool_args import AppArgs, NoArgs
+from deskpilot.runtime.window_changes import remember_windows
 
 
 def json_text(value: Any) -> str:
@@ -54,10 +55,7 @@ async def get_app_state(ctx: ToolContext, call: Call, args: AppArgs) -> ToolOutc
     _check_recovery(call, "get_app_state", obs, None)
     shown = present(ctx, call, observed)
     if windows is not None:  # what was open already, so an action can tell what it opened
-        shown.record.extras["dialogs"] = {
-            w.window_id for w in dialogs_of(windows, obs.window.window_id)
-        }
-        shown.record.extras["appWindows"] = {w.window_id for w in app_windows(windows, obs.app.pid)}
+        remember_windows(shown.record, windows)
     return ToolOutcome(
         text=shown.text,
         diagnostic=call.diag,

@@ -118,6 +118,8 @@ SAFE_MESSAGES: dict[ErrorCode, str] = {
     ErrorCode.ACTION_TIMEOUT: "The action timed out; its effect is unknown. Observe before "
     "deciding; it is not retried automatically.",
     ErrorCode.ACTION_NOOP: "The action was dispatched but nothing changed in the window.",
+    ErrorCode.ACTION_UNCONFIRMED: "The action was dispatched, but its effect could not be seen. "
+    "Do not repeat it: call get_app_state and check whether it took effect.",
     ErrorCode.ACTION_BLOCKED: "The action was blocked by policy (the reason code says why). "
     "Do not retry it unchanged; if the task needs it (a password, a purchase, an app outside "
     "the task), ask the user to do this step or to allow it.",
@@ -174,6 +176,10 @@ REASON_ADVICE: dict[str, str] = {
     "not_an_option": "set_value on a combo box takes the text of one of its options "
     "(details.optionCount says how many it has): click the combo box to see them.",
     "range_too_long": "The range is longer than the element's text can be selected with keys.",
+    "focus_unknown": "Say where the keys go: x and y of this state's image (that point is "
+    "clicked first, as a person clicks where they type), or element_id of one of its elements "
+    "(focused, else clicked, first; an OCR outline's element is the centre of its text); or "
+    "call get_app_state again once the app answers with its whole tree.",
     "unknown_key": "Key names are X keysym names (Return, Tab, Escape, BackSpace, Delete, "
     "Left, Home, Page_Down, F5 …) or single characters, with modifiers ctrl, shift, alt, super "
     "joined by '+'.",

@@ -53,6 +53,10 @@ class StateRecord:
     #: why it can no longer be used: "used" by an action, or the event that voided it
     void_reason: str | None = None
     extras: dict[str, object] = field(default_factory=dict)
+    #: its tree is a whole accessibility tree, read now or the last one of an app that
+    #: stopped answering (not cut at the deadline, not missing, not an OCR outline): what it
+    #: does not show focused was not focused (runtime/text_targets.py ``check_keys_target``)
+    tree_complete: bool = True
 
 
 #: reason → (message, reason code) for a stateId that can no longer be used
@@ -130,6 +134,7 @@ class StateIdRegistry:
         element_count: int,
         image_size: tuple[int, int] | None,
         png_digest: str | None,
+        tree_complete: bool = True,
     ) -> StateRecord:
         self._sweep()
         now = self.now()
@@ -148,6 +153,7 @@ class StateIdRegistry:
             png_digest=png_digest,
             issued_at=now,
             expires_at=now + self.ttl_s,
+            tree_complete=tree_complete,
         )
         self._records[record.state_id] = record
         return record

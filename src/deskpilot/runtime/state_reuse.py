@@ -2,21 +2,27 @@
 
 Only when every condition holds: no error, refusal or known state change (the caller checks
 that); the same app identity as the state acted on; a complete window header; a window root;
-unique valid element ids; a screenshot; nothing truncated, elided or partial; no other window
-of the app focused over it (a dialog; an open context menu is not one: the host shows it in
-the tree as a ``- popup`` section, docs/host-tree.md); in a browser, page content (a document or a
-dialog: a tab that is still opening has neither). The window title is not compared with the
-tree's root name: AT-SPI reports a page's new title later than X does. Otherwise the result
-says to observe explicitly; nothing is re-read in the background to paper over it. This is a
-structure and identity check, not a promise that the UI is atomic.
+unique valid element ids; a screenshot; nothing truncated, elided or partial; no modal dialog
+of the window open over it (``modal_dialog_open``: the window takes no input until it closes,
+and keys sent to it go to the dialog); in a browser, page content (a document or a dialog: a
+tab that is still opening has neither). An open context menu or drop-down list is no reason:
+the host shows it in the tree as a ``- popup`` section (docs/host-tree.md), and a menu is never
+a top-level window of the listing. Another window of the app having the focus is none either:
+keys are sent to the window acted on (the host gives it the focus first). The window title
+is not compared with the tree's root name: AT-SPI reports a page's new title later than X
+does. Otherwise the result says to observe explicitly; nothing is re-read in the background
+to paper over it. This is a structure and identity check, not a promise that the UI is
+atomic.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from deskpilot.protocol.wire import AppIdentity, ObservationBody
+from deskpilot.protocol.wire import AppIdentity, ObservationBody, WindowInfo
 from deskpilot.runtime.tree import element_ids
+from deskpilot.runtime.window_lists import dialogs_of
 
 WINDOW_ROOT_ROLES = frozenset(
     {"window", "frame", "dialog", "alert", "file_chooser", "fileChooser", "application"}
@@ -36,8 +42,10 @@ def reuse_refusals(
     previous_app: AppIdentity,
     obs: ObservationBody | None,
     png: bytes | None,
+    windows: Sequence[WindowInfo] = (),
 ) -> list[str]:
-    """Names of the conditions that fail; empty means the state may be reused."""
+    """Names of the conditions that fail; empty means the state may be reused. ``windows``:
+    the desktop's windows as listed with the state (the dialogs open over it)."""
     if obs is None:
         return ["no_observation"]
     reasons: list[str] = []
@@ -73,7 +81,6 @@ def reuse_refusals(
         reasons.append("tree_partial")  # cut at its deadline: element ids cannot be acted on
     if obs.tree_read.stale_age_ms is not None:
         reasons.append("tree_stale")  # the app did not answer: the last tree read of it
-    fw = obs.foreground_window
-    if fw is not None and fw.window_id != w.window_id and fw.app.pid == obs.app.pid:
-        reasons.append("popup_or_menu_open")
+    if any(d.modal for d in dialogs_of(list(windows), w.window_id)):
+        reasons.append("modal_dialog_open")  # its dialog takes the input: act on that
     return reasons

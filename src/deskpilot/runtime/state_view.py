@@ -72,6 +72,7 @@ def issue_state(
         element_count=obs.element_count,
         image_size=(frame.width, frame.height) if frame else None,
         png_digest=digest(png),
+        tree_complete=tree_complete(obs),
     )
     call.diag.state_id_issued = True
     call.diag.observation_outcome = ObservationOutcome.AVAILABLE
@@ -79,6 +80,14 @@ def issue_state(
     if recovery is not None and recovery.same_app(app_key(obs), app_label(obs.app)):
         call.turn.recovery = None
     return record
+
+
+def tree_complete(obs: ObservationBody) -> bool:
+    """Is the observation's tree a whole accessibility tree — now, or the last one of an app
+    that stopped answering? Not when it was cut at the read's deadline, could not be read, or
+    is an OCR outline of the screenshot."""
+    r = obs.tree_read
+    return r.source == "accessibility" and r.partial is None and not obs.truncation.tree_unavailable
 
 
 def present(ctx: ToolContext, call: Call, observed: ObservedState) -> Presented:

@@ -19,8 +19,21 @@ element takes text when it is not ``[disabled]`` and it is
 * a combo box with a text field inside (GTK 3's combo box with an entry).
 
 ``type_text`` without ``element_id`` types into the focused element, so that one must take
-text; when nothing in the tree is focused the keys go wherever the app sends them and the
-call is not refused (the tree does not say where that is).
+text; when nothing in a complete tree is focused the keys go wherever the app sends them in
+the window deskpilot focuses, and the call is not refused. With ``x`` and ``y`` the point is
+clicked first, and the agent has said where the text goes.
+
+**Keys with nowhere known to go** (``check_keys_target``, reason ``focus_unknown``). A state
+whose tree is not a whole accessibility tree — cut at the read's deadline, none at all, or
+an OCR outline of the screenshot — and shows no focused element
+cannot say where keys would go: into whatever the app has focused (a LibreOffice sheet with
+no tree took an agent's text into some cell, and the result said nothing changed). So
+``type_text``, ``paste`` and ``press_key`` without ``element_id`` or a point are refused
+there, before anything is sent; with one, that element is focused (else clicked) or that
+point clicked first, as a person clicks where they mean to type. A terminal (the app is a
+terminal emulator: runtime's ``is_terminal``) takes every key in its one grid of text: its
+keys always have a place. A stopped app's last tree (``stale=``) is a whole tree: what it
+shows focused, or that nothing was, is what is known, as with a tree read now.
 
 The refusal points at the element that would take the text — a focused one that does, else
 the one nearest the target in the tree (fewest steps through common ancestors, then the
@@ -33,6 +46,8 @@ from __future__ import annotations
 from deskpilot.protocol.errors import ErrorCode
 from deskpilot.protocol.tree import TreeElement, parse_tree
 from deskpilot.runtime.refusals import REASON_ADVICE, refusal
+from deskpilot.runtime.state_ids import StateRecord
+from deskpilot.vision.outline import is_terminal
 
 #: rendered roles that take text unless they are [readonly]
 TEXT_FIELD_ROLES = frozenset({"textField", "passwordField"})
@@ -42,6 +57,7 @@ TERMINAL_ROLES = frozenset({"terminal"})
 ENTRY_CONTAINER_ROLES = frozenset({"comboBox"})
 REASON = "not_editable"
 READ_ONLY = "read_only"
+FOCUS_UNKNOWN = "focus_unknown"
 
 
 def takes_text(node: TreeElement, nodes: dict[int, TreeElement]) -> bool:
@@ -92,6 +108,24 @@ def check_text_target(tree: str, element_id: int | None, tool: str) -> None:
         elementId=target.id,
         role=target.role,
         suggestedElementId=suggestion.id if suggestion is not None else None,
+    )
+
+
+def check_keys_target(record: StateRecord, tool: str) -> None:
+    """Refuse (``unsupported_action``, ``details.reason = "focus_unknown"``) keys without an
+    element or a point on a state that cannot show where they would go (see the module
+    docstring)."""
+    if record.tree_complete or is_terminal(record.app_identity):
+        return
+    if any("focused" in n.states for n in parse_tree(record.tree).elements.values()):
+        return
+    raise refusal(
+        ErrorCode.UNSUPPORTED_ACTION,
+        f"This state's tree is not a whole accessibility tree (its header says why: "
+        f"partial, unavailable or visual) and shows no focused element, so it cannot "
+        f"say where {tool}'s keys would go: into whatever the app has focused. Nothing was "
+        f"sent and the state_id is still valid. {REASON_ADVICE[FOCUS_UNKNOWN]}",
+        reason=FOCUS_UNKNOWN,
     )
 
 

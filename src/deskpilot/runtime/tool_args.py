@@ -112,19 +112,41 @@ class ClickArgs(_StateArgs):
         return self
 
 
-class TypeTextArgs(_StateArgs):
+_KEYS_ELEMENT = "The element the keys go to: it is focused (else clicked) first"
+_KEYS_X = "Where the keys go, as a point to click first: pixels from the left of the last image"
+_KEYS_Y = "Where the keys go, as a point to click first: pixels from the top of the last image"
+
+
+class _KeysArgs(_StateArgs):
+    """Where keys go: the focused element by default; an element to focus, or a point of the
+    image to click, first. A state that cannot show the focus needs one of them
+    (runtime/text_targets.py ``check_keys_target``)."""
+
+    element_id: int | None = Field(default=None, ge=1, description=_KEYS_ELEMENT)
+    x: float | None = Field(default=None, ge=0, description=_KEYS_X)
+    y: float | None = Field(default=None, ge=0, description=_KEYS_Y)
+
+    @model_validator(mode="after")
+    def _where(self) -> _KeysArgs:
+        _at_most_one_target(self.element_id, self.x, self.y)
+        return self
+
+    @property
+    def point(self) -> tuple[float, float] | None:
+        return (self.x, self.y) if self.x is not None and self.y is not None else None
+
+
+class TypeTextArgs(_KeysArgs):
     text: str = Field(min_length=1, max_length=100_000)
-    element_id: int | None = Field(default=None, ge=1)
     submit: bool = False
 
 
-class PasteArgs(_StateArgs):
+class PasteArgs(_KeysArgs):
     text: str = Field(min_length=1, max_length=1_000_000)
-    element_id: int | None = Field(default=None, ge=1)
     submit: bool = False
 
 
-class PressKeyArgs(_StateArgs):
+class PressKeyArgs(_KeysArgs):
     keys: list[str] = Field(
         min_length=1,
         max_length=64,
@@ -266,6 +288,13 @@ def _one_target(element_id: int | None, x: float | None, y: float | None) -> Non
         return
     if x is None or y is None:
         raise ValueError("give element_id, or both x and y")
+
+
+def _at_most_one_target(element_id: int | None, x: float | None, y: float | None) -> None:
+    if (x is None) != (y is None):
+        raise ValueError("give both x and y, or neither")
+    if element_id is not None and x is not None:
+        raise ValueError("give element_id or x and y, not both")
 
 
 def validate_args(tool: str, model: type[ToolArgs], raw: Any) -> Any:

@@ -133,9 +133,10 @@ _SPECS = [
         ta.TypeTextArgs,
         action_tools.act,
         "Type text into an element that takes text (a text field, an editable document, a "
-        "terminal; refused otherwise). With element_id the element is focused first, "
-        "without it the text goes to the focused element; submit=true presses Enter after."
-        + _STATE_HINT,
+        "terminal; refused otherwise). With element_id the element is focused first, with x, "
+        "y (pixels of the last image) that point is clicked first; without either the text "
+        "goes to the focused element (refused where the state cannot show one: a partial, "
+        "visual or missing tree). submit=true presses Enter after." + _STATE_HINT,
         "act",
     ),
     ToolSpec(
@@ -144,8 +145,8 @@ _SPECS = [
         ta.PasteArgs,
         action_tools.act,
         "Paste text through the clipboard (fast for long text) into an element that takes "
-        "text (refused otherwise). With element_id the element is focused first; "
-        "submit=true presses Enter after." + _STATE_HINT,
+        "text (refused otherwise). With element_id the element is focused first, with x, y "
+        "that point is clicked first; submit=true presses Enter after." + _STATE_HINT,
         "act",
     ),
     ToolSpec(
@@ -171,7 +172,10 @@ _SPECS = [
         "action",
         ta.PressKeyArgs,
         action_tools.act,
-        'Press key chords in order, e.g. ["ctrl+s"] or ["Tab", "Return"].' + _STATE_HINT,
+        'Press key chords in order, e.g. ["ctrl+s"] or ["Tab", "Return"]. They go to the '
+        "focused element; element_id focuses that element first, x, y (pixels of the last "
+        "image) clicks that point first. Where the state cannot show the focus (a partial, "
+        "visual or missing tree) one of them is needed." + _STATE_HINT,
         "act",
     ),
     ToolSpec(

@@ -190,6 +190,10 @@ class AtspiClient:
         ``FieldText``); raises AtspiCallError when it has no Text or is gone."""
         return await self._reads.field_text(element, probe)
 
+    async def value_now(self, element: ElementRef) -> str | float | None:
+        """The element's text, else its number, read now (see ``ElementReads.value_now``)."""
+        return await self._reads.value_now(element)
+
     async def action_names(self, element: ElementRef) -> tuple[str, ...]:
         """All action names of the element, read now (blank names resolved one by one)."""
         return await self._reads.action_names(element)

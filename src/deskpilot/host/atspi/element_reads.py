@@ -19,6 +19,7 @@ from deskpilot.host.atspi.bus import (
     I_HYPERLINK,
     I_PROPERTIES,
     I_TEXT,
+    I_VALUE,
     AtspiCallError,
     Conn,
 )
@@ -98,6 +99,33 @@ class ElementReads:
             start = max(0, caret - probe)
             before = str((await conn.call(b, p, I_TEXT, "GetText", "ii", (start, caret)))[0])
         return FieldText(count, caret, None, before, focused, selection)
+
+    async def value_now(self, element: ElementRef) -> str | float | None:
+        """What the element holds now, as set_value sets it: its number (``Value``: a spin
+        button, a slider), else its whole text (``Text``); None when it has neither or does
+        not answer. Read to check an action's effect, never logged."""
+        conn = await self._connections.conn_for(element.bus_name)
+        ifaces = await interfaces(conn, element)
+        try:
+            if "Value" in ifaces:
+                body = await conn.call(
+                    element.bus_name,
+                    element.path,
+                    I_PROPERTIES,
+                    "Get",
+                    "ss",
+                    (I_VALUE, "CurrentValue"),
+                )
+                value = body[0].value if hasattr(body[0], "value") else body[0]
+                return float(value)
+            if "Text" in ifaces:
+                body = await conn.call(
+                    element.bus_name, element.path, I_TEXT, "GetText", "ii", (0, -1)
+                )
+                return str(body[0])
+        except AtspiCallError:
+            return None
+        return None
 
     async def extents(self, element: ElementRef) -> Rect | None:
         """The element's current screen extents (None when it has no Component)."""

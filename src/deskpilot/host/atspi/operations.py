@@ -94,8 +94,10 @@ class Operations:
         kind = op.kind
         if kind in (OpKind.INVOKE, OpKind.SECONDARY):
             return await self._invoke(conn, el, op, ifaces)
+        # a number goes to the Value interface where there is one; a text field without it
+        # (an entry) takes "42" as text, as it takes any other value
         if kind in (OpKind.SET_TEXT, OpKind.INSERT_TEXT) or (
-            kind == OpKind.SET_VALUE and not _numeric(op.value)
+            kind == OpKind.SET_VALUE and (not _numeric(op.value) or "Value" not in ifaces)
         ):
             return await self._write_text(conn, el, op, ifaces)
         if kind == OpKind.SET_VALUE:

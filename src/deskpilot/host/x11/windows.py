@@ -42,6 +42,7 @@ class XWindow:
     desktop_id: str | None = None
     app_name: str | None = None  # filled from the accessibility side when matched
     transient_for: int | None = None  # WM_TRANSIENT_FOR: the window this is a dialog of
+    modal: bool = False  # _NET_WM_STATE_MODAL: the window it is a dialog of takes no input
 
     @property
     def window_id(self) -> str:
@@ -73,6 +74,7 @@ class XWindow:
             focused=self.focused,
             app=self.identity(),
             transient_for=format_xid(self.transient_for) if self.transient_for else None,
+            modal=True if self.modal else None,
         )
 
     def matches_app(self, needle: str) -> bool:
@@ -83,6 +85,26 @@ class XWindow:
         if self.desktop_id and self.desktop_id.endswith(".desktop"):
             names.append(self.desktop_id.removesuffix(".desktop"))
         return any(x is not None and x.lower() == n for x in names)
+
+
+def keys_go_to(focused: int | None, windows: list[XWindow]) -> int | None:
+    """The window a person's keys go to, given the window with the X input focus
+    (``focused``) and the listing (topmost first): that window, or, while a modal dialog of
+    it is shown, that dialog (the topmost one, and its own modal dialog in turn). A modal
+    dialog blocks the window under it in its toolkit (GTK hands the keys to the dialog, Qt
+    drops them), and without a window manager nothing moves the X focus to a new dialog:
+    the X focus alone would call the blocked window focused."""
+    seen: set[int] = set()
+    while focused is not None and focused not in seen:
+        seen.add(focused)
+        dialog = next(
+            (w.xid for w in windows if w.modal and w.visible and w.transient_for == focused),
+            None,
+        )
+        if dialog is None:
+            break
+        focused = dialog
+    return focused
 
 
 def format_xid(xid: int) -> str:
@@ -279,6 +301,7 @@ class WindowLister:
             wm_class_parts=ident.wm_class_parts,
             desktop_id=ident.desktop_id,
             transient_for=parent[0] if parent and parent[0] not in (0, xid) else None,
+            modal=self.conn.atom("_NET_WM_STATE_MODAL") in net_state,
         )
 
     def _identity(self, win: Any, xid: int) -> _Identity:
@@ -319,7 +342,7 @@ class WindowLister:
         for gone in set(self._identities) - set(ids):
             del self._identities[gone]
         windows = [w for w in (self.describe(xid) for xid in reversed(ids)) if w is not None]
-        focused = self.focused_xid(ewmh, [w.xid for w in windows])
+        focused = keys_go_to(self.focused_xid(ewmh, [w.xid for w in windows]), windows)
         for w in windows:
             w.focused = w.xid == focused
         return windows, ewmh

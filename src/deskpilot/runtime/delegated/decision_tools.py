@@ -23,8 +23,9 @@ ACTIONS: dict[str, tuple[type[ta.ToolArgs], str]] = {
     ),
     "type_text": (
         ta.TypeTextArgs,
-        "Type text into an element that takes text (element_id focuses it first; without it "
-        "the focused element); submit=true presses Enter after.",
+        "Type text into an element that takes text (element_id focuses it first, x, y "
+        "clicks that point first; without either the focused element); submit=true presses "
+        "Enter after.",
     ),
     "paste": (ta.PasteArgs, "Paste text through the clipboard into an element that takes text."),
     "set_value": (ta.SetValueArgs, "Set an element's value (text field, slider, spin box)."),
@@ -32,7 +33,11 @@ ACTIONS: dict[str, tuple[type[ta.ToolArgs], str]] = {
         ta.InvokeElementArgs,
         "Run an element's accessibility action (default: its primary one).",
     ),
-    "press_key": (ta.PressKeyArgs, 'Press key chords in order, e.g. ["ctrl+s"] or ["Tab"].'),
+    "press_key": (
+        ta.PressKeyArgs,
+        'Press key chords in order, e.g. ["ctrl+s"] or ["Tab"] (element_id or x, y: focus or '
+        "click there first).",
+    ),
     "scroll": (ta.ScrollArgs, "Scroll an element or at a point: direction and amount."),
     "drag": (ta.DragArgs, "Drag from one point {x, y} to another, in pixels of the image."),
     "select_text": (ta.SelectTextArgs, "Select characters start..end in a text element."),

@@ -29,7 +29,6 @@ from deskpilot.protocol.errors import DeskpilotError
 from deskpilot.protocol.session import SessionState
 from deskpilot.provider import ExecutionLedger, Provider, ToolCall
 from deskpilot.provider.protocol import neutralise
-from deskpilot.runtime.apps import app_windows, dialogs_of
 from deskpilot.runtime.call import Call, ToolOutcome
 from deskpilot.runtime.context import ToolContext
 from deskpilot.runtime.delegated import decision_tools as dt
@@ -43,6 +42,7 @@ from deskpilot.runtime.refusals import safe_error
 from deskpilot.runtime.targets import list_windows
 from deskpilot.runtime.task_registry import DelegatedTask
 from deskpilot.runtime.tool_args import AppArgs
+from deskpilot.runtime.window_lists import app_windows, dialogs_of
 
 #: verification failures after which the task fails instead of trying again
 MAX_VERIFICATION_FAILURES = 3
