@@ -78,7 +78,7 @@ def test_secure_fields_are_checked_by_their_length_only() -> None:
     c = check("insert", "pass", before, secure=True)
     assert c.verdict(FieldText(8, 8, None)).confirmed
     short = c.verdict(FieldText(6, 6, None))
-    assert not short.confirmed and "6 characters where 8" in (short.note or "")
+    assert not short.confirmed and "6" not in (short.note or "") and "8" not in (short.note or "")
     assert check("replace", "pw", before, secure=True).verdict(FieldText(2, 2, None)).confirmed
 
 

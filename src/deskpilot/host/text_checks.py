@@ -48,6 +48,12 @@ class Verdict:
 
 
 UNCHANGED = "the field's text did not change: the text is not in it"
+#: a value read back that is not the value set (host/effect_checks.py says it of any value)
+NOT_REPLACED = (
+    "the value read back afterwards is not the value asked for: the field may have kept or "
+    "added to its old text, cut the value short, or refused or changed it; the new state "
+    "shows what it holds"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,14 +93,10 @@ class TextCheck:
             if after.before_caret.endswith(text):
                 return Verdict(True)
             return Verdict(False, _NOT_AS_TYPED)
-        # a secure field: only its length can be compared
+        # a secure field: only its length can be compared (and is never told)
         if after.count == before.count + len(text):
             return Verdict(True)
-        return Verdict(
-            False,
-            f"the secure field has {after.count} characters where {before.count + len(text)} "
-            "were expected after typing",
-        )
+        return Verdict(False, "the secure field's length is not what the typed text gives it")
 
     def _replaced(self, after: FieldText) -> Verdict:
         value = self.text
@@ -113,11 +115,7 @@ class TextCheck:
                 "the value was added to the text that was there instead of replacing it",
                 True,
             )
-        return Verdict(
-            False,
-            f"the field's text is not the value: it has {after.count} characters, the value "
-            f"{len(value)}",
-        )
+        return Verdict(False, NOT_REPLACED)
 
 
 _ELSEWHERE = (

@@ -165,25 +165,33 @@ class TextEntry:
         method: Literal["semantic", "synthetic"] = "semantic" if how == "semantic" else "synthetic"
         if element.role not in TEXT_FIELD_ROLES or "focused" in element.states:
             return Outcome(method, detail)
+        # keys sent before the field has the focus go to the one that had it (Firefox moves
+        # the focus a moment after GrabFocus answers): wait until it says it has it
+        if not await self._until_focused(element):
+            detail = f"{detail}; the field did not say it has the focus"
         end = await self.p.character_count(element)
         if end is None or end == 0:
             return Outcome(method, detail)
-        return Outcome(method, f"{detail}; {await self._caret_to_end(element)}")
-
-    async def _caret_to_end(self, element: ElementRef) -> str:
-        """The caret put at the end once the field says it has the focus, by the key a
-        person presses (ctrl+End). Keys are taken in the order they are sent, so the text
-        typed next lands after it; a semantic caret move raced the app's own placing of the
-        caret (Firefox moves the focus a moment after GrabFocus answers and puts its caret
-        at the start then: text typed went before the old text)."""
-        acc = self.p.accessibility
-        deadline = time.monotonic() + FOCUS_WAIT_S
-        now = await acc.field_text(element) if acc else None
-        while now is not None and not now.focused and time.monotonic() < deadline:
-            await asyncio.sleep(POLL_S)
-            now = await acc.field_text(element) if acc else None
+        # the caret to the end by the key a person presses: keys are taken in the order they
+        # are sent, so the text typed next lands after it (a semantic caret move raced
+        # Firefox, which puts its caret at the start as the focus arrives)
         await asyncio.to_thread(self.p.input().press_chord, parse_chord("ctrl+End"))
-        return "caret at the end (ctrl+End)"
+        return Outcome(method, f"{detail}; caret at the end (ctrl+End)")
+
+    async def _until_focused(self, element: ElementRef) -> bool:
+        """Whether the field says it has the keyboard focus, read until it does (up to
+        ``FOCUS_WAIT_S``); True when it cannot be read (nothing to say against it)."""
+        acc = self.p.accessibility
+        if acc is None:
+            return True
+        deadline = time.monotonic() + FOCUS_WAIT_S
+        while True:
+            now = await acc.field_text(element)
+            if now is None or now.focused:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(POLL_S)
 
     def _semantic_ok(self, element: ElementRef) -> bool:
         """Whether EditableText is worth a try: the element has it, and its app was not
