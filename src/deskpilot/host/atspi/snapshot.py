@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from deskpilot.host.atspi import collect, collector
+from deskpilot.host.atspi import collect, collector, on_screen
 from deskpilot.host.atspi.apps import Applications
 from deskpilot.host.atspi.bus import I_DOCUMENT, ROOT_PATH, AtspiCallError, Conn
 from deskpilot.host.atspi.collect import RawNode
@@ -297,7 +297,7 @@ class Snapshots:
         if before_render is not None:
             before_render()
         t1 = time.perf_counter()
-        gtk4 = bool(info and info.toolkit == "GTK" and (info.toolkit_version or "").startswith("4"))
+        gtk4 = _gtk4(info)
         out = render(
             nodes,
             RenderOptions(
@@ -368,7 +368,7 @@ class Snapshots:
             details_cut = True  # some actions and values are missing
         timings["detail"] = _ms_since(t1)
         t2 = time.perf_counter()
-        gtk4 = bool(info and info.toolkit == "GTK" and (info.toolkit_version or "").startswith("4"))
+        gtk4 = _gtk4(info)
         opts = RenderOptions(
             max_elements=max_elements,
             text_budget=text_budget,
@@ -486,9 +486,12 @@ async def _read_details(
 async def _enrich(
     conn: Conn, nodes: list[RawNode], todo: list[int], info: AppInfo | None, keep: FreshRead | None
 ) -> None:
+    """The details of ``todo``, and the extents of the nodes not yet known to be on screen
+    or not (on_screen.py: every container of a GTK 4 app that sets SHOWING on nothing)."""
     blank_names = info is not None and info.chromium
     names = [nodes[i].name for i in todo] if keep is not None else []
-    await collect.enrich(conn, nodes, todo, blank_names)
+    boxes = on_screen.box_nodes(nodes, containers=_gtk4(info) and on_screen.no_showing(nodes))
+    await collect.enrich(conn, nodes, todo, blank_names, boxes)
     if keep is not None:
         keep.derived = any(nodes[i].name != name for i, name in zip(todo, names, strict=True))
 
@@ -621,6 +624,11 @@ async def _document_url(conn: Conn, nodes: list[RawNode], shown: list[int]) -> s
 
 
 # ---------------------------------------------------------------------------- helpers
+
+
+def _gtk4(info: AppInfo | None) -> bool:
+    """GTK 4: it names unlabelled widgets after their class, and 4.8 sets SHOWING on nothing."""
+    return bool(info and info.toolkit == "GTK" and (info.toolkit_version or "").startswith("4"))
 
 
 def _read_limit(max_elements: int) -> int:
