@@ -3,7 +3,7 @@ not show (docs/host-tree.md, "Documents and text"; the reads are :mod:`.doc_text
 
 * ``[caret N]`` — the caret is before character N of the element's text (0-based, the
   offsets ``select_text`` takes);
-* ``[selected S-E: "…"]`` — characters S to E (end excluded) are selected, and the first
+* ``[selection S-E: "…"]`` — characters S to E (end excluded) are selected, and the first
   ``doc_text.SELECTED_MAX`` of them;
 * ``[more above: N characters]`` / ``[more below: N characters]`` — a text view shows part of
   its text (at most ``doc_text.VIEW_MAX`` characters, around the caret) and N characters
@@ -38,7 +38,7 @@ def text_words(n: RawNode, quote: str) -> list[str]:
         out.append(f"caret {t.caret}")
     if t.selection is not None:
         s, e = t.selection
-        said = f'selected {s}-{e}: "{quote}"' if t.selected is not None else f"selected {s}-{e}"
+        said = f'selection {s}-{e}: "{quote}"' if t.selected is not None else f"selection {s}-{e}"
         out.append(said)
     if t.before > 0:
         out.append(f"more above: {t.before:,} characters")
