@@ -140,6 +140,8 @@ class ActionDispatcher:
         aimed = asyncio.ensure_future(self._aimed_at(request, target))
         try:
             outcome, settling = await self._act(request, target)
+            if isinstance(request.action, SelectTextAction) and target.element is not None:
+                outcome.selected = await self._keyboard.selected(target.element)
             post = await self._post.complete(request, target, settling)
             body, png = post if post is not None else (None, None)
             windows = await self._post.windows(body)
@@ -160,6 +162,7 @@ class ActionDispatcher:
             windows=windows,
             item_click=outcome.item_click,
             target_bounds=target_bounds,
+            selected=outcome.selected,
         )
         return result, png
 

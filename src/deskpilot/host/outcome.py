@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from deskpilot.protocol.wire import SelectedText
+
 
 @dataclass(slots=True)
 class Outcome:
@@ -17,3 +19,6 @@ class Outcome:
     answered_at: float | None = None
     #: a click on a list/table/tree item: "select" (a single click) or "activate" (count 2)
     item_click: Literal["select", "activate"] | None = None
+    #: select_text: the selection read back from the element once settled (its text is
+    #: never logged)
+    selected: SelectedText | None = None

@@ -179,6 +179,10 @@ class AtspiClient:
         """The element's current screen extents (None when it has no Component)."""
         return await self._reads.extents(element)
 
+    async def selection(self, element: ElementRef) -> tuple[int, int, str] | None:
+        """The element's selected range and (bounded) text now; None: nothing selected."""
+        return await self._reads.selection(element)
+
     async def action_names(self, element: ElementRef) -> tuple[str, ...]:
         """All action names of the element, read now (blank names resolved one by one)."""
         return await self._reads.action_names(element)
