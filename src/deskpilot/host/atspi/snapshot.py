@@ -335,6 +335,7 @@ class Snapshots:
             node_count=len(nodes),
             timings_ms=timings,
             unread_subtrees=out.unread,
+            title=clean_name(nodes[0], gtk4),
         )
 
     async def _fresh(
@@ -407,6 +408,7 @@ class Snapshots:
             partial="deadline" if cut or details_cut else None,
             unread_subtrees=out.unread,
             details_unread=details_cut,
+            title=clean_name(nodes[0], gtk4) if nodes else "",
         )
 
     async def _read_by(
