@@ -24,9 +24,10 @@ What is read (docs/host-tree.md, "Documents and text"):
   field keeps its first ``VALUE_MAX_CHARS`` characters, as before;
 * **the caret** of the focused text node (``CaretOffset``: an unfocused field's caret is
   wherever it was last left, GTK 4 reports 0 for every label);
-* **the selection** (the first range, ``Text.GetSelection(0)``) of the focused text node and
-  of every paragraph read (Writer selects across paragraphs; each paragraph holds its part),
-  with at most ``SELECTED_MAX`` characters of its text.
+* **the selection** (the first range, ``Text.GetSelection(0)``) of the focused text node, of
+  every text view and of every paragraph read (Writer selects across paragraphs; each
+  paragraph holds its part; a text view keeps its selection, greyed, when it loses the
+  focus), with at most ``SELECTED_MAX`` characters of its text.
 
 Never for a password field (its text is not even counted).
 """
@@ -127,7 +128,7 @@ class TextReads:
         if focused:
             calls.append((n.bus, n.path, I_PROPERTIES, "Get", "ss", (I_TEXT, "CaretOffset")))
             slots.append((i, "caret"))
-        if focused or kind == "value":
+        if focused or kind in ("value", "view"):
             # GTK 4 answers InvalidArgs when there is none, LibreOffice (-1, -1), GTK 3 (0, 0)
             calls.append((n.bus, n.path, I_TEXT, "GetSelection", "i", (0,)))
             slots.append((i, "selection"))

@@ -57,14 +57,14 @@ def above_line(n: RawNode) -> str | None:
 
 def below_line(n: RawNode, cut: int) -> str | None:
     """The line after a document's children: more of it below the screen, or ``cut``
-    paragraphs left out by the document's text bound."""
+    paragraphs the document's text bound cut or left out."""
     t = n.text
     off_screen = t is not None and t.after == -1
     if cut:
-        more = " and more below the screen" if off_screen else ""
+        more = "; more of the document lies below the screen" if off_screen else ""
         kids = "paragraph" if cut == 1 else "paragraphs"
         return (
-            f"- … {cut:,} more {kids} not shown (the outline shows "
+            f"- … {cut:,} {kids} not shown in full (the outline shows "
             f"{DOCUMENT_TEXT_MAX:,} characters of a document){more}"
         )
     if off_screen:
@@ -77,7 +77,7 @@ class DocumentBounds:
 
     def __init__(self) -> None:
         self._used: dict[int, int] = {}
-        self.cut: dict[int, int] = {}  # document → paragraphs left out or cut
+        self.cut: dict[int, int] = {}  # document → paragraphs cut or left out
 
     def take(self, doc: int, value: str, keep: bool) -> str | None:
         """The part of a paragraph's ``value`` that is shown under the bound of document
