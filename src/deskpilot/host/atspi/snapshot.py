@@ -208,7 +208,14 @@ class Snapshots:
         """The cache's plan, made a full read when the focus moved to a node not kept; a
         patch of the nodes whose focus changed otherwise. (A Chromium hit or patch also
         needs its shape checked: the caller does, see ``_snapshot``.)"""
-        plan = await cache.plan(entry, root.bus_name, conn, shape_checked=chromium)
+        info = await self._apps.info(root.bus_name, ROOT_PATH)
+        plan = await cache.plan(
+            entry,
+            root.bus_name,
+            conn,
+            shape_checked=chromium,
+            patches=not _gtk4(info),  # GTK 4 adds nodes without events: tree_cache.py
+        )
         if plan.kind not in ("hit", "patched") or entry.snapshot is None:
             return plan
         # with Collection, focused nodes not kept are found too (Chromium's tree is read from
