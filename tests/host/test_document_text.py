@@ -293,3 +293,29 @@ def doc_text_roles() -> tuple[str, ...]:
     from deskpilot.host.atspi.vocab import ATSPI_ROLE_NAMES
 
     return ATSPI_ROLE_NAMES
+
+
+# ---------------------------------------------------------------------------- field places
+
+
+def test_an_unnamed_field_takes_the_name_of_the_placeholder_it_sits_on() -> None:
+    """LibreOffice's Formatting toolbar keeps a named, empty item where its GTK combo box
+    sits (the combo box is a child of the window, with no name or label)."""
+    from deskpilot.host.atspi import field_places
+
+    t = Tree()
+    w = t.add(-1, "frame", "W")
+    bar = t.add(w, "tool bar", "Formatting")
+    font = t.add(bar, "panel", "Font Name")
+    t.add(font, "filler")
+    deck = t.add(w, "panel", "Properties")  # a whole deck: the field lies in it, no more
+    field = t.add(w, "text", value="Liberation Serif")
+    side = t.add(w, "text", value="12 pt")
+    assert field_places.placeholders(t.nodes) == [font, deck]
+    t.nodes[font].extents = (267, 67, 206, 34)
+    t.nodes[deck].extents = (800, 100, 400, 600)
+    t.nodes[field].extents = (271, 69, 168, 30)
+    t.nodes[side].extents = (900, 300, 100, 30)
+    field_places.name_by_place(t.nodes, [field, side], [font, deck])
+    assert t.nodes[field].name == "Font Name"
+    assert t.nodes[side].name == ""

@@ -77,6 +77,9 @@ async def test_writer_shows_its_paragraphs_caret_and_status(writer: Path) -> Non
     # the status bar's labels hold their text in the Text interface only
     assert re.search(r'^\s*- statusBar \[\d+\]\n\s*- label "Page 1 of 1"', tree, re.M), tree
     assert re.search(r'- label "\d+ words, \d+ characters"', tree), tree
+    # the Formatting toolbar's GTK combo boxes are named by the toolbar items they sit on
+    for name in ("Paragraph Style", "Font Name", "Font Size"):
+        assert re.search(rf'- textField "{name}" = "[^"]+"', tree), tree
     # checkable toolbar buttons say whether they are checked
     assert re.search(r'- toggleButton "Bold" \[unchecked\]', tree), tree
     assert re.search(r'- toggleButton "Left" \[checked\]', tree), tree

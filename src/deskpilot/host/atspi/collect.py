@@ -36,7 +36,7 @@ import re
 from collections.abc import Awaitable, Iterable
 from typing import Any, Final, TypeVar
 
-from deskpilot.host.atspi import closed_menus, on_screen
+from deskpilot.host.atspi import closed_menus, field_places, on_screen
 from deskpilot.host.atspi.bus import (
     CACHE_PATH,
     I_ACCESSIBLE,
@@ -626,7 +626,11 @@ async def enrich(
                 calls.append((n.bus, n.path, I_PROPERTIES, "Get", "ss", (I_VALUE, "MinimumValue")))
                 slots.append((i, "minimum"))
     nearby = _label_candidates(nodes, unnamed)
-    for k in sorted({j for f, labels in nearby.items() for j in (f, *labels)}):
+    holders = field_places.placeholders(nodes) if unnamed else []
+    placed = {j for f, labels in nearby.items() for j in (f, *labels)}
+    if holders:
+        placed.update(holders, unnamed)
+    for k in sorted(placed):
         calls.append((nodes[k].bus, nodes[k].path, I_COMPONENT, "GetExtents", "u", (0,)))
         slots.append((k, "extents"))
     boxes = boxes or []
@@ -681,6 +685,8 @@ async def enrich(
     }
     _values(nodes, numbers, minimums)
     _labels(nodes, unnamed, combos, labelled_by, nearby, where, outside_names, positions)
+    if holders:
+        field_places.name_by_place(nodes, unnamed, holders)
 
 
 def _position(attributes: object) -> tuple[int, int] | None:
