@@ -307,8 +307,11 @@ def test_an_unnamed_field_takes_the_name_of_the_placeholder_it_sits_on() -> None
     w = t.add(-1, "frame", "W")
     bar = t.add(w, "tool bar", "Formatting")
     font = t.add(bar, "panel", "Font Name")
-    t.add(font, "filler")
+    hole = t.add(font, "filler")
+    t.nodes[hole].child_count = 1  # the combo box the tree does not reach: it is elsewhere
     deck = t.add(w, "panel", "Properties")  # a whole deck: the field lies in it, no more
+    t.nodes[t.add(deck, "filler")].child_count = 1
+    t.add(w, "panel", "Empty")  # named, but no widget missing in it: no place of anything
     field = t.add(w, "text", value="Liberation Serif")
     side = t.add(w, "text", value="12 pt")
     assert field_places.placeholders(t.nodes) == [font, deck]

@@ -7,21 +7,23 @@ Style", "Font Name", "Font Size") that shows nothing itself. So the outline read
 ``textField = "Liberation Serif"`` with nothing to say what it was. A field with no name, no
 LABELLED_BY label and no label beside it (collect.py ``_labels``) takes the name of the
 smallest such placeholder its centre lies in (across; down, within a row's height: VCL
-leaves the GTK menu bar out of its items' y, so the two can be 25 px apart): a named node
-of a generic container role with nothing named below it, at most three times the field's
-area (a panel the field merely lies in, such as the sidebar's deck, names nothing). The
-sidebar's own fields have no such place and no label: they stay unnamed, their values
-("Liberation Serif", "12 pt") say what they hold.
+leaves the GTK menu bar out of its items' y, so the two can be 25 px apart): a named
+container with nothing named below it and a child the tree does not reach in it (the
+widget is drawn elsewhere), at most three times the field's area (a panel the field merely
+lies in, such as the sidebar's deck, names nothing). The sidebar's own fields have no such
+place and no label: they stay unnamed, their values ("Liberation Serif", "12 pt") say what
+they hold.
 
 Cost: the extents of the placeholders and of the fields still unnamed, in the batch that
-reads the labels' extents — only in a window that has both (LibreOffice: six calls).
+reads the labels' extents — only in a window that has both (LibreOffice: eight calls; none
+in a GTK 4 app, whose cache leaves no child unreached).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from deskpilot.host.atspi.vocab import GENERIC_CONTAINER_ROLES, State, bit
+from deskpilot.host.atspi.vocab import GENERIC_CONTAINER_ROLES, TEXT_LEAF_ROLES, State, bit
 
 if TYPE_CHECKING:
     from deskpilot.host.atspi.collect import RawNode
@@ -33,22 +35,33 @@ MAX_PLACEHOLDERS: Final = 32
 MAX_AREA_RATIO: Final = 3
 
 _B_VISIBLE_ANY: Final = bit(State.VISIBLE) | bit(State.SHOWING)
+#: containers that can stand for a widget (labels and paragraphs are text, not places)
+_HOLDER_ROLES: Final = GENERIC_CONTAINER_ROLES - TEXT_LEAF_ROLES
 
 
 def placeholders(nodes: list[RawNode]) -> list[int]:
-    """Named generic containers, visible, with nothing named below them."""
+    """Named containers, visible, with nothing named below them and a child the tree does
+    not reach in them: the widget drawn elsewhere (a node counting more children than it
+    gives)."""
     named_below = [False] * len(nodes)
+    hole_below = [False] * len(nodes)
     for i in range(len(nodes) - 1, 0, -1):
         n = nodes[i]
-        if (n.name.strip() or named_below[i]) and n.parent >= 0:
-            named_below[n.parent] = True
+        if 0 <= len(n.children) < n.child_count:
+            hole_below[i] = True
+        if n.parent >= 0:
+            if n.name.strip() or named_below[i]:
+                named_below[n.parent] = True
+            if hole_below[i]:
+                hole_below[n.parent] = True
     out = [
         i
         for i, n in enumerate(nodes)
         if i
-        and n.role in GENERIC_CONTAINER_ROLES
+        and n.role in _HOLDER_ROLES
         and n.name.strip()
         and not named_below[i]
+        and hole_below[i]
         and n.states & _B_VISIBLE_ANY
     ]
     return out[:MAX_PLACEHOLDERS]

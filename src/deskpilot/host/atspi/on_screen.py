@@ -25,14 +25,17 @@ patched tree and a full read agree.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Final
 
 from deskpilot.host.atspi.bus import I_COMPONENT, AtspiCallError, Call
 from deskpilot.host.atspi.doc_text import TextState
 from deskpilot.host.atspi.vocab import (
     DOCUMENT_ROLES,
+    GENERIC_CONTAINER_ROLES,
     ROLE_NUMBER,
     TEXT_CONTENT_ROLES,
+    TEXT_LEAF_ROLES,
     State,
     bit,
 )
@@ -45,6 +48,10 @@ if TYPE_CHECKING:
 MAX_BOXES: Final = 400
 
 _R_MENU_BAR: Final = ROLE_NUMBER["menu bar"]
+#: the containers whose extents a GTK 4 read asks for (text roles are leaves here)
+_BOX_ROLES: Final = GENERIC_CONTAINER_ROLES - TEXT_LEAF_ROLES
+#: GTK 4.8's names for unlabelled widgets ("GtkBox", "AdwGizmo", "EditorInfoBar")
+_TYPE_NAME: Final = re.compile(r"^(?:[A-Z][a-z0-9]+){2,}$")
 _R_HEADING: Final = ROLE_NUMBER["heading"]
 _B_SHOWING: Final = bit(State.SHOWING)
 _B_VISIBLE_ANY: Final = bit(State.VISIBLE) | bit(State.SHOWING)
@@ -69,11 +76,25 @@ def box_nodes(nodes: list[RawNode], containers: bool) -> list[int]:
             continue
         if i == 0 or n.empty is not None or not n.children:
             continue
-        if n.role == _R_MENU_BAR or (containers and len(out) < MAX_BOXES):
+        boxed = containers and len(out) < MAX_BOXES and _holds_shown(nodes, i)
+        if n.role == _R_MENU_BAR or boxed:
             out.append(i)
         elif scrolled_document(nodes, i):
             out.extend((i, n.children[0], n.children[-1]))
     return out
+
+
+def _holds_shown(nodes: list[RawNode], i: int) -> bool:
+    """A container whose having no area could hide something the outline shows: one with a
+    name of its own (GTK 4's class names are none), or with a child that is not a container
+    (a button, a label, a field). A container holding only containers is left to them: GTK
+    gives a hidden container's children no area either."""
+    n = nodes[i]
+    if n.role not in _BOX_ROLES:
+        return False
+    if n.name.strip() and not _TYPE_NAME.match(n.name.strip()):
+        return True
+    return any(nodes[c].role not in _BOX_ROLES for c in n.children)
 
 
 def scrolled_document(nodes: list[RawNode], i: int) -> bool:
