@@ -88,7 +88,7 @@ def test_box_nodes_are_containers_of_gtk4_and_menu_bars_of_any_app() -> None:
     assert on_screen.box_nodes(t.nodes, containers=True) == [menubar]
 
 
-def test_a_menu_bar_with_no_height_is_not_shown() -> None:
+def test_menu_and_tool_bars_with_no_area_are_not_shown() -> None:
     """LibreOffice's GTK 3 plugin exports its menu bar twice: GTK's, and VCL's at height 0."""
     t = Tree()
     w = t.add(-1, "frame", "report.odt - LibreOffice Writer")
@@ -96,10 +96,17 @@ def test_a_menu_bar_with_no_height_is_not_shown() -> None:
     t.add(real, "menu", "File", states=VISIBLE | SHOWING)
     phantom = t.add(w, "menu bar", states=VISIBLE | SHOWING)
     t.add(phantom, "menu", "File", states=VISIBLE | SHOWING)
+    # Firefox's hidden menu bar: in a SHOWING tool bar whose extents are -1×-1
+    holder = t.add(w, "tool bar", "Menu Bar", states=VISIBLE | SHOWING)
+    hidden = t.add(holder, "menu bar", "Application", states=VISIBLE)
+    t.add(hidden, "menu", "History", states=VISIBLE)
     which = on_screen.box_nodes(t.nodes, containers=False)
-    replies = [[(57, 50, 1141, 25)], [(57, 50, 1165, 0)]]
+    assert which == [real, phantom, holder, hidden]
+    replies = [[(57, 50, 1141, 25)], [(57, 50, 1165, 0)], [(-1, -1, -1, -1)], [(0, 0, 358, 24)]]
     on_screen.apply_boxes(t.nodes, which, replies)
-    assert render(t.nodes).text.count('menu "File"') == 1
+    text = render(t.nodes).text
+    assert text.count('menu "File"') == 1
+    assert "Menu Bar" not in text and "History" not in text
 
 
 def test_gtk4_is_known_by_showing_on_nothing() -> None:

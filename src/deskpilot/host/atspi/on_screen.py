@@ -10,9 +10,10 @@ the first batch of the details step (``collect.enrich``), at no extra round trip
   a Document" page in a stack at 0×0. In a GTK 4 app that sets SHOWING on no node below its
   window, every container's extents are read; one with no area (zero width or height) is not
   shown, nor anything in it. (A GTK that sets SHOWING is trusted as the others are.)
-* **Menu bars**, in any app: LibreOffice with its GTK 3 plugin exports its own menu bar twice,
-  the GTK one on screen and VCL's at height 0, both SHOWING — the outline listed every menu
-  twice.
+* **Menu bars and tool bars**, in any app: LibreOffice with its GTK 3 plugin exports its own
+  menu bar twice, the GTK one on screen and VCL's at height 0, both SHOWING — the outline
+  listed every menu twice; Firefox's hidden menu bar sits in a SHOWING tool bar whose
+  extents are -1×-1.
 * **Documents whose children are only the paragraphs on screen** (Writer: a MANAGES_DESCENDANTS
   document of paragraphs): the first paragraph reaching the document's top edge means more of
   the document lies above, the last reaching its bottom edge more below — said by the outline
@@ -47,7 +48,8 @@ if TYPE_CHECKING:
 #: has ~40, gnome-text-editor ~70)
 MAX_BOXES: Final = 400
 
-_R_MENU_BAR: Final = ROLE_NUMBER["menu bar"]
+#: menu bars and tool bars: read in every app (a hidden one can still say SHOWING)
+_BARS: Final = frozenset({ROLE_NUMBER["menu bar"], ROLE_NUMBER["tool bar"]})
 #: the containers whose extents a GTK 4 read asks for (text roles are leaves here)
 _BOX_ROLES: Final = GENERIC_CONTAINER_ROLES - TEXT_LEAF_ROLES
 #: GTK 4.8's names for unlabelled widgets ("GtkBox", "AdwGizmo", "EditorInfoBar")
@@ -64,9 +66,10 @@ def no_showing(nodes: list[RawNode]) -> bool:
 
 
 def box_nodes(nodes: list[RawNode], containers: bool) -> list[int]:
-    """The nodes whose extents the outline needs and does not have yet: menu bars, scrolled
-    documents and their first and last child, and (``containers``: a GTK 4.8 app) every
-    container, none under a node hidden by its states."""
+    """The nodes whose extents the outline needs and does not have yet: menu and tool bars,
+    scrolled documents and their first and last child, and (``containers``: a GTK 4.8 app)
+    every container that could hide something shown; none under a node hidden by its
+    states."""
     out: list[int] = []
     hidden = [False] * len(nodes)
     for i, n in enumerate(nodes):
@@ -77,7 +80,7 @@ def box_nodes(nodes: list[RawNode], containers: bool) -> list[int]:
         if i == 0 or n.empty is not None or not n.children:
             continue
         boxed = containers and len(out) < MAX_BOXES and _holds_shown(nodes, i)
-        if n.role == _R_MENU_BAR or boxed:
+        if n.role in _BARS or boxed:
             out.append(i)
         elif scrolled_document(nodes, i):
             out.extend((i, n.children[0], n.children[-1]))
