@@ -329,3 +329,30 @@ def test_an_unnamed_field_takes_the_name_of_the_placeholder_it_sits_on() -> None
     field_places.name_by_place(t.nodes, [field, side], [font, deck])
     assert t.nodes[field].name == "Font Name"
     assert t.nodes[side].name == ""
+
+
+# ---------------------------------------------------------------------------- the title
+
+
+def test_the_header_titles_the_window_as_the_tree_read_with_it_does() -> None:
+    """The X title is what the window manager was last told; the tree's root is read now."""
+    from deskpilot.host.accessibility import TreeResult
+    from deskpilot.host.atspi.model import FrameInfo, NodeRef, TreeSnapshot
+    from deskpilot.host.observer import titled
+    from deskpilot.protocol.wire import AppIdentity, Rect, Truncation, WindowInfo
+
+    rect = Rect(x=0, y=0, width=10, height=10)
+    info = WindowInfo(
+        window_id="0x1", title="todo.txt - Text Editor", bounds=rect, visible=True,
+        minimized=False, focused=True, app=AppIdentity(pid=1),
+    )  # fmt: skip
+    frame = FrameInfo(NodeRef(":1.1", "/f"), 1, "gte", "x", "window", "frame", rect, frozenset())
+
+    def tree(title: str, stale: float | None = None) -> TreeResult:
+        snap = TreeSnapshot("", "v", 0, {}, Truncation(), [], None, None, title=title)
+        return TreeResult(snap, frame, 1.0, stale_age_ms=stale)
+
+    assert titled(info, tree("• todo.txt - Text Editor")).title == "• todo.txt - Text Editor"
+    assert titled(info, tree("")).title == "todo.txt - Text Editor"  # a root with no name
+    assert titled(info, tree("old", stale=900.0)).title == "todo.txt - Text Editor"
+    assert titled(info, None).title == "todo.txt - Text Editor"
