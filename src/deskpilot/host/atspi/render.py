@@ -5,7 +5,12 @@ Rules (docs/host-tree.md is the long form):
 
 * one line per element: ``- role "name" = "value" [state]… [actions: …] [id]``, two spaces of
   indent per rendered depth, the id (= the line number, 1-based) always last;
-* hidden subtrees (neither VISIBLE nor SHOWING) are not shown;
+* hidden subtrees (neither VISIBLE nor SHOWING, or with no area on screen where the states
+  do not say: ``RawNode.empty``, on_screen.py) are not shown;
+* a checkable node says ``[checked]``, ``[mixed]``, ``[pressed]`` or ``[unchecked]``;
+* a text node's caret, selection and what it does not show of its text follow its states,
+  and a document shows a bounded amount of its paragraphs' text, with a line for the rest
+  (text_render.py; docs/host-tree.md "Documents and text");
 * noise is dropped: a node with no name, no value, no usable action, not focused, and nothing
   shown below it; a text leaf that only repeats its parent's name; list bullets;
 * unnamed generic containers (panel, filler, section …) with something below them are
