@@ -6,6 +6,7 @@
 // Run by the tests (tests/mcp/real_clients.py run_ts_script):
 //   node ts_calls.mjs '<config JSON>' '<calls JSON: [{"name": …, "arguments": {…}}, …]>'
 //   config: {"transport": "stdio", "command": ".../deskpilot", "args": ["serve"], "env": {...}}
+//   and optionally "textLimit": how much of each result's text is printed (3,000 by default)
 // A call named "$sleep" ({"ms": N}) only waits (the app may change meanwhile: a menu it
 // closes by itself), and gives no result line. An argument "$state" stands for the last
 // state_id a result gave; "$element:TEXT" for the
@@ -64,7 +65,7 @@ try {
       ms: performance.now() - t0,
       isError: result.isError === true,
       diagnostic: diagnosticOf(text),
-      text: text.slice(0, 3000),
+      text: text.slice(0, config.textLimit ?? 3000),
     });
   }
 } finally {

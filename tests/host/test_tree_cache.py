@@ -306,7 +306,9 @@ async def test_calculator_digits_cached_reads_equal_full_ones(
             unchanged = await cached.snapshot(frame.ref)
             assert unchanged.cache_state == "hit" and unchanged.text == fresh.text
         assert '- label "2468"' in fresh.text.replace(",", "").replace("\u2009", "")
-        assert "patched" in kinds, kinds
+        # a change of a GTK 4 window is read in full, never patched: GTK 4.8 adds widgets
+        # with no event for them (tree_cache.py); an unchanged one is a hit (above)
+        assert set(kinds) == {"full"}, kinds
     finally:
         app.stop()
 

@@ -438,6 +438,16 @@ class Accessibility:
         except Exception:
             return None
 
+    async def selection(self, element: ElementRef) -> tuple[int, int, str] | None:
+        """The element's selected range and (bounded) text now; None when nothing is
+        selected, it has no Text, or it does not answer."""
+        if "Text" not in element.interfaces:
+            return None
+        try:
+            return await asyncio.wait_for(self.client.selection(element), 3.0)
+        except Exception:
+            return None
+
     async def action_names(self, element: ElementRef) -> tuple[str, ...]:
         """The element's action names, read now (a snapshot does not read them for every
         item, and Chromium leaves them blank there); () when it has none or does not answer."""

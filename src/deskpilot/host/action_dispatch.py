@@ -155,6 +155,8 @@ class ActionDispatcher:
             load = await self._loads.expected(request, target)
             outcome, settling = await self._act(request, target)
             loaded = await self._page_loaded(target, settling, load)
+            if isinstance(request.action, SelectTextAction) and target.element is not None:
+                outcome.selected = await self._keyboard.selected(target.element)
             post = await self._post.complete(request, target, settling)
             # what the action was meant to leave behind, read once the UI settled
             effect = await outcome.check() if outcome.check is not None else None
@@ -182,6 +184,7 @@ class ActionDispatcher:
             item_click=outcome.item_click,
             target_bounds=target_bounds,
             **_effect(effect, loaded),
+            selected=outcome.selected,
         )
         return result, png
 

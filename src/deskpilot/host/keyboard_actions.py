@@ -24,6 +24,7 @@ from deskpilot.protocol.wire import (
     PasteTextAction,
     PressKeyAction,
     Rect,
+    SelectedText,
     SelectTextAction,
     SetValueAction,
     TypeTextAction,
@@ -169,6 +170,12 @@ class KeyboardActions:
 
         await asyncio.to_thread(keys)
         return Outcome("synthetic", "xtest caret keys")
+
+    async def selected(self, element: ElementRef) -> SelectedText | None:
+        """What the element has selected now, read back once the action settled (the app
+        may have chosen otherwise: a range past the end of the text ends there)."""
+        got = await self._p.selection(element)
+        return None if got is None else SelectedText(start=got[0], end=got[1], text=got[2])
 
     async def press(
         self, action: PressKeyAction, window: XWindow, session_id: str | None

@@ -45,6 +45,7 @@ from deskpilot.protocol.wire import (
     Rect,
     TreeRead,
     Truncation,
+    WindowInfo,
 )
 
 log = logging.getLogger("deskpilot.host.observer")
@@ -250,7 +251,7 @@ class Observer:
             frame_id=new_frame_id(),
             tree_version=version,
             app=window.identity(),
-            window=window.info(),
+            window=titled(window.info(), tree),
             foreground_app=foreground.identity() if foreground else None,
             foreground_window=foreground.info() if foreground else None,
             tree=text,
@@ -385,6 +386,17 @@ class Observer:
         if withheld:
             log.info("capture: %d window(s) of never-captured apps painted out", len(withheld))
         return Captured(window, frame.rect, data, fmt, frame.capture_ms, shown, withheld, pointer)
+
+
+def titled(info: WindowInfo, tree: TreeResult | None) -> WindowInfo:
+    """The window as the observation describes it: titled as its root node names it in the
+    tree read with it, when that read is current (the X title can lag behind the app: it is
+    what the window manager was last told); the X title otherwise."""
+    if tree is None or tree.stale_age_ms is not None or not tree.snapshot.title:
+        return info
+    if tree.snapshot.title == info.title:
+        return info
+    return info.model_copy(update={"title": tree.snapshot.title})
 
 
 def tree_deadline_s(request: Observe) -> float:

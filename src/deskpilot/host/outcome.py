@@ -6,6 +6,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from deskpilot.protocol.wire import SelectedText
+
 
 @dataclass(frozen=True, slots=True)
 class Effect:
@@ -37,3 +39,6 @@ class Outcome:
     item_click: Literal["select", "activate"] | None = None
     #: how its effect is checked once the UI settled (None: it is not)
     check: EffectCheck | None = None
+    #: select_text: the selection read back from the element once settled (its text is
+    #: never logged)
+    selected: SelectedText | None = None

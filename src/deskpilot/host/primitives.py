@@ -133,6 +133,11 @@ class Primitives:
             return None
         return await self.accessibility.character_count(element)
 
+    async def selection(self, element: ElementRef) -> tuple[int, int, str] | None:
+        if self.accessibility is None:
+            return None
+        return await self.accessibility.selection(element)
+
     # ---------------------------------------------------------------- aim and focus
 
     async def center(

@@ -495,6 +495,16 @@ class Observation(_Response, ObservationBody):
 WaitBound = Literal["event", "toolkit_gtk", "toolkit_none", "first_event", "pixels", "budget"]
 
 
+class SelectedText(WireModel):
+    """What an element has selected after ``select_text``, read back from it: characters
+    ``start`` to ``end`` (end excluded) and at most the first 100 of them. Its text is
+    never logged: the ledger keeps the range only (kernel/broker/records.py)."""
+
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    text: str = Field(default="", max_length=101)
+
+
 class ActionResult(_Response):
     type: Literal["action_result"] = "action_result"
     dispatched: bool
@@ -534,6 +544,9 @@ class ActionResult(_Response):
     effect: Literal["confirmed", "unconfirmed"] | None = None
     #: why the effect is unconfirmed, in words for the agent; never the typed text
     effect_note: str | None = None
+    #: ``select_text``: the selection the element has afterwards, read back (None: it has
+    #: none, or it could not be read)
+    selected: SelectedText | None = None
 
 
 class Ack(_Response):

@@ -194,6 +194,10 @@ class AtspiClient:
         """The element's text, else its number, read now (see ``ElementReads.value_now``)."""
         return await self._reads.value_now(element)
 
+    async def selection(self, element: ElementRef) -> tuple[int, int, str] | None:
+        """The element's selected range and (bounded) text now; None: nothing selected."""
+        return await self._reads.selection(element)
+
     async def action_names(self, element: ElementRef) -> tuple[str, ...]:
         """All action names of the element, read now (blank names resolved one by one)."""
         return await self._reads.action_names(element)

@@ -25,6 +25,7 @@ from deskpilot.host.atspi.bus import (
 )
 from deskpilot.host.atspi.combo import ComboParts, combo_of_option, read_combo
 from deskpilot.host.atspi.connections import Connections
+from deskpilot.host.atspi.doc_text import SELECTED_MAX
 from deskpilot.host.atspi.gecko import unreliable_name
 from deskpilot.host.atspi.model import ElementRef, FieldText
 from deskpilot.host.atspi.vocab import MAX_ACTIONS_SHOWN, State, bit, state_mask
@@ -126,6 +127,33 @@ class ElementReads:
         except AtspiCallError:
             return None
         return None
+
+    async def selection(self, element: ElementRef) -> tuple[int, int, str] | None:
+        """The element's first selected range and at most ``SELECTED_MAX`` characters of
+        it, read now; None when nothing is selected (or it has no Text)."""
+        conn = await self._connections.conn_for(element.bus_name)
+        try:
+            start, end = await conn.call(
+                element.bus_name, element.path, I_TEXT, "GetSelection", "i", (0,)
+            )
+        except AtspiCallError:
+            return None  # GTK 4 says InvalidArgs when there is none
+        if not 0 <= int(start) < int(end):
+            return None
+        start, end = int(start), int(end)
+        try:
+            body = await conn.call(
+                element.bus_name,
+                element.path,
+                I_TEXT,
+                "GetText",
+                "ii",
+                (start, min(end, start + SELECTED_MAX + 1)),
+            )
+        except AtspiCallError:
+            return start, end, ""
+        text = str(body[0]).replace("\ufffc", "")
+        return start, end, text[:SELECTED_MAX] + "…" if end - start > SELECTED_MAX else text
 
     async def extents(self, element: ElementRef) -> Rect | None:
         """The element's current screen extents (None when it has no Component)."""

@@ -151,6 +151,9 @@ class TreeSnapshot:
     cache_state: Literal["hit", "patched", "full", "off"] = "full"
     #: why the cache could not be trusted for this read, in words; None: nothing to say
     cache_note: str | None = None
+    #: the window's title as its root node names it, read with the tree (the observation's
+    #: header says it: an X title can lag behind the app); "" when the root has no name
+    title: str = ""
 
 
 class OpKind(enum.StrEnum):

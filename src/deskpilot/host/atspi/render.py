@@ -6,7 +6,12 @@ Rules (docs/host-tree.md is the long form):
 * one line per element: ``- role "name" = "value" [state]… [actions: …] [id]``, two spaces of
   indent per rendered depth, the id always last: here the line number (1-based), which the
   window's id book then replaces with the id the element keeps (atspi/element_ids.py);
-* hidden subtrees (neither VISIBLE nor SHOWING) are not shown;
+* hidden subtrees (neither VISIBLE nor SHOWING, or with no area on screen where the states
+  do not say: ``RawNode.empty``, areas.py) are not shown;
+* a checkable node says ``[checked]``, ``[mixed]``, ``[pressed]`` or ``[unchecked]``;
+* a text node's caret, selection and what it does not show of its text follow its states,
+  and a document shows a bounded amount of its paragraphs' text, with a line for the rest
+  (text_render.py; docs/host-tree.md "Documents and text");
 * a closed combo box names its options on its line and hides its list; an open list that
   lives elsewhere (Firefox's) is shown under its combo box (atspi/combo_view.py);
 * noise is dropped: a node with no name, no value, no usable action, not focused, and nothing
@@ -30,15 +35,20 @@ from typing import Final
 
 from deskpilot.host.atspi.collect import RawNode
 from deskpilot.host.atspi.combo_view import ComboView, combo_view
+from deskpilot.host.atspi.text_render import DocumentBounds, above_line, below_line, text_words
 from deskpilot.host.atspi.vocab import (
     ALWAYS_SHOWN_ROLES,
+    CHECKABLE_ROLES,
     CLICK_ACTIONS,
+    DOCUMENT_ROLES,
     GENERIC_CONTAINER_ROLES,
     INTERACTIVE_ROLES,
     R_PASSWORD_TEXT,
     ROLE_NUMBER,
     ROLE_VOCAB,
+    TEXT_CONTENT_ROLES,
     TEXT_LEAF_ROLES,
+    TEXT_NAME_ROLES,
     State,
     bit,
     is_noise_action,
@@ -50,13 +60,18 @@ NAME_MAX_CHARS: Final = 200
 MAX_OPTIONS_SHOWN: Final = 40
 #: UTF-16 units the option names of one line may take (a long list is counted, not listed)
 OPTIONS_BUDGET: Final = 800
+#: values are bounded where they are read (doc_text.py: a text view's part, a paragraph);
+#: this only guards against one that is not
+VALUE_QUOTE_MAX: Final = 8000
 MARKER_RESERVE: Final = 64  # UTF-16 units kept free for the truncation marker
 BULLETS: Final = frozenset({"•", "◦", "▪", "▫", "‣", "⁃", "-", "*", "·", "●", "○", "■", "□"})
 _TYPE_NAME: Final = re.compile(r"^(?:[A-Z][a-z0-9]+){2,}$")
 _WS: Final = re.compile(r"\s+")
 
 KEEP, FLATTEN, NOISE, HIDDEN = 0, 1, 2, 3
-_ELISION, _UNREAD = -1, -2  # stack items of render() that are lines, not nodes
+# stack items of render() that are lines, not nodes: an elision, unread children, the end of
+# a document's children (what it did not show of its text)
+_ELISION, _UNREAD, _DOC_END = -1, -2, -3
 
 _B_FOCUSED = bit(State.FOCUSED)
 _B_SELECTED = bit(State.SELECTED)
@@ -74,17 +89,15 @@ _B_INVALID = bit(State.INVALID_ENTRY)
 _B_MODAL = bit(State.MODAL)
 _B_BUSY = bit(State.BUSY)
 _B_ICONIFIED = bit(State.ICONIFIED)
+_B_CHECKABLE = bit(State.CHECKABLE)
 _B_VISIBLE_ANY = bit(State.VISIBLE) | bit(State.SHOWING)
 _B_SHOWING = bit(State.SHOWING)
 _R_MENU: Final = ROLE_NUMBER["menu"]
+_R_LIST_ITEM: Final = ROLE_NUMBER["list item"]
 _TEXT_FIELD_ROLES: Final = frozenset(
     i for i, r in enumerate(ROLE_VOCAB) if r in ("textField", "passwordField")
 )
 _TOGGLE_ROLES: Final = frozenset(i for i, r in enumerate(ROLE_VOCAB) if r == "toggleButton")
-#: roles whose line always says checked or unchecked (an unchecked box looked like any node)
-_CHECK_ROLES: Final = frozenset(
-    ROLE_NUMBER[r] for r in ("check box", "radio button", "check menu item", "radio menu item")
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +128,10 @@ def is_hidden(node: RawNode, parent: RawNode) -> bool:
     """Neither visible nor showing; or an item of a closed menu (GTK3 keeps those visible,
     only an open menu's items are showing). The menu rule needs the menu itself to be
     showing: GTK 4.8 sets SHOWING on nothing, and an open GTK4 popover's items are as
-    un-showing as a closed GTK3 menu's (a closed popover is not visible at all)."""
+    un-showing as a closed GTK3 menu's (a closed popover is not visible at all).
+
+    By the states alone: which nodes' details are read is decided before any extents are
+    (a node with no area, ``RawNode.empty``, is left out by the render: areas.py)."""
     st = node.states
     if not st & _B_VISIBLE_ANY:
         return True
@@ -138,7 +154,15 @@ def clean_name(n: RawNode, gtk4_names: bool) -> str:
             name = ""
     if not name and n.desc and (n.role in INTERACTIVE_ROLES or n.children == []):
         name = _WS.sub(" ", n.desc).strip()
+    if not name and n.value and text_named(n):
+        name = _WS.sub(" ", n.value).strip()
     return name
+
+
+def text_named(n: RawNode) -> bool:
+    """A text leaf named by its own text (doc_text.py: LibreOffice's status bar labels,
+    Firefox's headings and links); its value is shown as its name."""
+    return n.role in TEXT_NAME_ROLES and not n.name.strip() and not n.children
 
 
 def usable_actions(n: RawNode) -> bool:
@@ -191,10 +215,10 @@ def state_words(n: RawNode, expanded: bool | None = None) -> list[str]:
         out.append("mixed")
     elif st & _B_CHECKED:
         out.append("checked")
-    elif role in _CHECK_ROLES:
-        out.append("unchecked")
     if st & _B_PRESSED and role in _TOGGLE_ROLES:
         out.append("pressed")
+    elif not st & (_B_MIXED | _B_CHECKED) and (role in CHECKABLE_ROLES or st & _B_CHECKABLE):
+        out.append("unchecked")
     if expanded is None:
         if st & _B_EXPANDED:
             out.append("expanded")
@@ -242,7 +266,9 @@ def classify(
     # forward: hidden-ness and names (a parent precedes its children in preorder)
     for i, node in enumerate(nodes):
         p = node.parent
-        if p >= 0 and (kind[p] == HIDDEN or is_hidden(node, nodes[p]) or (closed and i in closed)):
+        if p >= 0 and (
+            kind[p] == HIDDEN or is_hidden(node, nodes[p]) or node.empty or (closed and i in closed)
+        ):
             kind[i] = HIDDEN
             continue
         names[i] = clean_name(node, gtk4)
@@ -265,7 +291,11 @@ def classify(
         focused = bool(node.states & _B_FOCUSED)
         if not below and not focused and node.role in TEXT_LEAF_ROLES:
             pname = context[i]
-            if not name or (pname and name in pname) or name.strip() in BULLETS:
+            if (
+                (not name and not node.value)
+                or (name and pname and name in pname)
+                or (name.strip() in BULLETS and _in_list_item(nodes, i))
+            ):
                 kind[i] = NOISE
                 continue
         own = bool(name) or focused or bool(node.value) or node.role in ALWAYS_SHOWN_ROLES
@@ -279,6 +309,20 @@ def classify(
         if node.parent >= 0:
             shown_below[node.parent] = True
     return kind, names
+
+
+def _in_list_item(nodes: list[RawNode], i: int) -> bool:
+    """Whether node ``i`` is within a list item (two levels up at most): a bullet there is
+    the list's decoration, elsewhere it says something (gnome-text-editor's "•" before the
+    title of a file with unsaved changes)."""
+    p = nodes[i].parent
+    for _ in range(2):
+        if p < 0:
+            return False
+        if nodes[p].role == _R_LIST_ITEM:
+            return True
+        p = nodes[p].parent
+    return False
 
 
 def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
@@ -296,37 +340,43 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
     used = 0
     stopped = False
     max_children = max(1, opts.max_children)
+    docs = DocumentBounds()
+
+    def note(line: str) -> bool:
+        """Add a line that stands for something not shown (no element); False: no room."""
+        nonlocal used, stopped
+        if stopped:
+            return False
+        cost = utf16_len(line) + 1
+        if used + cost > budget:
+            stopped = out.budget_hit = True
+            return False
+        used += cost
+        lines.append(line)
+        return True
+
     # stack items: (node index, rendered depth, parent id), or (_ELISION | _UNREAD, depth,
-    # count) for the lines that stand for children not shown
+    # count) and (_DOC_END, depth, document index) for the lines that stand for what is not
+    # shown
     stack: list[tuple[int, int, int | None]] = [(0, 0, None)]
     while stack:
         i, depth, parent_id = stack.pop()
         if i == _UNREAD:
-            if stopped:
-                continue
             count = parent_id or 0
             kids = "child" if count == 1 else "children"
-            line = f"{'  ' * depth}- … [unread: {count:,} {kids} — deadline]"
-            cost = utf16_len(line) + 1
-            if used + cost > budget:
-                stopped = out.budget_hit = True
-                continue
-            used += cost
-            lines.append(line)
-            out.unread += 1
+            if note(f"{'  ' * depth}- … [unread: {count:,} {kids} — deadline]"):
+                out.unread += 1
+            continue
+        if i == _DOC_END:
+            doc = parent_id or 0
+            below = below_line(nodes[doc], docs.cut.get(doc, 0))
+            if below is not None:
+                note("  " * depth + below)
             continue
         if i < 0:  # an elision line: parent_id carries the count
             count = parent_id or 0
             out.elided += count
-            if stopped:
-                continue
-            line = f"{'  ' * depth}- … {count:,} more items"
-            cost = utf16_len(line) + 1
-            if used + cost > budget:
-                stopped = out.budget_hit = True
-                continue
-            used += cost
-            lines.append(line)
+            note(f"{'  ' * depth}- … {count:,} more items")
             continue
         k = kind[i]
         if k in (HIDDEN, NOISE) or (moved and i in moved):
@@ -334,6 +384,11 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
         node = nodes[i]
         child_depth = depth
         my_id = parent_id
+        value = node.value
+        if value and node.role in TEXT_CONTENT_ROLES:
+            value = docs.take(_document_of(nodes, i), value, bool(node.states & _B_FOCUSED))
+            if value is None:
+                continue  # past its document's text bound: the line after it says so
         if k == KEEP:
             if stopped:
                 out.omitted += 1
@@ -346,6 +401,7 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
                     node,
                     role,
                     names[i],
+                    value,
                     depth,
                     len(lines) + 1,
                     expanded_of.get(i) if expanded_of else None,
@@ -366,6 +422,11 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
                     if node.role == R_PASSWORD_TEXT:
                         out.secure_ids.append(my_id)
             child_depth = depth + 1
+        if node.role in DOCUMENT_ROLES:
+            stack.append((_DOC_END, child_depth, i))
+            above = above_line(node)
+            if above is not None:
+                note("  " * child_depth + above)
         if node.unread:
             stack.append((_UNREAD, child_depth, node.unread))
         children = node.children
@@ -382,26 +443,42 @@ def render(nodes: list[RawNode], opts: RenderOptions | None = None) -> Rendered:
     return out
 
 
+def _document_of(nodes: list[RawNode], i: int) -> int:
+    """The nearest document at or above node ``i`` (the root when there is none): the text
+    bound is per document."""
+    p = nodes[i].parent
+    while p > 0 and nodes[p].role not in DOCUMENT_ROLES:
+        p = nodes[p].parent
+    return max(p, 0)
+
+
 def _line(
     node: RawNode,
     role: int,
     name: str,
+    value: str | None,
     depth: int,
     line_no: int,
     expanded: bool | None = None,
     options: tuple[str, ...] | None = None,
 ) -> str:
-    """One element's line; ``expanded`` and ``options``: a combo box's, by the rules of
-    atspi/combo_view.py (None: its own states say)."""
+    """One element's line; ``value``: its value as shown (a paragraph's may be cut by its
+    document's text bound), bounded where it was read (doc_text.py); ``expanded`` and
+    ``options``: a combo box's, by the rules of atspi/combo_view.py (None: its own states
+    say)."""
     parts = ["  " * depth, "- ", ROLE_VOCAB[role] if 0 <= role < len(ROLE_VOCAB) else "generic"]
     if name:
         parts.append(f' "{_quote(name)}"')
-    if node.value is not None and node.role != R_PASSWORD_TEXT:
-        parts.append(f' = "{_quote(node.value)}"')
+    if value is not None and node.role != R_PASSWORD_TEXT and not text_named(node):
+        parts.append(f' = "{_quote(value, VALUE_QUOTE_MAX)}"')
     for w in state_words(node, expanded):
         parts.append(f" [{w}]")
     if options:
         parts.append(_options_text(options))
+    if node.text is not None:
+        quoted = _quote(node.text.selected or "", VALUE_QUOTE_MAX)
+        for w in text_words(node, quoted):
+            parts.append(f" [{w}]")
     acts = shown_actions(node.actions)
     if acts:
         parts.append(f" [actions: {', '.join(_quote(a, 40) for a in acts)}]")

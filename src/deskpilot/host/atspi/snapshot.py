@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from deskpilot.host.atspi import collect, collector, gecko
+from deskpilot.host.atspi import areas, collect, collector, gecko
 from deskpilot.host.atspi.apps import Applications
 from deskpilot.host.atspi.bus import I_DOCUMENT, ROOT_PATH, AtspiCallError, Conn
 from deskpilot.host.atspi.collect import RawNode
@@ -208,7 +208,14 @@ class Snapshots:
         """The cache's plan, made a full read when the focus moved to a node not kept; a
         patch of the nodes whose focus changed otherwise. (A Chromium hit or patch also
         needs its shape checked: the caller does, see ``_snapshot``.)"""
-        plan = await cache.plan(entry, root.bus_name, conn, shape_checked=chromium)
+        info = await self._apps.info(root.bus_name, ROOT_PATH)
+        plan = await cache.plan(
+            entry,
+            root.bus_name,
+            conn,
+            shape_checked=chromium,
+            patches=not _gtk4(info),  # GTK 4 adds nodes without events: tree_cache.py
+        )
         if plan.kind not in ("hit", "patched") or entry.snapshot is None:
             return plan
         # with Collection, focused nodes not kept are found too (Chromium's tree is read from
@@ -298,7 +305,7 @@ class Snapshots:
         if before_render is not None:
             before_render()
         t1 = time.perf_counter()
-        gtk4 = bool(info and info.toolkit == "GTK" and (info.toolkit_version or "").startswith("4"))
+        gtk4 = _gtk4(info)
         out = render(
             nodes,
             RenderOptions(
@@ -336,6 +343,7 @@ class Snapshots:
             node_count=len(nodes),
             timings_ms=timings,
             unread_subtrees=out.unread,
+            title=clean_name(nodes[0], gtk4),
         )
 
     async def _fresh(
@@ -369,7 +377,7 @@ class Snapshots:
             details_cut = True  # some actions and values are missing
         timings["detail"] = _ms_since(t1)
         t2 = time.perf_counter()
-        gtk4 = bool(info and info.toolkit == "GTK" and (info.toolkit_version or "").startswith("4"))
+        gtk4 = _gtk4(info)
         opts = RenderOptions(
             max_elements=max_elements,
             text_budget=text_budget,
@@ -408,6 +416,7 @@ class Snapshots:
             partial="deadline" if cut or details_cut else None,
             unread_subtrees=out.unread,
             details_unread=details_cut,
+            title=clean_name(nodes[0], gtk4) if nodes else "",
         )
 
     async def _read_by(
@@ -496,10 +505,13 @@ async def _toolkit_rules(conn: Conn, nodes: list[RawNode], info: AppInfo | None)
 async def _enrich(
     conn: Conn, nodes: list[RawNode], todo: list[int], info: AppInfo | None, keep: FreshRead | None
 ) -> None:
+    """The details of ``todo``, and the extents of the nodes not yet known to be on screen
+    or not (areas.py: every container of a GTK 4 app that sets SHOWING on nothing)."""
     # Chromium answers GetActions with blank names, Firefox with its key bindings
     blank_names = info is not None and (info.chromium or info.gecko)
     names = [nodes[i].name for i in todo] if keep is not None else []
-    await collect.enrich(conn, nodes, todo, blank_names)
+    boxes = areas.box_nodes(nodes, containers=_gtk4(info) and areas.no_showing(nodes))
+    await collect.enrich(conn, nodes, todo, blank_names, boxes)
     if keep is not None:
         keep.derived = any(nodes[i].name != name for i, name in zip(todo, names, strict=True))
 
@@ -632,6 +644,11 @@ async def _document_url(conn: Conn, nodes: list[RawNode], shown: list[int]) -> s
 
 
 # ---------------------------------------------------------------------------- helpers
+
+
+def _gtk4(info: AppInfo | None) -> bool:
+    """GTK 4: it names unlabelled widgets after their class, and 4.8 sets SHOWING on nothing."""
+    return bool(info and info.toolkit == "GTK" and (info.toolkit_version or "").startswith("4"))
 
 
 def _read_limit(max_elements: int) -> int:

@@ -14,7 +14,12 @@ events since:
   Chromium, and not where a removed node may have gone elsewhere: see :mod:`.tree_patch`);
 * anything the cache cannot place — a window (de)activated (Chromium's document then gains
   or loses FOCUSED without an event of its own), a node it does not hold outside what is read
-  again, an event class it does not know — → ``full``: a full read.
+  again, an event class it does not know — → ``full``: a full read;
+* any change at all in a GTK 4 window → ``full``: GTK 4.8 adds a widget the accessibility
+  side has not seen before with no event for it (gnome-text-editor's "•" of unsaved changes
+  appears beside the title with only the text view's own TextChanged), and its full read is
+  one ``Cache.GetItems`` call, as cheap as a patch of its small trees (a window with no event
+  at all is still a hit).
 
 Chromium's tree was seen to change shape without any event (a check box added to a container
 in the same task as other changes, found by the randomized test), so a hit or patch of a
@@ -224,11 +229,19 @@ class TreeCache:
                 e.drop()
 
     async def plan(
-        self, entry: Entry, bus: str, conn: Conn, *, shape_checked: bool = False
+        self,
+        entry: Entry,
+        bus: str,
+        conn: Conn,
+        *,
+        shape_checked: bool = False,
+        patches: bool = True,
     ) -> Plan:
         """Hit, patch, full or off for the next read of ``entry``'s window (see the module
         docstring). ``shape_checked``: the caller checks every hit's and patch's shape
-        against the app (Chromium): the app is trusted before its first event."""
+        against the app (Chromium): the app is trusted before its first event.
+        ``patches``: False when any change means a full read (GTK 4, see the module
+        docstring)."""
         if not self.enabled:
             return Plan("off", self.disabled_note, seq=self._events.seq(bus))
         if not self._events.registered:
@@ -255,6 +268,9 @@ class TreeCache:
             if verify_due:  # a full read instead of a hit, and a check of the app's events
                 return Plan("full", None, seq=seq, verify=True)
             return Plan("hit", None, seq=seq)
+        if not patches:
+            self.last_full = "no patches for this toolkit"
+            return Plan("full", None, seq=seq)
         dirt = classify(changes, entry.index)
         if (
             dirt is None
