@@ -201,6 +201,32 @@ async def test_unchanged_window_is_a_hit_and_a_changed_label_a_patch(
 
 
 @needs_gtk3
+async def test_the_read_after_an_action_is_never_served_on_events_alone(
+    clients: tuple[AtspiClient, AtspiClient],
+) -> None:
+    """GTK 3 packs a child into a box with no event at all: a hit served after an action
+    that added one showed the action as having done nothing (a second "Show message" click,
+    tests/mcp/test_mcp_stable_ids.py). The read that shows an action's effect is a full one,
+    checked against the kept tree, and an app caught changing silently is distrusted."""
+    cached, full = clients
+    window = await start_gtk()
+    try:
+        frame = await frame_titled(full, window.proc.pid, "Mutating GTK")
+        await cached.snapshot(frame.ref)
+        assert (await cached.snapshot(frame.ref)).cache_state == "hit"
+        for n in (1, 2):
+            await window.send(f"add Silent {n}")
+            after = await cached.snapshot(frame.ref, after_action=True)
+            assert f'- label "Silent {n}"' in after.text, after.text
+            assert after.cache_state in ("full", "off"), after.cache_state
+        # the silent change was caught: the app's later reads are full ones, said as such
+        later = await cached.snapshot(frame.ref)
+        assert later.text == (await full.snapshot(frame.ref)).text
+    finally:
+        await stop(window)
+
+
+@needs_gtk3
 async def test_an_app_not_heard_since_registering_is_read_in_full_and_says_so(
     desktop: DesktopState,
 ) -> None:

@@ -201,6 +201,7 @@ class Accessibility:
         hint: FrameInfo | None = None,
         deadline_s: float = TREE_DEADLINE_S,
         popups: Sequence[Rect] = (),
+        after_action: bool = False,
     ) -> TreeResult | TreeUnavailable | None:
         """The window's tree by ``deadline_s`` from now; None when it has no accessible
         frame (no tree to speak of), ``TreeUnavailable`` when it has one but reading it
@@ -240,7 +241,9 @@ class Accessibility:
             return self._known(window, "TimeoutError", deadline_ms)
         early: asyncio.Future[TreeSnapshot | None] | None = None
         if hint is not None:
-            early = asyncio.ensure_future(self._snapshot(hint, max_elements, text_budget, deadline))
+            early = asyncio.ensure_future(
+                self._snapshot(hint, max_elements, text_budget, deadline, after_action)
+            )
             early.add_done_callback(_retrieved)  # even when this read is itself cancelled
         frames: list[FrameInfo] = []
         try:
@@ -274,7 +277,9 @@ class Accessibility:
                     future, early = early, None
                     snapshot = await future
                 else:
-                    snapshot = await self._snapshot(frame, max_elements, text_budget, deadline)
+                    snapshot = await self._snapshot(
+                        frame, max_elements, text_budget, deadline, after_action
+                    )
             except Exception as exc:
                 log.info("AT-SPI snapshot failed: %s", type(exc).__name__)
                 _drop_all(popup_reads)
@@ -340,11 +345,20 @@ class Accessibility:
         return TreeResult(snapshot, known.frame, 0.0, stale_age_ms=age, deadline_ms=deadline_ms)
 
     async def _snapshot(
-        self, frame: FrameInfo, max_elements: int, text_budget: int, deadline: float | None = None
+        self,
+        frame: FrameInfo,
+        max_elements: int,
+        text_budget: int,
+        deadline: float | None = None,
+        after_action: bool = False,
     ) -> TreeSnapshot | None:
         return await asyncio.wait_for(
             self.client.snapshot(
-                frame.ref, max_elements=max_elements, text_budget=text_budget, deadline=deadline
+                frame.ref,
+                max_elements=max_elements,
+                text_budget=text_budget,
+                deadline=deadline,
+                after_action=after_action,
             ),
             SNAPSHOT_TIMEOUT_S,
         )

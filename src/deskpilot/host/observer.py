@@ -165,9 +165,11 @@ class Observer:
     # ---------------------------------------------------------------- observe
 
     async def observe(
-        self, request: Observe, *, keep_pixels: bool = False
+        self, request: Observe, *, keep_pixels: bool = False, after_action: bool = False
     ) -> tuple[ObservationBody, bytes | None]:
-        """``keep_pixels``: remember this capture's raw pixels for :meth:`confirm_screenshot`."""
+        """``keep_pixels``: remember this capture's raw pixels for :meth:`confirm_screenshot`.
+        ``after_action``: the look that shows an action's effect, which the tree cache must
+        not serve from what it kept on the strength of events alone (atspi/tree_cache.py)."""
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         window, windows = self.desktop.resolve(request.target)
@@ -192,6 +194,7 @@ class Observer:
                     hint=self._frames.get(window.xid),
                     deadline_s=read_s,
                     popups=self.desktop.popup_rects(window, [w.xid for w in windows]),
+                    after_action=after_action,
                 )
             )
             await asyncio.sleep(0)  # let the tree's first D-Bus calls go out before capturing

@@ -315,6 +315,7 @@ class PostAction:
                     include_screenshot=screenshot,
                 ),
                 keep_pixels=keep_pixels,
+                after_action=True,
             )
         except DeskpilotError as exc:
             log.info("post-action observation failed: %s", exc.code.value)

@@ -151,6 +151,7 @@ class AtspiClient:
         origin: tuple[int, int] | None = None,
         max_children: int = 500,
         deadline: float | None = None,
+        after_action: bool = False,
     ) -> TreeSnapshot:
         """Read and render the subtree under ``root`` (usually a frame from :meth:`frames`).
 
@@ -161,6 +162,8 @@ class AtspiClient:
         ``deadline`` (``loop.time()``): what is read by then is the snapshot, marked
         ``partial`` when it is not all (see :mod:`.snapshot`); TimeoutError-backed
         ENVIRONMENT_UNAVAILABLE when not even the root answered.
+
+        ``after_action``: the read that shows an action's effect (see ``TreeCache.plan``).
         """
         return await self._snapshots.snapshot(
             root,
@@ -169,6 +172,7 @@ class AtspiClient:
             origin=origin,
             max_children=max_children,
             deadline=deadline,
+            after_action=after_action,
         )
 
     # ------------------------------------------------------------------ one element, read now

@@ -92,15 +92,23 @@ class Snapshots:
         origin: tuple[int, int] | None,
         max_children: int,
         deadline: float | None = None,
+        after_action: bool = False,
     ) -> TreeSnapshot:
         """The subtree under ``root``, bounded in time; AT-SPI errors become DeskpilotError.
 
-        ``deadline`` (``loop.time()``): see the module docstring; None: read it all."""
+        ``deadline`` (``loop.time()``): see the module docstring; None: read it all.
+        ``after_action``: the read that shows an action's effect (``TreeCache.plan``)."""
         try:
             async with asyncio.timeout(SNAPSHOT_TIMEOUT_S):
                 with collector.paused():  # no cycles to find in a read (atspi/collector.py)
                     return await self._snapshot(
-                        root, max_elements, text_budget, origin, max_children, deadline
+                        root,
+                        max_elements,
+                        text_budget,
+                        origin,
+                        max_children,
+                        deadline,
+                        after_action,
                     )
         except TimeoutError as exc:
             raise DeskpilotError(
@@ -125,6 +133,7 @@ class Snapshots:
         origin: tuple[int, int] | None,
         max_children: int,
         deadline: float | None = None,
+        after_action: bool = False,
     ) -> TreeSnapshot:
         """Through the tree cache (atspi/tree_cache.py) when there is one: the kept read
         served, patched, or a full read kept for the next time."""
@@ -156,7 +165,9 @@ class Snapshots:
                     shape[0].add_done_callback(_retrieved)
 
             try:
-                plan = await collect.until(self._plan(cache, entry, root, conn, chromium), deadline)
+                plan = await collect.until(
+                    self._plan(cache, entry, root, conn, chromium, after_action), deadline
+                )
                 plan_ms = _ms_since(t0)
                 served: TreeSnapshot | None = None
                 try:
@@ -203,7 +214,13 @@ class Snapshots:
             return dataclasses.replace(snap, cache_state=kind, cache_note=note or plan.note)
 
     async def _plan(
-        self, cache: TreeCache, entry: Entry, root: NodeRef, conn: Conn, chromium: bool
+        self,
+        cache: TreeCache,
+        entry: Entry,
+        root: NodeRef,
+        conn: Conn,
+        chromium: bool,
+        after_action: bool = False,
     ) -> Plan:
         """The cache's plan, made a full read when the focus moved to a node not kept; a
         patch of the nodes whose focus changed otherwise. (A Chromium hit or patch also
@@ -215,6 +232,7 @@ class Snapshots:
             conn,
             shape_checked=chromium,
             patches=not _gtk4(info),  # GTK 4 adds nodes without events: tree_cache.py
+            after_action=after_action,
         )
         if plan.kind not in ("hit", "patched") or entry.snapshot is None:
             return plan

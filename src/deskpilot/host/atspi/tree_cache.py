@@ -236,12 +236,16 @@ class TreeCache:
         *,
         shape_checked: bool = False,
         patches: bool = True,
+        after_action: bool = False,
     ) -> Plan:
         """Hit, patch, full or off for the next read of ``entry``'s window (see the module
         docstring). ``shape_checked``: the caller checks every hit's and patch's shape
         against the app (Chromium): the app is trusted before its first event.
         ``patches``: False when any change means a full read (GTK 4, see the module
-        docstring)."""
+        docstring). ``after_action``: the read that shows an action's effect is never served
+        on the strength of events alone (a GTK 3 box packs a child with no event at all:
+        the tree kept would show the action as having done nothing); without events it is
+        the check a would-be hit gets (a mismatch distrusts the app), else a full read."""
         if not self.enabled:
             return Plan("off", self.disabled_note, seq=self._events.seq(bus))
         if not self._events.registered:
@@ -263,6 +267,8 @@ class TreeCache:
         if changes is None:
             return Plan("full", NOTE_OVERFLOW, seq=seq)
         changes = [c for c in changes if c.seq <= seq]
+        if after_action and not shape_checked:
+            return Plan("full", None, seq=seq, verify=not changes)
         verify_due = entry.since_full + 1 >= self.verify_every
         if not changes:
             if verify_due:  # a full read instead of a hit, and a check of the app's events
