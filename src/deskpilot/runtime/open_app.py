@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deskpilot.kernel.port import LaunchReport, LaunchRequest, LaunchResult
+from deskpilot.protocol.app_names import executable_names
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import TargetSpec, WindowInfo
 from deskpilot.runtime.apps import group_apps
@@ -202,6 +203,18 @@ def _spawn(argv: tuple[str, ...]) -> subprocess.Popen[bytes]:
     return proc
 
 
+def _started_as(program: str) -> frozenset[str]:
+    """The names ``program`` runs as: its own and, through links, the file's
+    (``/usr/bin/gimp`` is ``gimp-2.10``)."""
+    return frozenset(os.path.basename(p).lower() for p in (program, os.path.realpath(program)))
+
+
+def _runs_as(window: WindowInfo, names: frozenset[str]) -> bool:
+    """Is ``window``'s process one of ``names``, also by its executable's unsuffixed name
+    (``soffice`` runs as ``soffice.bin``: protocol/app_names.py)?"""
+    return bool(names & executable_names(window.app.executable or ""))
+
+
 class _Launch:
     """The two callbacks the kernel runs, and what they saw."""
 
@@ -239,7 +252,7 @@ class _Launch:
         exit status when it exited without one."""
         ctx, call, proc = self.ctx, self.call, self.proc
         assert call.session_id is not None and proc is not None
-        exe = os.path.basename(self.req.program).lower()
+        exe = _started_as(self.req.program)
         exited_at: float | None = None
         while True:
             windows = await list_windows(ctx, call)
@@ -252,11 +265,7 @@ class _Launch:
                 if time.monotonic() - exited_at > HANDOVER_GRACE_S:
                     return code
                 # handed over to a running instance: a new window of the same executable
-                mine = [
-                    w
-                    for w in windows
-                    if w.window_id not in self.before and (w.app.executable or "").lower() == exe
-                ]
+                mine = [w for w in windows if w.window_id not in self.before and _runs_as(w, exe)]
             for w in mine:
                 if not w.visible or w.minimized:
                     continue
