@@ -7,8 +7,9 @@ very program, if any — into a ``LaunchRequest``. The kernel (``Kernel.launch``
 decides it like any other action (halt, budgets, launch policy with a reason code, ledger row,
 timeline, confirmation for L3 and above) and only then calls back here to spawn.
 
-The app is started in its own process group with accessibility switched on (Chromium also
-gets ``--force-renderer-accessibility``), then the call waits, polling the host's window list,
+The app is started in its own process group with accessibility switched on
+(desktop/a11y_env.py: GTK 2 apps load their bridge by ``GTK_MODULES``; Chromium also gets
+``--force-renderer-accessibility``), then the call waits, polling the host's window list,
 until a window of that process shows and answers an observation with a non-empty tree. A
 single-instance app that hands the request to a running instance and exits 0 is found by its
 executable name among the new windows (within :data:`HANDOVER_GRACE_S`). A process that exits
@@ -30,6 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from deskpilot.desktop.a11y_env import with_accessibility
 from deskpilot.kernel.port import LaunchReport, LaunchRequest, LaunchResult
 from deskpilot.protocol.app_names import executable_names
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
@@ -183,10 +185,7 @@ def resolve_launch(app: str, extra: list[str]) -> LaunchRequest:
 
 
 def _spawn(argv: tuple[str, ...]) -> subprocess.Popen[bytes]:
-    env = dict(os.environ)
-    env["NO_AT_BRIDGE"] = "0"
-    env["ACCESSIBILITY_ENABLED"] = "1"
-    env["GTK_A11Y"] = "atspi"
+    env = with_accessibility(os.environ)  # GTK 2 gets its bridge too (GTK_MODULES)
     try:
         proc = subprocess.Popen(
             list(argv),
