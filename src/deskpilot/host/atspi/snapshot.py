@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from deskpilot.host.atspi import collect, collector
+from deskpilot.host.atspi import collect, collector, gtk2_menus
 from deskpilot.host.atspi.apps import Applications
 from deskpilot.host.atspi.bus import I_DOCUMENT, ROOT_PATH, AtspiCallError, Conn
 from deskpilot.host.atspi.collect import RawNode
@@ -32,6 +32,7 @@ from deskpilot.host.atspi.connections import Connections
 from deskpilot.host.atspi.model import AppInfo, ElementRef, NodeRef, TreeSnapshot
 from deskpilot.host.atspi.render import Rendered, RenderOptions, clean_name, is_hidden, render
 from deskpilot.host.atspi.tree_cache import (
+    NOTE_GTK2,
     NOTE_QT,
     CacheState,
     Entry,
@@ -143,6 +144,9 @@ class Snapshots:
             if info is not None and info.kit == "qt":
                 # Qt changes names without events: never served from the cache
                 cache.distrust(root.bus_name, NOTE_QT)
+            elif info is not None and info.kit == gtk2_menus.GAIL_KIT:
+                # GTK 2's open menus are found by asking for them (atspi/gtk2_menus.py)
+                cache.distrust(root.bus_name, NOTE_GTK2)
             # Chromium changes its tree's shape without events: a hit or patch of it stands
             # only if the kept nodes are still exactly its tree (one GetMatches, ~7 ms of
             # Chromium's time on 1,733 nodes: most of a hit). It is sent once the plan's and
@@ -361,6 +365,9 @@ class Snapshots:
         cut = any(n.unread for n in nodes)
         details_cut = False
         timings["read"] = _ms_since(t0)
+        if info is not None and info.kit == gtk2_menus.GAIL_KIT:
+            # GTK 2 says no menu item is showing: an open menu is found by its selection
+            await collect.until(gtk2_menus.mark_open_menus(conn, nodes), deadline)
         t1 = time.perf_counter()
         try:
             await collect.until(_read_details(conn, nodes, info, max_elements, keep), deadline)
