@@ -177,6 +177,7 @@ class Observer:
 
         tree: TreeResult | None = None
         tree_task = None
+        popups = self.desktop.popup_rects(window, [w.xid for w in windows])
         if self.accessibility is not None:
             tree_task = asyncio.ensure_future(
                 self.accessibility.tree_for(
@@ -185,7 +186,7 @@ class Observer:
                     text_budget=request.text_budget or DEFAULT_TEXT_BUDGET,
                     hint=self._frames.get(window.xid),
                     deadline_s=read_s,
-                    popups=self.desktop.popup_rects(window, [w.xid for w in windows]),
+                    popups=popups,
                 )
             )
             await asyncio.sleep(0)  # let the tree's first D-Bus calls go out before capturing
@@ -255,6 +256,7 @@ class Observer:
             ),
             sensitive_regions=sensitive,
             covered_regions=covered_regions(window, windows),
+            popup_regions=[r for p in popups if (r := window_relative(p, window.bounds))],
             tree_read=tree_read(tree, deadline_s if tree_task is not None else None),
             url=tree.snapshot.url if tree else None,
             image=image,

@@ -478,6 +478,11 @@ class ObservationBody(WireModel):
     #: coordinates as ``sensitive_regions``: the screenshot shows those windows' pixels there,
     #: and a point there is refused (``covered_point``); empty when nothing covers it
     covered_regions: list[Rect] = Field(default_factory=list)
+    #: the mapped popups (menus, drop-down lists, tooltips: override-redirect windows) that
+    #: lie over the window, in the same window coordinates, topmost first, clipped to the
+    #: window: the screenshot shows their pixels there, and a visual (OCR) tree reads each as
+    #: a section of its own rather than as the window's text (kernel/visual_tree.py)
+    popup_regions: list[Rect] = Field(default_factory=list)
     url: str | None = None  # a browser document's URL when the tree exposes it
     image: ImageDescriptor | None = None
     timings_ms: dict[str, float] = Field(default_factory=dict)
