@@ -26,8 +26,6 @@ from deskpilot.host.atspi.bus import I_SELECTION, AtspiCallError, Conn
 from deskpilot.host.atspi.collect import RawNode
 from deskpilot.host.atspi.vocab import ROLE_NUMBER, State, bit
 
-#: the toolkit name gail reports for a GTK 2 app (``AppInfo.kit``)
-GAIL_KIT: Final = "gail"
 #: menus more deeply nested than this are not followed (GIMP's deepest is 4)
 MAX_LEVELS: Final = 8
 

@@ -41,6 +41,11 @@ class AppInfo:
         """Chromium (or Chrome, Electron): its tree changes shape without events."""
         return self.kit.startswith("chrom")
 
+    @property
+    def gtk2(self) -> bool:
+        """GTK 2 (GIMP 2.10), whose bridge is gail: it says "GAIL" for its toolkit."""
+        return self.kit == "gail"
+
 
 @dataclass(frozen=True, slots=True)
 class FrameInfo:

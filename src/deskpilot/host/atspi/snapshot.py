@@ -144,7 +144,7 @@ class Snapshots:
             if info is not None and info.kit == "qt":
                 # Qt changes names without events: never served from the cache
                 cache.distrust(root.bus_name, NOTE_QT)
-            elif info is not None and info.kit == gtk2_menus.GAIL_KIT:
+            elif info is not None and info.gtk2:
                 # GTK 2's open menus are found by asking for them (atspi/gtk2_menus.py)
                 cache.distrust(root.bus_name, NOTE_GTK2)
             # Chromium changes its tree's shape without events: a hit or patch of it stands
@@ -365,7 +365,7 @@ class Snapshots:
         cut = any(n.unread for n in nodes)
         details_cut = False
         timings["read"] = _ms_since(t0)
-        if info is not None and info.kit == gtk2_menus.GAIL_KIT:
+        if info is not None and info.gtk2:
             # GTK 2 says no menu item is showing: an open menu is found by its selection
             await collect.until(gtk2_menus.mark_open_menus(conn, nodes), deadline)
         t1 = time.perf_counter()
