@@ -1,6 +1,7 @@
 // The official TypeScript MCP SDK makes a list of tool calls, in order, against a server it
 // starts over stdio, and prints one JSON line with each result: whether it was an error, its
-// text (cut to 3,000 characters) and its deskpilot diagnostic. For contracts that need no
+// text (cut to 60,000 characters: a whole state, whose tree the host keeps within 48,000) and
+// its deskpilot diagnostic. For contracts that need no
 // choreography beyond the calls themselves.
 //
 // Run by the tests (tests/mcp/real_clients.py run_ts_script):
@@ -59,7 +60,7 @@ try {
       ms: performance.now() - t0,
       isError: result.isError === true,
       diagnostic: diagnosticOf(text),
-      text: text.slice(0, 3000),
+      text: text.slice(0, 60000),
     });
   }
 } finally {
