@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -194,12 +194,26 @@ class _Action(WireModel):
     duration_ms: int | None = Field(default=None, ge=0, le=170_000)
 
 
+#: keys a click may be made with held down (a ctrl-click adds an item to a selection)
+ClickModifier = Literal["ctrl", "shift", "alt", "super"]
+
+
 class ClickAction(_Action):
     kind: Literal["click"] = "click"
     element_id: int | None = Field(default=None, ge=1)
     point: Point | None = None
     button: MouseButton = MouseButton.LEFT
     count: int = Field(default=1, ge=1, le=3)
+    #: held down for the click (each at most once): it is then a real pointer click at the
+    #: element's centre, as a person's ctrl-click or shift-click is (host/pointer_actions.py)
+    modifiers: list[ClickModifier] = Field(default_factory=list, max_length=4)
+
+    @field_validator("modifiers")
+    @classmethod
+    def _once_each(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("each modifier at most once")
+        return value
 
 
 class TypeTextAction(_Action):
