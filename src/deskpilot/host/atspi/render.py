@@ -10,6 +10,7 @@ Rules (docs/host-tree.md is the long form):
   shown below it; a text leaf that only repeats its parent's name; list bullets;
 * unnamed generic containers (panel, filler, section …) with something below them are
   flattened: their children take their place;
+* a tree view's cell of several renderers is one cell named by their text (cells.py);
 * a container with more than ``max_children`` children shows the first ones and a line
   ``- … N more items``;
 * children a deadline-bounded read did not get to (``RawNode.unread``) are one line
@@ -25,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
+from deskpilot.host.atspi.cells import merged_renderers, shown_cell_actions
 from deskpilot.host.atspi.collect import RawNode
 from deskpilot.host.atspi.vocab import (
     ALWAYS_SHOWN_ROLES,
@@ -228,10 +230,15 @@ def classify(nodes: list[RawNode], opts: RenderOptions) -> tuple[list[int], list
                 context[i], context_age[i] = names[p], 1
             elif context_age[p] and context_age[p] < 3:
                 context[i], context_age[i] = context[p], context_age[p] + 1
+    # a tree view's cell of several renderers is one cell named by their text (cells.py)
+    merged = merged_renderers(nodes, names, [k != HIDDEN for k in kind], state_words)
     # backward: what is shown below each node decides containers
     shown_below = [False] * n
     for i in range(n - 1, -1, -1):
         if kind[i] == HIDDEN:
+            continue
+        if i in merged:
+            kind[i] = NOISE
             continue
         node = nodes[i]
         below = shown_below[i] or node.unread > 0  # its marker is shown below it
@@ -355,7 +362,7 @@ def _line(node: RawNode, role: int, name: str, depth: int, line_no: int) -> str:
         parts.append(f' = "{_quote(node.value)}"')
     for w in state_words(node):
         parts.append(f" [{w}]")
-    acts = shown_actions(node.actions)
+    acts = shown_actions(shown_cell_actions(node))
     if acts:
         parts.append(f" [actions: {', '.join(_quote(a, 40) for a in acts)}]")
     parts.append(f" [{line_no}]")
