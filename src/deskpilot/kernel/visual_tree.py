@@ -40,6 +40,8 @@ import asyncio
 import logging
 import time
 
+from deskpilot.kernel import opaque_text
+from deskpilot.kernel.image_boxes import image_boxes, within
 from deskpilot.kernel.policy.signals import NON_ACTIVATING_ACTIONS, role_key_like
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.observed import ObservedState, VisualTree
@@ -48,15 +50,12 @@ from deskpilot.protocol.wire import (
     ClickAction,
     ExecuteAction,
     InvokeElementAction,
-    Observation,
     PasteTextAction,
     Point,
-    Rect,
     ScrollAction,
     Truncation,
     TypeTextAction,
 )
-from deskpilot.vault import images
 from deskpilot.vision.frames import decode_image
 from deskpilot.vision.incremental import Box, Reading, window_reader
 from deskpilot.vision.ocr import OcrEngine, default_engine, ocr_ready
@@ -91,6 +90,8 @@ async def outlined(state: ObservedState, engine: OcrEngine | None = None) -> Obs
     ``state`` as it is. Never raises: after an action this is its post-action state, and a
     failed OCR must not turn an action that ran into one that failed."""
     if not wanted(state):
+        if opaque_text.wanted(state):
+            return await _with_opaque_text(state, engine)
         return state
     chosen = engine if engine is not None else engine_for(state.observation.app)
     if not ocr_ready(chosen):
@@ -100,8 +101,8 @@ async def outlined(state: ObservedState, engine: OcrEngine | None = None) -> Obs
     obs = state.observation
     key = f"{obs.app.pid}:{obs.window.window_id}"
     started = time.perf_counter()
-    covered = _image_boxes(obs, obs.covered_regions)
-    popups = _image_boxes(obs, obs.popup_regions)
+    covered = image_boxes(obs, obs.covered_regions)
+    popups = image_boxes(obs, obs.popup_regions)
     try:
         reading, popup_readings = await asyncio.to_thread(_read, chosen, key, png, covered, popups)
     except Exception as exc:  # typed, or an engine bug: neither may fail the observation
@@ -144,6 +145,51 @@ async def outlined(state: ObservedState, engine: OcrEngine | None = None) -> Obs
     return ObservedState(visual_obs, state.png, state.windows, visual)
 
 
+async def _with_opaque_text(state: ObservedState, engine: OcrEngine | None) -> ObservedState:
+    """``state`` with the text of its widgets that expose none listed under their elements
+    (kernel/opaque_text.py); ``state`` as it is when OCR cannot read it."""
+    chosen = engine if engine is not None else default_engine()
+    if not ocr_ready(chosen):
+        return state
+    obs = state.observation
+    png = state.png
+    assert png is not None
+    started = time.perf_counter()
+    key = f"{obs.app.pid}:{obs.window.window_id}"
+    masked = image_boxes(obs, [*obs.covered_regions, *obs.popup_regions])
+    areas = obs.opaque_regions
+    boxes = image_boxes(obs, [a.rect for a in areas])
+    if len(boxes) != len(areas):  # one lies outside the image: none is read rather than guess
+        return state
+
+    def read_all() -> list[tuple[int, list[opaque_text.Item]]]:
+        image = decode_image(png)
+        return [
+            (area.element_id, opaque_text.read_items(chosen, key, image, box, masked))
+            for area, box in zip(areas, boxes, strict=True)
+        ]
+
+    try:
+        found = await asyncio.to_thread(read_all)
+    except Exception as exc:  # typed, or an engine bug: neither may fail the observation
+        typed = exc.code if isinstance(exc, DeskpilotError) else None
+        log.log(
+            logging.WARNING if typed else logging.ERROR,
+            "opaque text: OCR failed (%s); the observation keeps the host's tree",
+            typed or type(exc).__name__,
+            exc_info=typed is None,
+        )
+        return state
+    out = opaque_text.listed(state, found)
+    timings = {**out.observation.timings_ms, "opaque": _ms(started)}
+    observation = out.observation.model_copy(update={"timings_ms": timings})
+    return ObservedState(observation, out.png, out.windows, out.visual)
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000.0, 2)
+
+
 def _read(
     engine: OcrEngine, key: str, png: bytes, covered: list[Box], popups: list[Box]
 ) -> tuple[Reading, list[PopupReading]]:
@@ -156,36 +202,13 @@ def _read(
     popup_engine = default_engine()  # a terminal's menu is no grid of cells
     for i, box in enumerate(popups):
         x, y, w, h = box
-        above = [_within(b, box) for b in (*covered, *popups[:i])]
+        above = [within(b, box) for b in (*covered, *popups[:i])]
         part = image.crop((x, y, x + w, y + h))
         read = reader.read_image(
             popup_engine, f"{key}:popup:{x},{y},{w},{h}", part, [b for b in above if b]
         )
         readings.append(PopupReading(read.result, box))
     return reading, readings
-
-
-def _within(box: Box, frame: Box) -> Box | None:
-    """``box`` in the coordinates of ``frame`` (both image boxes), clipped; None outside."""
-    x0, y0 = max(box[0], frame[0]), max(box[1], frame[1])
-    x1 = min(box[0] + box[2], frame[0] + frame[2])
-    y1 = min(box[1] + box[3], frame[1] + frame[3])
-    if x1 <= x0 or y1 <= y0:
-        return None
-    return x0 - frame[0], y0 - frame[1], x1 - x0, y1 - y0
-
-
-def _image_boxes(obs: Observation, regions: list[Rect]) -> list[Box]:
-    """``regions`` (window coordinates: the windows lying over this one, ``covered_regions``,
-    or its popups, ``popup_regions``) as boxes of the screenshot, scaled as redaction scales
-    sensitive regions (vault/images.py): their text is theirs, so OCR does not read it as
-    this window's. Rounded outwards: a covering window's edge pixel is not left in."""
-    image, bounds = obs.image, obs.window.bounds
-    if not regions or image is None:
-        return []
-    size = (image.width, image.height)
-    scale = images.region_scale(size, (bounds.width, bounds.height))
-    return [b for r in regions if (b := images.image_box(r, scale, size))]
 
 
 def for_host(state: ObservedState | None, request: ExecuteAction) -> ExecuteAction:
@@ -202,6 +225,9 @@ def for_host(state: ObservedState | None, request: ExecuteAction) -> ExecuteActi
 
 
 def _pointed(action: Action, visual: VisualTree) -> Action:
+    element_id = getattr(action, "element_id", None)
+    if visual.mixed and element_id not in visual.bounds:
+        return action  # the host's own element (or none): it checks and acts on it
     match action:
         case ClickAction(element_id=int(element_id)) | ScrollAction(element_id=int(element_id)):
             # the same click or scroll (button, count, direction, amount…) at the point

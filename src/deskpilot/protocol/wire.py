@@ -474,6 +474,16 @@ class CaptureResult(_Response):
     withheld: list[Rect] | None = None
 
 
+class OpaqueArea(WireModel):
+    """A widget of the window that draws content it does not expose to accessibility
+    (Thunar's icon view: its files are only pixels): the element it is shown under and where
+    it is, in window coordinates. The kernel lists the text it shows under that element
+    (kernel/opaque_text.py)."""
+
+    element_id: int = Field(ge=1)
+    rect: Rect
+
+
 class ObservationBody(WireModel):
     """The observation proper; also embedded in an action result as its post-action state."""
 
@@ -497,6 +507,9 @@ class ObservationBody(WireModel):
     #: window: the screenshot shows their pixels there, and a visual (OCR) tree reads each as
     #: a section of its own rather than as the window's text (kernel/visual_tree.py)
     popup_regions: list[Rect] = Field(default_factory=list)
+    #: widgets whose content only their pixels show, each under its element (topmost
+    #: last); empty for most windows
+    opaque_regions: list[OpaqueArea] = Field(default_factory=list)
     url: str | None = None  # a browser document's URL when the tree exposes it
     image: ImageDescriptor | None = None
     timings_ms: dict[str, float] = Field(default_factory=dict)

@@ -117,7 +117,7 @@ def build_outline(
             omitted += 1
             return False
         element_id = len(rows) + 1
-        label = f' "{_quote(name)}"' if name else ""
+        label = f' "{quote_name(name)}"' if name else ""
         rows.append(f"{'  ' * depth}- {role}{label} [{element_id}]")
         bounds[element_id] = box
         return True
@@ -245,7 +245,7 @@ def _union(lines: list[OcrLine]) -> Box:
     return left, top, right - left, bottom - top
 
 
-def _quote(s: str) -> str:
+def quote_name(s: str) -> str:
     """A name on one line, escaped as the host escapes names (host/atspi/render.py): text on
     the screen can never look like another element."""
     s = " ".join(s.split())

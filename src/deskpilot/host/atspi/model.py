@@ -105,6 +105,17 @@ class ElementRef:
 
 
 @dataclass(frozen=True, slots=True)
+class OpaqueRegion:
+    """A widget that draws content it does not expose (Thunar's icon view: atspi/opaque.py):
+    the element it is shown under, its node in the read (its extents are read again with the
+    tree), and where it is on screen."""
+
+    element_id: int
+    node: int
+    rect: Rect
+
+
+@dataclass(frozen=True, slots=True)
 class TreeSnapshot:
     text: str
     tree_version: str
@@ -132,6 +143,8 @@ class TreeSnapshot:
     cache_state: Literal["hit", "patched", "full", "off"] = "full"
     #: why the cache could not be trusted for this read, in words; None: nothing to say
     cache_note: str | None = None
+    #: widgets whose content only their pixels show (atspi/opaque.py)
+    opaque: tuple[OpaqueRegion, ...] = ()
 
 
 class OpKind(enum.StrEnum):

@@ -21,15 +21,15 @@ import asyncio
 import dataclasses
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Final
 
-from deskpilot.host.atspi import collect, collector, gtk2_menus
+from deskpilot.host.atspi import collect, collector, gtk2_menus, opaque
 from deskpilot.host.atspi.apps import Applications
 from deskpilot.host.atspi.bus import I_DOCUMENT, ROOT_PATH, AtspiCallError, Conn
 from deskpilot.host.atspi.collect import RawNode
 from deskpilot.host.atspi.connections import Connections
-from deskpilot.host.atspi.model import AppInfo, ElementRef, NodeRef, TreeSnapshot
+from deskpilot.host.atspi.model import AppInfo, ElementRef, NodeRef, OpaqueRegion, TreeSnapshot
 from deskpilot.host.atspi.render import Rendered, RenderOptions, clean_name, is_hidden, render
 from deskpilot.host.atspi.tree_cache import (
     NOTE_GTK2,
@@ -245,7 +245,11 @@ class Snapshots:
                 elements = _moved(elements, nodes, entry.index)
         regions = _sensitive_regions(nodes, entry.secure, origin)
         return dataclasses.replace(
-            snap, elements=elements, sensitive_regions=regions, timings_ms={"hit": _ms_since(t0)}
+            snap,
+            elements=elements,
+            sensitive_regions=regions,
+            opaque=_placed(nodes, snap.opaque),
+            timings_ms={"hit": _ms_since(t0)},
         )
 
     async def _patch(
@@ -317,7 +321,7 @@ class Snapshots:
         # read) — or with no event at all (history.pushState), which a hit does not see
         # either: an in-place patch keeps the kept URL rather than queue a call behind the
         # shape check
-        secure, url, read = await _finish(conn, nodes, out, reuse_url=in_place, url=snap.url)
+        secure, url, read, drawn = await _finish(conn, nodes, out, reuse_url=in_place, url=snap.url)
         entry.secure = secure
         reread = {*plan.dirt.nodes, *todo, *read}
         elements = _elements(
@@ -339,6 +343,7 @@ class Snapshots:
             node_count=len(nodes),
             timings_ms=timings,
             unread_subtrees=out.unread,
+            opaque=drawn,
         )
 
     async def _fresh(
@@ -385,8 +390,9 @@ class Snapshots:
         out = render(nodes, opts)
         timings["render"] = _ms_since(t2)
         t3 = time.perf_counter()
+        drawn: tuple[OpaqueRegion, ...] = ()
         try:
-            secure, url, _read = await collect.until(_finish(conn, nodes, out), deadline)
+            secure, url, _read, drawn = await collect.until(_finish(conn, nodes, out), deadline)
         except TimeoutError:
             details_cut = True  # interfaces of some shown elements, a secure field's bounds
             secure, url = [out.elements[i][0] for i in out.secure_ids], None
@@ -414,6 +420,7 @@ class Snapshots:
             partial="deadline" if cut or details_cut else None,
             unread_subtrees=out.unread,
             details_unread=details_cut,
+            opaque=drawn,
         )
 
     async def _read_by(
@@ -507,12 +514,13 @@ async def _finish(
     *,
     reuse_url: bool = False,
     url: str | None = None,
-) -> tuple[list[int], str | None, list[int]]:
-    """Interfaces of shown elements the strategy did not provide, extents of secure ones, and
-    the document's URL (``reuse_url``: ``url`` is still the document's — a patch that did not
-    touch a document; a hit serves its kept URL too). Returns the secure elements' node
-    indexes, the URL, and the nodes whose interfaces or extents were read (their elements
-    changed)."""
+) -> tuple[list[int], str | None, list[int], tuple[OpaqueRegion, ...]]:
+    """Interfaces of shown elements the strategy did not provide, extents of secure ones and
+    of widgets that draw what they do not expose (atspi/opaque.py), and the document's URL
+    (``reuse_url``: ``url`` is still the document's — a patch that did not touch a document;
+    a hit serves its kept URL too). Returns the secure elements' node indexes, the URL, the
+    nodes whose interfaces or extents were read (their elements changed), and the opaque
+    widgets."""
     shown = [ni for ni, _ in out.elements.values()]
     # (only where an agent acts: other elements get theirs when perform needs them)
     unknown = [
@@ -526,12 +534,36 @@ async def _finish(
         )
     ]
     secure = [out.elements[i][0] for i in out.secure_ids]
+    drawn = opaque.candidates(nodes)
+    placed = secure + drawn
     await asyncio.gather(
         collect.read_interfaces(conn, nodes, unknown) if unknown else _noop(),
-        collect.read_extents(conn, nodes, secure) if secure else _noop(),
+        collect.read_extents(conn, nodes, placed) if placed else _noop(),
     )
     url = url if reuse_url else await _document_url(conn, nodes, shown)
-    return secure, url, unknown + secure
+    return secure, url, unknown + secure, _opaque(nodes, drawn, out)
+
+
+def _opaque(nodes: list[RawNode], drawn: list[int], out: Rendered) -> tuple[OpaqueRegion, ...]:
+    """The widgets of ``drawn`` large enough to hold content, with the elements they are
+    shown under (atspi/opaque.py)."""
+    if not drawn:
+        return ()
+    shown = {ni: eid for eid, (ni, _) in out.elements.items()}
+    return _placed(nodes, opaque.placed(nodes, drawn, shown))
+
+
+def _placed(
+    nodes: list[RawNode], found: Iterable[opaque.Opaque | OpaqueRegion]
+) -> tuple[OpaqueRegion, ...]:
+    """Each widget where it is now (its node's extents, read again by a hit)."""
+    out: list[OpaqueRegion] = []
+    for o in found:
+        e = nodes[o.node].extents
+        if e is not None:
+            rect = Rect(x=e[0], y=e[1], width=e[2], height=e[3])
+            out.append(OpaqueRegion(o.element_id, o.node, rect))
+    return tuple(out)
 
 
 def _elements(
