@@ -42,3 +42,10 @@ def test_a_focusable_childless_panel_is_a_widget_that_draws_its_content() -> Non
 def test_a_panel_that_takes_no_focus_or_has_a_name_is_not_one() -> None:
     assert opaque.candidates(_icon_view(focusable=False).nodes) == []
     assert opaque.candidates(_icon_view(named="Preview").nodes) == []
+
+
+def test_a_drawing_surface_in_unnamed_boxes_is_left_alone() -> None:
+    """GIMP's canvas has the icon view's shape, in unnamed boxes: a picture, not a list."""
+    t = _icon_view()
+    t.nodes[1].name = ""
+    assert opaque.candidates(t.nodes) == []

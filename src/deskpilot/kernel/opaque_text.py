@@ -30,7 +30,10 @@ No OCR engine, or an OCR failure: the observation stays as the host sent it.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -82,6 +85,12 @@ class Item:
     highlighted: bool = False
 
 
+#: widgets whose last items are kept (their pixels' digest → items)
+MAX_KEPT: Final = 16
+_LAST: OrderedDict[str, tuple[bytes, list[Item]]] = OrderedDict()
+_LOCK = threading.Lock()
+
+
 def read_items(
     engine: OcrEngine, key: str, image: Image.Image, box: Box, masked: Sequence[Box]
 ) -> list[Item]:
@@ -93,12 +102,29 @@ def read_items(
     marked ``highlighted``."""
     x, y, w, h = box
     part = image.crop((x, y, x + w, y + h)).convert("RGB")
-    lit = highlights(part)
     inside = [b for m in masked if (b := within(m, box)) is not None]
+    key = f"{key}:opaque:{x},{y},{w},{h}"
+    digest = hashlib.blake2b(part.tobytes() + repr(inside).encode(), digest_size=16).digest()
+    with _LOCK:
+        kept = _LAST.get(key)
+        if kept is not None and kept[0] == digest:
+            _LAST.move_to_end(key)
+            return kept[1]  # the same pixels: the same items, no OCR
+    items = _read(engine, key, part, x, y, inside)
+    with _LOCK:
+        _LAST[key] = (digest, items)
+        _LAST.move_to_end(key)
+        while len(_LAST) > MAX_KEPT:
+            _LAST.popitem(last=False)
+    return items
+
+
+def _read(
+    engine: OcrEngine, key: str, part: Image.Image, x: int, y: int, inside: list[Box]
+) -> list[Item]:
+    lit = highlights(part)
     hidden = [*inside, *(hl.box for hl in lit)]
-    reading = window_reader().read_image(
-        engine, f"{key}:opaque:{x},{y},{w},{h}", part, hidden, patch=False
-    )
+    reading = window_reader().read_image(engine, key, part, hidden, patch=False)
     items = [_item(words, x, y, False) for line in reading.result.lines for words in _runs(line)]
     for hl in lit:
         if any(within(b, hl.box) for b in inside):

@@ -8,13 +8,16 @@ class's accessible type, here GtkContainer's), so six files on screen were
 
 Such a widget is found by its shape: a focusable, showing, childless node of a generic
 container role (panel, filler, drawing area, canvas, unknown) with no name, no value and no
-action, at least ``MIN_WIDTH`` × ``MIN_HEIGHT``. A person can click into it and it is as big
-as a list; an empty spacer is neither focusable nor does it draw text. The host reads its
-extents (one ``GetExtents`` each, in the finish step that reads secure fields' bounds) and
-says where it is and which element it belongs to — itself when it is shown, else its nearest
-shown ancestor (the icon view's ``group "Icon view"``) — as ``opaque_regions``. The kernel
-reads the text in that part of the screenshot and lists it under that element
-(kernel/visual_tree.py); the host reads no pixels' text.
+action, at least ``MIN_WIDTH`` × ``MIN_HEIGHT``, whose parent says what it shows (a name:
+the icon view's ``directory pane "Icon view"``). A person can click into it and it is as big
+as a list; an empty spacer is neither focusable nor does it draw text. GIMP's canvas has the
+same shape in unnamed boxes: its content is a picture, and reading it cost ~0.4 s a look.
+
+The host reads its extents (one ``GetExtents`` each, in the finish step that reads secure
+fields' bounds) and says where it is and which element it belongs to — itself when it is
+shown, else its nearest shown ancestor (the icon view's ``group "Icon view"``) — as
+``opaque_regions``. The kernel reads the text in that part of the screenshot and lists it
+under that element (kernel/opaque_text.py); the host reads no pixels' text.
 """
 
 from __future__ import annotations
@@ -56,8 +59,8 @@ def candidates(nodes: Sequence[RawNode]) -> list[int]:
             continue
         if n.states & _B_NEEDED != _B_NEEDED or n.name.strip() or n.value:
             continue
-        if n.actions:
-            continue
+        if n.actions or not nodes[n.parent].name.strip():
+            continue  # a drawing surface in unnamed boxes (GIMP's canvas): a picture
         out.append(i)
         if len(out) >= MAX_OPAQUE:
             break
