@@ -58,6 +58,8 @@ def test_the_icon_view_is_named_as_a_widget_that_draws_its_files(
     host: HostProcess, thunar: apps.App
 ) -> None:
     target = _target(host, thunar.pid)
+    # View → Icon View: Thunar keeps its last view in xfconf, shared by this user's desktops
+    _keys(host, observe_until(host, target, r"statusBar", "thunar"), "ctrl+1")
     obs = observe_until(host, target, r'group "Icon view"', "thunar")
     (area,) = obs["opaqueRegions"]
     anchor = [ln for ln in obs["tree"].splitlines() if ln.endswith(f" [{area['elementId']}]")]
