@@ -30,9 +30,12 @@ No OCR engine, or an OCR failure: the observation stays as the host sent it.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import logging
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,12 +43,14 @@ from typing import Final
 
 from PIL import Image
 
-from deskpilot.kernel.image_boxes import within
+from deskpilot.kernel.image_boxes import image_boxes, within
+from deskpilot.protocol.errors import DeskpilotError
 from deskpilot.protocol.observed import ObservedState, VisualTree
 from deskpilot.vision.evidence import OcrLine, OcrWord
+from deskpilot.vision.frames import decode_image
 from deskpilot.vision.highlights import INSET, highlights
 from deskpilot.vision.incremental import Box, window_reader
-from deskpilot.vision.ocr import OcrEngine
+from deskpilot.vision.ocr import OcrEngine, default_engine, ocr_ready
 from deskpilot.vision.outline import quote_name, visual_version
 
 #: the state word of an element read from the screenshot
@@ -56,6 +61,8 @@ HIGHLIGHT_STATE: Final = "highlighted"
 MAX_ITEMS: Final = 200
 #: words of a piece farther apart than this many line heights are separate items
 ITEM_GAP: Final = 1.0
+
+log = logging.getLogger(__name__)
 
 _ID: Final = re.compile(r"\[(\d+)\]\s*$")
 
@@ -89,6 +96,49 @@ class Item:
 MAX_KEPT: Final = 16
 _LAST: OrderedDict[str, tuple[bytes, list[Item]]] = OrderedDict()
 _LOCK = threading.Lock()
+
+
+async def with_text(state: ObservedState, engine: OcrEngine | None = None) -> ObservedState:
+    """``state`` with the text of its widgets that expose none listed under their elements;
+    ``state`` as it is when OCR cannot read it. Never raises (after an action this is its
+    post-action state: a failed OCR must not turn an action that ran into one that failed)."""
+    chosen = engine if engine is not None else default_engine()
+    if not ocr_ready(chosen):
+        return state
+    obs = state.observation
+    png = state.png
+    assert png is not None
+    started = time.perf_counter()
+    key = f"{obs.app.pid}:{obs.window.window_id}"
+    masked = image_boxes(obs, [*obs.covered_regions, *obs.popup_regions])
+    areas = obs.opaque_regions
+    boxes = image_boxes(obs, [a.rect for a in areas])
+    if len(boxes) != len(areas):  # one lies outside the image: none is read rather than guess
+        return state
+
+    def read_all() -> list[tuple[int, list[Item]]]:
+        image = decode_image(png)
+        return [
+            (area.element_id, read_items(chosen, key, image, box, masked))
+            for area, box in zip(areas, boxes, strict=True)
+        ]
+
+    try:
+        found = await asyncio.to_thread(read_all)
+    except Exception as exc:  # typed, or an engine bug: neither may fail the observation
+        typed = exc.code if isinstance(exc, DeskpilotError) else None
+        log.log(
+            logging.WARNING if typed else logging.ERROR,
+            "opaque text: OCR failed (%s); the observation keeps the host's tree",
+            typed or type(exc).__name__,
+            exc_info=typed is None,
+        )
+        return state
+    out = listed(state, found)
+    elapsed = round((time.perf_counter() - started) * 1000.0, 2)
+    timings = {**out.observation.timings_ms, "opaque": elapsed}
+    observation = out.observation.model_copy(update={"timings_ms": timings})
+    return ObservedState(observation, out.png, out.windows, out.visual)
 
 
 def read_items(

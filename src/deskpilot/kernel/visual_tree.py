@@ -91,7 +91,7 @@ async def outlined(state: ObservedState, engine: OcrEngine | None = None) -> Obs
     failed OCR must not turn an action that ran into one that failed."""
     if not wanted(state):
         if opaque_text.wanted(state):
-            return await _with_opaque_text(state, engine)
+            return await opaque_text.with_text(state, engine)
         return state
     chosen = engine if engine is not None else engine_for(state.observation.app)
     if not ocr_ready(chosen):
@@ -143,51 +143,6 @@ async def outlined(state: ObservedState, engine: OcrEngine | None = None) -> Obs
         image_size=(result.width, result.height),
     )
     return ObservedState(visual_obs, state.png, state.windows, visual)
-
-
-async def _with_opaque_text(state: ObservedState, engine: OcrEngine | None) -> ObservedState:
-    """``state`` with the text of its widgets that expose none listed under their elements
-    (kernel/opaque_text.py); ``state`` as it is when OCR cannot read it."""
-    chosen = engine if engine is not None else default_engine()
-    if not ocr_ready(chosen):
-        return state
-    obs = state.observation
-    png = state.png
-    assert png is not None
-    started = time.perf_counter()
-    key = f"{obs.app.pid}:{obs.window.window_id}"
-    masked = image_boxes(obs, [*obs.covered_regions, *obs.popup_regions])
-    areas = obs.opaque_regions
-    boxes = image_boxes(obs, [a.rect for a in areas])
-    if len(boxes) != len(areas):  # one lies outside the image: none is read rather than guess
-        return state
-
-    def read_all() -> list[tuple[int, list[opaque_text.Item]]]:
-        image = decode_image(png)
-        return [
-            (area.element_id, opaque_text.read_items(chosen, key, image, box, masked))
-            for area, box in zip(areas, boxes, strict=True)
-        ]
-
-    try:
-        found = await asyncio.to_thread(read_all)
-    except Exception as exc:  # typed, or an engine bug: neither may fail the observation
-        typed = exc.code if isinstance(exc, DeskpilotError) else None
-        log.log(
-            logging.WARNING if typed else logging.ERROR,
-            "opaque text: OCR failed (%s); the observation keeps the host's tree",
-            typed or type(exc).__name__,
-            exc_info=typed is None,
-        )
-        return state
-    out = opaque_text.listed(state, found)
-    timings = {**out.observation.timings_ms, "opaque": _ms(started)}
-    observation = out.observation.model_copy(update={"timings_ms": timings})
-    return ObservedState(observation, out.png, out.windows, out.visual)
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000.0, 2)
 
 
 def _read(
