@@ -32,30 +32,31 @@ EXPAND_ACTION: Final = "expand or contract"
 def merged_renderers(
     nodes: Sequence[RawNode],
     names: list[str],
-    shown: Sequence[bool],
+    cells: Sequence[int],
+    shown: Callable[[int], bool],
     words: Callable[[RawNode], list[str]],
-) -> set[int]:
-    """Name each container cell after its renderers (in ``names``, where it has none of its
-    own) and return the renderers that add nothing to it. ``shown``: the nodes not hidden
-    (a hidden renderer lends no name); ``words``: a node's rendered state words."""
-    merged: set[int] = set()
-    for i, n in enumerate(nodes):
+) -> list[int]:
+    """Name each container cell among ``cells`` (shown cells with children) after its
+    renderers (in ``names``, where it has none of its own) and return the renderers that add
+    nothing to it. ``shown``: whether a node is not hidden (a hidden renderer lends no
+    name); ``words``: a node's rendered state words."""
+    merged: list[int] = []
+    for i in cells:
+        n = nodes[i]
         kids = n.children
-        if n.role != R_TABLE_CELL or not kids or not shown[i]:
-            continue
         if any(nodes[c].role != R_TABLE_CELL or nodes[c].children for c in kids):
             continue
         texts: list[str] = []
         for c in kids:
-            if shown[c] and names[c] and names[c] not in texts:
+            if shown(c) and names[c] and names[c] not in texts:
                 texts.append(names[c])
         if not names[i]:
             names[i] = " ".join(texts)
         own = set(words(n))
         for c in kids:
             child = nodes[c]
-            if shown[c] and not child.value and set(words(child)) <= own:
-                merged.add(c)
+            if shown(c) and not child.value and set(words(child)) <= own:
+                merged.append(c)
     return merged
 
 

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
-from deskpilot.host.atspi.cells import merged_renderers, shown_cell_actions
+from deskpilot.host.atspi.cells import R_TABLE_CELL, merged_renderers, shown_cell_actions
 from deskpilot.host.atspi.collect import RawNode
 from deskpilot.host.atspi.vocab import (
     ALWAYS_SHOWN_ROLES,
@@ -217,6 +217,7 @@ def classify(nodes: list[RawNode], opts: RenderOptions) -> tuple[list[int], list
     # the nearest named ancestor's name, looking at most 3 generations up
     context = [""] * n
     context_age = [0] * n
+    cells: list[int] = []  # cells with children: maybe a tree view's renderers (cells.py)
     gtk4 = opts.gtk4_names
     # forward: hidden-ness and names (a parent precedes its children in preorder)
     for i, node in enumerate(nodes):
@@ -225,20 +226,21 @@ def classify(nodes: list[RawNode], opts: RenderOptions) -> tuple[list[int], list
             kind[i] = HIDDEN
             continue
         names[i] = clean_name(node, gtk4)
+        if node.role == R_TABLE_CELL and node.children:
+            cells.append(i)
         if p >= 0:
             if names[p]:
                 context[i], context_age[i] = names[p], 1
             elif context_age[p] and context_age[p] < 3:
                 context[i], context_age[i] = context[p], context_age[p] + 1
     # a tree view's cell of several renderers is one cell named by their text (cells.py)
-    merged = merged_renderers(nodes, names, [k != HIDDEN for k in kind], state_words)
+    if cells:
+        for c in merged_renderers(nodes, names, cells, lambda c: kind[c] != HIDDEN, state_words):
+            kind[c] = NOISE
     # backward: what is shown below each node decides containers
     shown_below = [False] * n
     for i in range(n - 1, -1, -1):
-        if kind[i] == HIDDEN:
-            continue
-        if i in merged:
-            kind[i] = NOISE
+        if kind[i] >= NOISE:  # hidden, or a renderer its cell stands for
             continue
         node = nodes[i]
         below = shown_below[i] or node.unread > 0  # its marker is shown below it
