@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from deskpilot import desktop as vdesk
 from deskpilot.desktop import apps as dapps
 from deskpilot.hostclient.backend import HostBackend
-from deskpilot.kernel import visual_tree
+from deskpilot.kernel import opaque_text, visual_tree
 from deskpilot.protocol.observed import ObservedState
 from deskpilot.protocol.wire import ExecuteAction, PressKeyAction, TargetSpec
 from deskpilot.vision.incremental import window_reader
@@ -71,6 +71,7 @@ async def look(backend: HostBackend, window: str, *, forget: bool = False) -> Ob
     """What an agent's look costs: the host's observe and the kernel's step after it."""
     if forget:
         window_reader().forget()
+        opaque_text.forget()
     state = await backend.observe("bench", TargetSpec(window_id=window), include_screenshot=True)
     return await visual_tree.outlined(state)
 

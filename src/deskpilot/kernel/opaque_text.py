@@ -141,6 +141,12 @@ async def with_text(state: ObservedState, engine: OcrEngine | None = None) -> Ob
     return ObservedState(observation, out.png, out.windows, out.visual)
 
 
+def forget() -> None:
+    """Drop the widgets' kept items (the next read of each is an OCR; benchmarks)."""
+    with _LOCK:
+        _LAST.clear()
+
+
 def read_items(
     engine: OcrEngine, key: str, image: Image.Image, box: Box, masked: Sequence[Box]
 ) -> list[Item]:
