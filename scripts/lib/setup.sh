@@ -12,6 +12,7 @@ DESKPILOT_APT_PACKAGES=(
   tesseract-ocr tesseract-ocr-eng libtesseract-dev libleptonica-dev pkg-config g++ python3-dev
   openssh-server openssh-client
   libreoffice-writer libreoffice-gtk3 gnome-text-editor
+  thunar gimp libgail-common libatk-adaptor
 )
 
 _dp_log() { printf '[setup] %s\n' "$*" >&2; }

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from deskpilot.desktop.a11y import list_accessible_apps
+from deskpilot.desktop.a11y_env import with_accessibility
 
 CHROMIUM_FLAGS = [
     "--force-renderer-accessibility",
@@ -67,12 +68,9 @@ def launch(
     capture_stdout: bool = False,
 ) -> App:
     scratch = Path(tempfile.mkdtemp(prefix="deskpilot-app-"))
-    full_env = dict(os.environ if env is None else env)
+    full_env = with_accessibility(os.environ if env is None else env)
     full_env.setdefault("XDG_CONFIG_HOME", str(scratch / "config"))
     full_env.setdefault("XDG_CACHE_HOME", str(scratch / "cache"))
-    full_env["NO_AT_BRIDGE"] = "0"
-    full_env["ACCESSIBILITY_ENABLED"] = "1"
-    full_env["GTK_A11Y"] = "atspi"
     proc = subprocess.Popen(
         argv,
         env=full_env,

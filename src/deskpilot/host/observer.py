@@ -42,6 +42,7 @@ from deskpilot.protocol.wire import (
     ImageFormat,
     ObservationBody,
     Observe,
+    OpaqueArea,
     Rect,
     TreeRead,
     Truncation,
@@ -130,6 +131,20 @@ def covered_regions(window: XWindow, windows: list[XWindow]) -> list[Rect]:
     return out
 
 
+def opaque_areas(tree: TreeResult | None, window: XWindow) -> list[OpaqueArea]:
+    """The tree's widgets that draw what they do not expose (atspi/opaque.py), in window
+    coordinates and clipped to it: none for a tree that is partial (never acted on) or stale
+    (its pixels may have moved on)."""
+    if tree is None or tree.snapshot.partial is not None or tree.stale_age_ms is not None:
+        return []
+    out: list[OpaqueArea] = []
+    for o in tree.snapshot.opaque:
+        rect = window_relative(o.rect, window.bounds)
+        if rect is not None:
+            out.append(OpaqueArea(element_id=o.element_id, rect=rect))
+    return out
+
+
 class Observer:
     def __init__(self, desktop: X11Desktop, accessibility: Accessibility | None) -> None:
         self.desktop = desktop
@@ -185,6 +200,7 @@ class Observer:
 
         tree: TreeResult | None = None
         tree_task = None
+        popups = self.desktop.popup_rects(window, [w.xid for w in windows])
         if self.accessibility is not None:
             tree_task = asyncio.ensure_future(
                 self.accessibility.tree_for(
@@ -193,7 +209,7 @@ class Observer:
                     text_budget=request.text_budget or DEFAULT_TEXT_BUDGET,
                     hint=self._frames.get(window.xid),
                     deadline_s=read_s,
-                    popups=self.desktop.popup_rects(window, [w.xid for w in windows]),
+                    popups=popups,
                     after_action=after_action,
                 )
             )
@@ -264,6 +280,8 @@ class Observer:
             ),
             sensitive_regions=sensitive,
             covered_regions=covered_regions(window, windows),
+            popup_regions=[r for p in popups if (r := window_relative(p, window.bounds))],
+            opaque_regions=opaque_areas(tree, window),
             tree_read=tree_read(tree, deadline_s if tree_task is not None else None),
             url=tree.snapshot.url if tree else None,
             image=image,

@@ -66,6 +66,8 @@ class PointerActions:
     ) -> Outcome:
         if element is None and action.point is None:
             raise DeskpilotError(ErrorCode.INVALID_REQUEST, "click needs elementId or point")
+        if action.modifiers:
+            return await self._held_click(action, window, rect, element)
         item = None
         if element is not None and action.button == "left":
             # a row, cell, list item or option: one click selects, two activate (item_clicks)
@@ -104,6 +106,26 @@ class PointerActions:
             x, y = to_screen(rect, action.point)
         await asyncio.to_thread(self._p.input().click, x, y, action.button.value, action.count)
         return Outcome("synthetic", f"xtest {action.button.value} x{action.count}")
+
+    async def _held_click(
+        self, action: ClickAction, window: XWindow, rect: Rect, element: ElementRef | None
+    ) -> Outcome:
+        """A click with keys held (a ctrl-click adds an item to a selection, a shift-click
+        extends it): what a toolkit does with one is its own (a GTK tree view toggles the
+        row, Thunar's icon view the file), and no accessible action says it, so it is a real
+        pointer click at the element's centre (inside the window, uncovered) or the point,
+        with the keys down."""
+        if element is not None:
+            x, y = await self._p.center(element, rect, window=window)
+        else:
+            assert action.point is not None
+            x, y = to_screen(rect, action.point)
+        held = list(action.modifiers)
+        await asyncio.to_thread(
+            self._p.input().click_holding, x, y, action.button.value, action.count, held
+        )
+        keys = "+".join(held)
+        return Outcome("synthetic", f"xtest {keys}+{action.button.value} x{action.count}")
 
     async def _qt_menu_item_click(
         self, element: ElementRef, window: XWindow, rect: Rect

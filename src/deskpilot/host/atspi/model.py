@@ -46,6 +46,11 @@ class AppInfo:
         """Firefox (Gecko): what it says over AT-SPI differs in ways atspi/gecko.py lists."""
         return self.kit == "gecko"
 
+    @property
+    def gtk2(self) -> bool:
+        """GTK 2 (GIMP 2.10), whose bridge is gail: it says "GAIL" for its toolkit."""
+        return self.kit == "gail"
+
 
 @dataclass(frozen=True, slots=True)
 class FrameInfo:
@@ -124,6 +129,17 @@ class FieldText:
 
 
 @dataclass(frozen=True, slots=True)
+class OpaqueRegion:
+    """A widget that draws content it does not expose (Thunar's icon view: atspi/opaque.py):
+    the element it is shown under, its node in the read (its extents are read again with the
+    tree), and where it is on screen."""
+
+    element_id: int
+    node: int
+    rect: Rect
+
+
+@dataclass(frozen=True, slots=True)
 class TreeSnapshot:
     text: str
     tree_version: str
@@ -154,6 +170,8 @@ class TreeSnapshot:
     #: the window's title as its root node names it, read with the tree (the observation's
     #: header says it: an X title can lag behind the app); "" when the root has no name
     title: str = ""
+    #: widgets whose content only their pixels show (atspi/opaque.py)
+    opaque: tuple[OpaqueRegion, ...] = ()
 
 
 class OpKind(enum.StrEnum):

@@ -18,6 +18,7 @@ Rules (docs/host-tree.md is the long form):
   shown below it; a text leaf that only repeats its parent's name; list bullets;
 * unnamed generic containers (panel, filler, section …) with something below them are
   flattened: their children take their place;
+* a tree view's cell of several renderers is one cell named by their text (cells.py);
 * a container with more than ``max_children`` children shows the first ones and a line
   ``- … N more items``;
 * children a deadline-bounded read did not get to (``RawNode.unread``) are one line
@@ -33,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
+from deskpilot.host.atspi.cells import R_TABLE_CELL, merged_renderers, shown_cell_actions
 from deskpilot.host.atspi.collect import RawNode
 from deskpilot.host.atspi.combo_view import ComboView, combo_view
 from deskpilot.host.atspi.text_render import DocumentBounds, above_line, below_line, text_words
@@ -261,6 +263,7 @@ def classify(
     # the nearest named ancestor's name, looking at most 3 generations up
     context = [""] * n
     context_age = [0] * n
+    cells: list[int] = []  # cells with children: maybe a tree view's renderers (cells.py)
     gtk4 = opts.gtk4_names
     closed = combos.hidden if combos is not None else None
     # forward: hidden-ness and names (a parent precedes its children in preorder)
@@ -272,15 +275,21 @@ def classify(
             kind[i] = HIDDEN
             continue
         names[i] = clean_name(node, gtk4)
+        if node.role == R_TABLE_CELL and node.children:
+            cells.append(i)
         if p >= 0:
             if names[p]:
                 context[i], context_age[i] = names[p], 1
             elif context_age[p] and context_age[p] < 3:
                 context[i], context_age[i] = context[p], context_age[p] + 1
+    # a tree view's cell of several renderers is one cell named by their text (cells.py)
+    if cells:
+        for c in merged_renderers(nodes, names, cells, lambda c: kind[c] != HIDDEN, state_words):
+            kind[c] = NOISE
     # backward: what is shown below each node decides containers
     shown_below = [False] * n
     for i in range(n - 1, -1, -1):
-        if kind[i] == HIDDEN:
+        if kind[i] >= NOISE:  # hidden, or a renderer its cell stands for
             continue
         node = nodes[i]
         below = shown_below[i] or node.unread > 0  # its marker is shown below it
@@ -479,7 +488,7 @@ def _line(
         quoted = _quote(node.text.selected or "", VALUE_QUOTE_MAX)
         for w in text_words(node, quoted):
             parts.append(f" [{w}]")
-    acts = shown_actions(node.actions)
+    acts = shown_actions(shown_cell_actions(node))
     if acts:
         parts.append(f" [actions: {', '.join(_quote(a, 40) for a in acts)}]")
     parts.append(f" [{line_no}]")

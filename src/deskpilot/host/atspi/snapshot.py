@@ -21,17 +21,18 @@ import asyncio
 import dataclasses
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Final
 
-from deskpilot.host.atspi import areas, collect, collector, gecko
+from deskpilot.host.atspi import areas, collect, collector, gecko, gtk2_menus, opaque
 from deskpilot.host.atspi.apps import Applications
 from deskpilot.host.atspi.bus import I_DOCUMENT, ROOT_PATH, AtspiCallError, Conn
 from deskpilot.host.atspi.collect import RawNode
 from deskpilot.host.atspi.connections import Connections
-from deskpilot.host.atspi.model import AppInfo, ElementRef, NodeRef, TreeSnapshot
+from deskpilot.host.atspi.model import AppInfo, ElementRef, NodeRef, OpaqueRegion, TreeSnapshot
 from deskpilot.host.atspi.render import Rendered, RenderOptions, clean_name, is_hidden, render
 from deskpilot.host.atspi.tree_cache import (
+    NOTE_GTK2,
     NOTE_QT,
     CacheState,
     Entry,
@@ -152,6 +153,9 @@ class Snapshots:
             if info is not None and info.kit == "qt":
                 # Qt changes names without events: never served from the cache
                 cache.distrust(root.bus_name, NOTE_QT)
+            elif info is not None and info.gtk2:
+                # GTK 2's open menus are found by asking for them (atspi/gtk2_menus.py)
+                cache.distrust(root.bus_name, NOTE_GTK2)
             # Chromium changes its tree's shape without events: a hit or patch of it stands
             # only if the kept nodes are still exactly its tree (one GetMatches, ~7 ms of
             # Chromium's time on 1,733 nodes: most of a hit). It is sent once the plan's and
@@ -266,7 +270,11 @@ class Snapshots:
                 elements = _moved(elements, nodes, entry.index)
         regions = _sensitive_regions(nodes, entry.secure, origin)
         return dataclasses.replace(
-            snap, elements=elements, sensitive_regions=regions, timings_ms={"hit": _ms_since(t0)}
+            snap,
+            elements=elements,
+            sensitive_regions=regions,
+            opaque=_placed(nodes, snap.opaque),
+            timings_ms={"hit": _ms_since(t0)},
         )
 
     async def _patch(
@@ -339,7 +347,7 @@ class Snapshots:
         # read) — or with no event at all (history.pushState), which a hit does not see
         # either: an in-place patch keeps the kept URL rather than queue a call behind the
         # shape check
-        secure, url, read = await _finish(conn, nodes, out, reuse_url=in_place, url=snap.url)
+        secure, url, read, drawn = await _finish(conn, nodes, out, reuse_url=in_place, url=snap.url)
         entry.secure = secure
         reread = {*plan.dirt.nodes, *todo, *read}
         elements = _elements(
@@ -362,6 +370,7 @@ class Snapshots:
             timings_ms=timings,
             unread_subtrees=out.unread,
             title=clean_name(nodes[0], gtk4),
+            opaque=drawn,
         )
 
     async def _fresh(
@@ -388,6 +397,9 @@ class Snapshots:
         cut = any(n.unread for n in nodes)
         details_cut = False
         timings["read"] = _ms_since(t0)
+        if info is not None and info.gtk2:
+            # GTK 2 says no menu item is showing: an open menu is found by its selection
+            await collect.until(gtk2_menus.mark_open_menus(conn, nodes), deadline)
         t1 = time.perf_counter()
         try:
             await collect.until(_read_details(conn, nodes, info, max_elements, keep), deadline)
@@ -405,8 +417,9 @@ class Snapshots:
         out = render(nodes, opts)
         timings["render"] = _ms_since(t2)
         t3 = time.perf_counter()
+        drawn: tuple[OpaqueRegion, ...] = ()
         try:
-            secure, url, _read = await collect.until(_finish(conn, nodes, out), deadline)
+            secure, url, _read, drawn = await collect.until(_finish(conn, nodes, out), deadline)
         except TimeoutError:
             details_cut = True  # interfaces of some shown elements, a secure field's bounds
             secure, url = [out.elements[i][0] for i in out.secure_ids], None
@@ -435,6 +448,7 @@ class Snapshots:
             unread_subtrees=out.unread,
             details_unread=details_cut,
             title=clean_name(nodes[0], gtk4) if nodes else "",
+            opaque=drawn,
         )
 
     async def _read_by(
@@ -541,12 +555,13 @@ async def _finish(
     *,
     reuse_url: bool = False,
     url: str | None = None,
-) -> tuple[list[int], str | None, list[int]]:
-    """Interfaces of shown elements the strategy did not provide, extents of secure ones, and
-    the document's URL (``reuse_url``: ``url`` is still the document's — a patch that did not
-    touch a document; a hit serves its kept URL too). Returns the secure elements' node
-    indexes, the URL, and the nodes whose interfaces or extents were read (their elements
-    changed)."""
+) -> tuple[list[int], str | None, list[int], tuple[OpaqueRegion, ...]]:
+    """Interfaces of shown elements the strategy did not provide, extents of secure ones and
+    of widgets that draw what they do not expose (atspi/opaque.py), and the document's URL
+    (``reuse_url``: ``url`` is still the document's — a patch that did not touch a document;
+    a hit serves its kept URL too). Returns the secure elements' node indexes, the URL, the
+    nodes whose interfaces or extents were read (their elements changed), and the opaque
+    widgets."""
     shown = [ni for ni, _ in out.elements.values()]
     # (only where an agent acts: other elements get theirs when perform needs them)
     unknown = [
@@ -560,12 +575,36 @@ async def _finish(
         )
     ]
     secure = [out.elements[i][0] for i in out.secure_ids]
+    drawn = opaque.candidates(nodes)
+    placed = secure + drawn
     await asyncio.gather(
         collect.read_interfaces(conn, nodes, unknown) if unknown else _noop(),
-        collect.read_extents(conn, nodes, secure) if secure else _noop(),
+        collect.read_extents(conn, nodes, placed) if placed else _noop(),
     )
     url = url if reuse_url else await _document_url(conn, nodes, shown)
-    return secure, url, unknown + secure
+    return secure, url, unknown + secure, _opaque(nodes, drawn, out)
+
+
+def _opaque(nodes: list[RawNode], drawn: list[int], out: Rendered) -> tuple[OpaqueRegion, ...]:
+    """The widgets of ``drawn`` large enough to hold content, with the elements they are
+    shown under (atspi/opaque.py)."""
+    if not drawn:
+        return ()
+    shown = {ni: eid for eid, (ni, _) in out.elements.items()}
+    return _placed(nodes, opaque.placed(nodes, drawn, shown))
+
+
+def _placed(
+    nodes: list[RawNode], found: Iterable[opaque.Opaque | OpaqueRegion]
+) -> tuple[OpaqueRegion, ...]:
+    """Each widget where it is now (its node's extents, read again by a hit)."""
+    out: list[OpaqueRegion] = []
+    for o in found:
+        e = nodes[o.node].extents
+        if e is not None:
+            rect = Rect(x=e[0], y=e[1], width=e[2], height=e[3])
+            out.append(OpaqueRegion(o.element_id, o.node, rect))
+    return tuple(out)
 
 
 def _elements(

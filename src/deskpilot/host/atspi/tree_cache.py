@@ -128,6 +128,10 @@ NOTE_QT: Final = (
     "Qt changes names without sending events (a field named after a label takes the label's "
     "new text silently): its tree is read in full every time"
 )
+NOTE_GTK2: Final = (
+    "GTK 2 says no menu item is showing, so an open menu is found by asking its menu bar, "
+    "not from events: its tree is read in full every time"
+)
 NOTE_OVERFLOW: Final = f"more than {CHANGE_LOG} events since the last read: read in full"
 NOTE_RECONNECT: Final = "the connection to the app was opened again: read in full"
 NOTE_NOT_REGISTERED: Final = "the host is not registered for accessibility events yet"
