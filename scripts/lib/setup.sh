@@ -11,7 +11,8 @@ DESKPILOT_APT_PACKAGES=(
   fonts-dejavu-core x11-utils openbox xterm python3-gi gir1.2-gtk-3.0 python3-pyqt6 python3-pyqt5
   tesseract-ocr tesseract-ocr-eng libtesseract-dev libleptonica-dev pkg-config g++ python3-dev
   openssh-server openssh-client
-  libreoffice-writer libreoffice-calc libreoffice-gtk3
+  libreoffice-writer libreoffice-calc libreoffice-gtk3 gnome-text-editor
+  thunar gimp libgail-common libatk-adaptor
 )
 
 _dp_log() { printf '[setup] %s\n' "$*" >&2; }

@@ -8,15 +8,17 @@ known output, Debian's tesseract.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from deskpilot.cli.main import app as cli_app
-from deskpilot.desktop.apps import App
+from deskpilot.desktop.apps import App, launch
 from deskpilot.vision import ocr_ready
 from xterm_kit import MARKER, WORDS, launch_xterm
 
@@ -87,3 +89,28 @@ def test_an_app_name_two_processes_share_is_refused_with_both_pids(xterm: App) -
         assert f"(pid {second.pid})" in chosen.stdout
     finally:
         second.stop()
+
+
+def test_an_app_is_found_by_its_executable_without_a_version_suffix(
+    desktop: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Debian's GIMP runs as gimp-2.10: ``--app gimp`` goes by the agent's rule
+    (runtime/apps.py, protocol/app_names.py). An xterm copied to ``xterm-3.7`` stands in."""
+    xterm = shutil.which("xterm")
+    if xterm is None:
+        pytest.skip("xterm is not installed")
+    monkeypatch.setenv("DESKPILOT_HOST_LOCAL_TRUST", "1")
+    versioned = tmp_path / "xterm-3.7"
+    shutil.copy(xterm, versioned)
+    app = launch([str(versioned), "-geometry", "40x5+0+0", "-e", "sleep", "600"])
+    try:
+        deadline = time.monotonic() + 20.0
+        while True:  # its window maps a moment after it starts
+            result = CliRunner().invoke(cli_app, ["observe", "--app", "xterm"])
+            if result.exit_code == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert result.exit_code == 0, result.output
+        assert f"(pid {app.pid})" in result.stdout, result.stdout
+    finally:
+        app.stop()

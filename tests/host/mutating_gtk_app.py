@@ -4,7 +4,9 @@ Run by the system python3 (which has gi): ``python3 mutating_gtk_app.py SEED``. 
 ``step N`` on stdin makes N seeded random changes — relabel a label or a button, hide or show
 a widget, toggle a check button, set an entry's text, add, remove or move a widget between
 the two boxes — and then prints ``ok K`` (K: steps done) once GTK has processed them.
-``label TEXT`` sets the text of the fixed label at the top (and answers the same way).
+``label TEXT`` sets the text of the fixed label at the top (and answers the same way);
+``add TEXT`` packs a new label with that text at the top of the first box (GTK 3 announces
+that with no event at all).
 """
 
 import random
@@ -97,9 +99,14 @@ def on_line(channel: GLib.IOChannel, _cond: GLib.IOCondition) -> bool:
         Gtk.main_quit()
         return False
     parts = line.split()
-    if parts and parts[0] in ("step", "label"):
+    if parts and parts[0] in ("step", "label", "add"):
         if parts[0] == "label":
             fixed.set_text(" ".join(parts[1:]))
+        elif parts[0] == "add":
+            added = Gtk.Label(label=" ".join(parts[1:]))
+            boxes[0].pack_start(added, False, False, 0)
+            boxes[0].reorder_child(added, 0)
+            added.show()
         else:
             for _ in range(int(parts[1]) if len(parts) > 1 else 1):
                 mutate()

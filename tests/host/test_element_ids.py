@@ -3,11 +3,13 @@ rendering numbers lines, the book gives each element the id it had before."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from deskpilot.host.atspi import element_ids
 from deskpilot.host.atspi.element_ids import ElementIds, IdBook
-from deskpilot.host.atspi.model import ElementRef, NodeRef, TreeSnapshot
+from deskpilot.host.atspi.model import ElementRef, NodeRef, OpaqueRegion, TreeSnapshot
 from deskpilot.host.atspi.snapshot import tree_version
-from deskpilot.protocol.wire import Truncation
+from deskpilot.protocol.wire import Rect, Truncation
 
 BUS = ":1.42"
 PUSH_BUTTON, LABEL, FRAME = 43, 29, 23
@@ -79,6 +81,20 @@ def test_an_element_keeps_its_id_when_lines_appear_above_it() -> None:
     assert all(e.id == i for i, e in out.elements.items())
     assert out.focused_id == 3
     assert out.tree_version == tree_version(out.text, out.element_count)
+
+
+def test_an_opaque_region_names_its_element_by_its_kept_id() -> None:
+    """Thunar's icon view draws its files without exposing them (atspi/opaque.py): the
+    region says which element its text is shown under, by the id the agent sees."""
+    book = IdBook()
+    book.assign(_snap(_b("open"), _b("view")))
+    where = Rect(x=0, y=0, width=10, height=10)
+    moved = dataclasses.replace(
+        _snap(_b("message"), _b("open"), _b("view")), opaque=(OpaqueRegion(4, 3, where),)
+    )
+    out = book.assign(moved)
+    assert _ids(out)["view"] == 3
+    assert out.opaque == (OpaqueRegion(3, 3, where),)
 
 
 def test_an_id_of_a_gone_element_is_never_given_again() -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import re
+import shutil
 import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -222,6 +224,31 @@ def test_targets_by_app_name_match_executable_and_wm_class(
         assert response["window"]["app"]["pid"] == calc.pid, name
     response, _ = host.request({"type": "capture_window", "target": {"app": "Zenity"}})
     assert response["window"]["app"]["pid"] == zen.pid
+
+
+def test_a_target_by_app_name_finds_an_executable_with_a_version_suffix(
+    host: HostProcess, tmp_path: Path
+) -> None:
+    """Debian runs GIMP as ``gimp-2.10``: ``app: "gimp"`` must find it (the same rule as the
+    runtime's, protocol/app_names.py). An xterm copied to ``xterm-3.7`` stands in for it: its
+    process's executable is that file."""
+    xterm = shutil.which("xterm")
+    if xterm is None:
+        pytest.skip("xterm is not installed")
+    versioned = tmp_path / "xterm-3.7"
+    shutil.copy(xterm, versioned)
+    app = apps.launch([str(versioned), "-geometry", "40x5+0+0", "-e", "sleep", "600"])
+    try:
+        (w,) = wait_for(lambda: windows_of(host, app.pid), timeout=20)
+        assert w["app"]["executable"] == "xterm-3.7"
+        for name in ("xterm", "XTERM-3", "xterm-3.7"):
+            response, _ = host.request({"type": "capture_window", "target": {"app": name}})
+            assert response["type"] == "capture_result", (name, response)
+            assert response["window"]["app"]["pid"] == app.pid, name
+        response = host.call({"type": "capture_window", "target": {"app": "xterm-3.8"}})
+        assert response["code"] == "target_not_found", response
+    finally:
+        app.stop()
 
 
 def test_a_window_id_reused_by_the_next_client_gets_that_client_identity(

@@ -135,10 +135,17 @@ def test_a_menu_is_shown_with_the_window_that_opened_it_only(desktop: object) ->
             obs = observe_until(host, first, r'label "Notes"', "pop-two")
             opened = right_click(host, obs, line_id(obs["tree"], r'label "Notes"'), "pop-two")
             assert "- popup [" in opened["observation"]["tree"], opened
+            # where it lies, in the window's coordinates: a window with no tree reads it by
+            # OCR as a section of its own (kernel/visual_tree.py)
+            (region,) = opened["observation"]["popupRegions"]
+            bounds = opened["observation"]["window"]["bounds"]
+            assert 0 <= region["x"] < bounds["width"] and 0 <= region["y"] < bounds["height"]
+            assert region["width"] > 50 and region["height"] > 20, region
             # the menu (opened at x≈180, ~150 px wide) lies over the other window (x=250) too
             other = {"windowId": ids["Other window"]}
             seen = observe_until(host, other, r'label "Second pane"', "pop-other")
             assert "- popup [" not in seen["tree"], seen["tree"]
+            assert seen["popupRegions"] == []  # not this window's menu
             # the menu holds keys and clicks: meant for the other window, they are refused
             # (they would choose in the menu, or only close it)
             for action in (

@@ -109,3 +109,27 @@ def test_verify_host_untrusted_exits_3(tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     assert report["error"]["code"] == "native_host_untrusted"
     assert report["host"]["spawned"] is False
+
+
+@pytest.mark.desktop
+def test_doctor_says_what_gtk2_apps_need(desktop: vdesk.DesktopState, tmp_path: Path) -> None:
+    """GIMP 2.10 gets a tree only with GTK_MODULES=gail:atk-bridge and Debian's two modules:
+    the private desktop's session names them; a session that does not is told what to do.
+    Information only: it does not make the desktop not ready."""
+    from deskpilot.desktop.a11y_env import gtk2_bridge
+
+    if gtk2_bridge({}).state == "no_gtk2":
+        pytest.skip("no GTK 2 on this machine")
+    if gtk2_bridge({}).state == "missing_packages":
+        pytest.skip("libgail-common / libatk-adaptor are not installed")
+    private = run([DESKPILOT, "doctor", "--verify-host", "--json"], _env(tmp_path))
+    assert private.returncode == 0, private.stdout + private.stderr
+    gtk2 = json.loads(private.stdout)["gtk2"]
+    assert gtk2["state"] == "ok", gtk2
+    assert gtk2["sessionModules"] == "gail:atk-bridge"
+    own = _env(tmp_path)
+    own.pop("GTK_MODULES", None)
+    session = run([DESKPILOT, "doctor", "--verify-host"], own)
+    assert session.returncode == 0, session.stdout + session.stderr
+    assert "session_lacks_modules" in session.stdout, session.stdout
+    assert "90atk-adaptor" in session.stdout, session.stdout

@@ -56,11 +56,8 @@ def _cells(text: str) -> dict[str, str]:
     return {m.group(1): m.group(0) for m in re.finditer(r'- cell "([A-Z]+\d+)".*$', text, re.M)}
 
 
-async def test_calc_reads_the_sheet_types_a_formula_and_saves(
-    sheet: Calc, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_calc_reads_the_sheet_types_a_formula_and_saves(sheet: Calc) -> None:
     doc = Path(str(sheet.app.proc.args[-1]))
-    monkeypatch.setenv("DP_TS_TEXT_MAX", "60000")  # the whole state: it is ~8,000 characters
     calls = [
         {"name": "get_app_state", "arguments": {"app": sheet.pid}},
         {"name": "click", "arguments": {"state_id": "$state", "element_id": '$element:cell "D7"'}},

@@ -69,8 +69,11 @@ async def test_tools_and_instructions() -> None:
             "y",
             "button",
             "count",
+            "modifiers",
             "expect",
         }
+        held = click.input_schema["properties"]["modifiers"]
+        assert held["items"]["enum"] == ["ctrl", "shift", "alt", "super"], held
         expect = click.input_schema["properties"]["expect"]
         kinds = {
             ref.rsplit("/", 1)[-1]
@@ -90,6 +93,12 @@ async def test_bad_arguments_are_clear_errors_and_the_server_keeps_serving() -> 
         cases: list[tuple[str, Any, str]] = [
             ("click", {"state_id": "x", "element_id": 1, "bogus": 1}, "bogus: unknown field"),
             ("click", {"state_id": "x"}, "element_id"),
+            ("click", {"state_id": "x", "element_id": 1, "modifiers": ["meta"]}, "modifiers"),
+            (
+                "click",
+                {"state_id": "x", "element_id": 1, "modifiers": ["ctrl", "ctrl"]},
+                "each modifier at most once",
+            ),
             ("press_key", {"state_id": "x", "keys": 5}, "keys"),
             ("drag", {"state_id": "x", "from": "{not json", "to": {"x": 1, "y": 1}}, "from"),
             ("get_app_state", {"app": {"a": 1}}, "app"),

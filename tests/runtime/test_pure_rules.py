@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from deskpilot.protocol.app_names import executable_names
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import (
     AppIdentity,
@@ -70,6 +71,61 @@ def test_ambiguous_and_missing_list_candidates() -> None:
         resolve_app("gimp", WINDOWS)
     assert exc.value.code is ErrorCode.TARGET_NOT_FOUND
     assert {c["pid"] for c in exc.value.details["candidates"]} == {10, 20, 30}
+
+
+VERSIONED = [
+    _win("0x5", 50, executable="gimp-2.10", wm_class="gimp.Gimp"),
+    _win("0x6", 60, name="soffice", executable="soffice.bin"),
+    _win("0x7", 70, executable="python3.11"),
+    _win("0x8", 80, executable="python3.13"),
+    _win("0x9", 90, executable="firefox-esr"),
+]
+
+
+@pytest.mark.parametrize(
+    ("query", "pid"),
+    [
+        ("gimp", 50),
+        ("GIMP-2.10", 50),
+        ("gimp-2", 50),
+        ("soffice", 60),
+        ("soffice.bin", 60),
+        ("firefox", 90),
+        ("python3.11", 70),
+    ],
+)
+def test_an_app_is_found_by_its_executable_without_a_version_suffix(query: str, pid: int) -> None:
+    """Debian's GIMP runs as gimp-2.10, LibreOffice as soffice.bin, Firefox as firefox-esr:
+    the name a person uses finds them (protocol/app_names.py)."""
+    assert resolve_app(query, VERSIONED).pid == pid
+
+
+def test_a_name_without_its_suffix_that_two_processes_share_is_refused() -> None:
+    with pytest.raises(DeskpilotError) as exc:
+        resolve_app("python3", VERSIONED)
+    assert exc.value.code is ErrorCode.TARGET_AMBIGUOUS
+    assert sorted(c["pid"] for c in exc.value.details["candidates"]) == [70, 80]
+    with pytest.raises(DeskpilotError) as exc:
+        resolve_app("python", VERSIONED)
+    assert exc.value.code is ErrorCode.TARGET_AMBIGUOUS
+
+
+@pytest.mark.parametrize(
+    ("executable", "names"),
+    [
+        ("gimp-2.10", {"gimp-2.10", "gimp-2", "gimp"}),
+        ("python3.11", {"python3.11", "python3", "python"}),
+        ("soffice.bin", {"soffice.bin", "soffice"}),
+        ("google-chrome-stable", {"google-chrome-stable", "google-chrome"}),
+        # digits glued on without a dot are part of the name; x86_64 is no version
+        ("x264", {"x264"}),
+        ("python3", {"python3"}),
+        ("qemu-system-x86_64", {"qemu-system-x86_64"}),
+        ("", set()),
+    ],
+)
+def test_the_names_an_executable_answers_to(executable: str, names: set[str]) -> None:
+    assert executable_names(executable) == names
 
 
 def test_coordinates_use_the_image_the_model_saw_and_clamp() -> None:

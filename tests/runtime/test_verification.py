@@ -603,3 +603,15 @@ def test_no_words_mean_the_target_frontmost() -> None:
     assert specs == [ApplicationStateSpec(assertion="frontmost", app="gnome-calculator")]
     specs, _ = derive_criteria("don't stop", ["   "], None)
     assert specs == [ApplicationStateSpec(assertion="frontmost", app=None)]
+
+
+async def test_an_app_is_named_by_its_executable_without_a_version_suffix() -> None:
+    """As the runtime resolves ``app`` (protocol/app_names.py): ``gimp`` is ``gimp-2.10``."""
+    gimp = AppIdentity(pid=78, executable="gimp-2.10", wm_class="gimp\0Gimp")
+    win = [window("0x9", "GNU Image Manipulation Program", gimp, focused=True)]
+    st = state(app=gimp, foreground=gimp, windows=win)
+    for name in ("gimp", "gimp-2", "gimp-2.10"):
+        spec = ApplicationStateSpec(assertion="window_exists", app=name)
+        assert (await one(spec, st)).passed, name
+    spec = ApplicationStateSpec(assertion="window_exists", app="gimp-3")
+    assert (await one(spec, st)).passed is False

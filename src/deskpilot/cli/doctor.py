@@ -93,6 +93,9 @@ def _render(report: dict[str, Any], console: Console) -> None:
     vault = report.get("vault") or {}
     if vault:
         table.add_row("vault key", f"{vault.get('keyStorage')}: {vault.get('detail')}")
+    gtk2 = report.get("gtk2") or {}
+    if gtk2:
+        table.add_row("gtk 2 apps", f"{gtk2.get('state')}: {gtk2.get('advice')}")
     for name, value in (report.get("latenciesMs") or {}).items():
         table.add_row(f"latency {name}", "-" if value is None else f"{value:.1f} ms")
     sample = report.get("sample") or {}

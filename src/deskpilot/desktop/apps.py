@@ -1,13 +1,16 @@
 """Start the sample apps the tests, benchmarks and demos drive, with the flags they need.
 
 Chromium needs accessibility switched on explicitly and a closed-network set of flags;
-mousepad needs a throwaway config dir or it asks to restore a previous session after a kill.
+Firefox a throwaway profile whose preferences keep it off the network and out of its
+first-run pages; mousepad needs a throwaway config dir or it asks to restore a previous
+session after a kill.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -17,6 +20,7 @@ import time
 from pathlib import Path
 
 from deskpilot.desktop.a11y import list_accessible_apps
+from deskpilot.desktop.a11y_env import with_accessibility
 
 CHROMIUM_FLAGS = [
     "--force-renderer-accessibility",
@@ -64,12 +68,9 @@ def launch(
     capture_stdout: bool = False,
 ) -> App:
     scratch = Path(tempfile.mkdtemp(prefix="deskpilot-app-"))
-    full_env = dict(os.environ if env is None else env)
+    full_env = with_accessibility(os.environ if env is None else env)
     full_env.setdefault("XDG_CONFIG_HOME", str(scratch / "config"))
     full_env.setdefault("XDG_CACHE_HOME", str(scratch / "cache"))
-    full_env["NO_AT_BRIDGE"] = "0"
-    full_env["ACCESSIBILITY_ENABLED"] = "1"
-    full_env["GTK_A11Y"] = "atspi"
     proc = subprocess.Popen(
         argv,
         env=full_env,
@@ -95,6 +96,63 @@ def chromium_argv(url: str, scratch: Path, *, width: int = 1280, height: int = 8
 def launch_chromium(url: str, env: dict[str, str] | None = None) -> App:
     scratch = Path(tempfile.mkdtemp(prefix="deskpilot-chromium-"))
     app = launch(chromium_argv(url, scratch), env)
+    shutil.rmtree(app.scratch, ignore_errors=True)
+    app.scratch = scratch
+    return app
+
+
+#: a throwaway Firefox profile's user.js: no first-run or default-browser pages, nothing
+#: fetched from the network on its own (updates, telemetry, suggestions, remote settings),
+#: no session restore after a kill. Accessibility comes on by itself: the private desktop's
+#: AT-SPI bus says IsEnabled (desktop/a11y.py)
+FIREFOX_PREFS = {
+    "browser.shell.checkDefaultBrowser": False,
+    "browser.startup.homepage_override.mstone": "ignore",
+    "browser.aboutwelcome.enabled": False,
+    "browser.sessionstore.resume_from_crash": False,
+    "browser.newtabpage.activity-stream.feeds.topsites": False,
+    "browser.newtabpage.activity-stream.feeds.section.topstories": False,
+    "browser.search.suggest.enabled": False,
+    "browser.urlbar.suggest.searches": False,
+    "browser.safebrowsing.malware.enabled": False,
+    "browser.safebrowsing.phishing.enabled": False,
+    "app.update.enabled": False,
+    "app.normandy.enabled": False,
+    "datareporting.policy.dataSubmissionEnabled": False,
+    "datareporting.healthreport.uploadEnabled": False,
+    "toolkit.telemetry.reportingpolicy.firstRun": False,
+    "services.settings.server": "http://127.0.0.1:9/",
+    "network.captive-portal-service.enabled": False,
+    "network.connectivity-service.enabled": False,
+    "extensions.getAddons.cache.enabled": False,
+    "signon.rememberSignons": False,
+}
+
+
+def firefox_argv(url: str, profile: Path, *, width: int = 1280, height: int = 800) -> list[str]:
+    """``firefox-esr`` on a throwaway ``profile`` (written here), its own instance
+    (``--no-remote``: never a window of a Firefox the person runs)."""
+    profile.mkdir(parents=True, exist_ok=True)
+    lines = [f"user_pref({json.dumps(k)}, {json.dumps(v)});" for k, v in FIREFOX_PREFS.items()]
+    (profile / "user.js").write_text("\n".join(lines) + "\n")
+    binary = shutil.which("firefox-esr") or shutil.which("firefox") or "firefox-esr"
+    return [
+        binary,
+        "--no-remote",
+        "--profile",
+        str(profile),
+        "--width",
+        str(width),
+        "--height",
+        str(height),
+        url,
+    ]
+
+
+def launch_firefox(url: str, env: dict[str, str] | None = None) -> App:
+    """Firefox showing ``url`` in a throwaway profile (removed when the app stops)."""
+    scratch = Path(tempfile.mkdtemp(prefix="deskpilot-firefox-"))
+    app = launch(firefox_argv(url, scratch / "profile"), env)
     shutil.rmtree(app.scratch, ignore_errors=True)
     app.scratch = scratch
     return app

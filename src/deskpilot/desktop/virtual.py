@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deskpilot.desktop.a11y_env import ACCESSIBILITY_ENV, gtk_modules
+
 
 class DesktopError(RuntimeError):
     """The virtual desktop could not be started or found."""
@@ -55,11 +57,10 @@ class DesktopState:
         return {
             "DISPLAY": self.display,
             "DBUS_SESSION_BUS_ADDRESS": self.dbus_address,
-            # GTK/Qt/Chromium read these to decide whether to export an accessibility tree
-            "NO_AT_BRIDGE": "0",
-            "GTK_A11Y": "atspi",
-            "QT_LINUX_ACCESSIBILITY_ALWAYS_ON": "1",
-            "ACCESSIBILITY_ENABLED": "1",
+            # GTK 2/3/4, Qt, Chromium and Firefox read these to decide whether to export an
+            # accessibility tree (desktop/a11y_env.py); GTK 2 loads its bridge by GTK_MODULES
+            **ACCESSIBILITY_ENV,
+            "GTK_MODULES": gtk_modules(None),
             "XDG_SESSION_TYPE": "x11",
         }
 

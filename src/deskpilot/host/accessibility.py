@@ -35,19 +35,21 @@ from dataclasses import dataclass
 
 from deskpilot.host import settings
 from deskpilot.host.atspi.apps import AppStatus
-from deskpilot.host.atspi.cells import CellNow
 from deskpilot.host.atspi.client import AtspiClient
 from deskpilot.host.atspi.collect import until
 from deskpilot.host.atspi.combo import ComboParts
 from deskpilot.host.atspi.element_ids import ElementIds
+from deskpilot.host.atspi.events import PageLoad
 from deskpilot.host.atspi.model import (
     ElementRef,
+    FieldText,
     FrameInfo,
     SemanticOp,
     SemanticResult,
     TreeSnapshot,
 )
 from deskpilot.host.atspi.popup_sections import with_popups
+from deskpilot.host.atspi.sheet_reads import CellNow
 from deskpilot.host.last_trees import LastTrees
 from deskpilot.host.popups import popup_frames, unplaced
 from deskpilot.host.settings import TREE_DEADLINE_S
@@ -205,6 +207,7 @@ class Accessibility:
         hint: FrameInfo | None = None,
         deadline_s: float = TREE_DEADLINE_S,
         popups: Sequence[Rect] = (),
+        after_action: bool = False,
     ) -> TreeResult | TreeUnavailable | None:
         """The window's tree by ``deadline_s`` from now; None when it has no accessible
         frame (no tree to speak of), ``TreeUnavailable`` when it has one but reading it
@@ -244,7 +247,9 @@ class Accessibility:
             return self._known(window, "TimeoutError", deadline_ms)
         early: asyncio.Future[TreeSnapshot | None] | None = None
         if hint is not None:
-            early = asyncio.ensure_future(self._snapshot(hint, max_elements, text_budget, deadline))
+            early = asyncio.ensure_future(
+                self._snapshot(hint, max_elements, text_budget, deadline, after_action)
+            )
             early.add_done_callback(_retrieved)  # even when this read is itself cancelled
         frames: list[FrameInfo] = []
         try:
@@ -278,7 +283,9 @@ class Accessibility:
                     future, early = early, None
                     snapshot = await future
                 else:
-                    snapshot = await self._snapshot(frame, max_elements, text_budget, deadline)
+                    snapshot = await self._snapshot(
+                        frame, max_elements, text_budget, deadline, after_action
+                    )
             except Exception as exc:
                 log.info("AT-SPI snapshot failed: %s", type(exc).__name__)
                 _drop_all(popup_reads)
@@ -356,11 +363,20 @@ class Accessibility:
             self.missed_deadlines.pop(next(iter(self.missed_deadlines)))
 
     async def _snapshot(
-        self, frame: FrameInfo, max_elements: int, text_budget: int, deadline: float | None = None
+        self,
+        frame: FrameInfo,
+        max_elements: int,
+        text_budget: int,
+        deadline: float | None = None,
+        after_action: bool = False,
     ) -> TreeSnapshot | None:
         return await asyncio.wait_for(
             self.client.snapshot(
-                frame.ref, max_elements=max_elements, text_budget=text_budget, deadline=deadline
+                frame.ref,
+                max_elements=max_elements,
+                text_budget=text_budget,
+                deadline=deadline,
+                after_action=after_action,
             ),
             SNAPSHOT_TIMEOUT_S,
         )
@@ -404,7 +420,7 @@ class Accessibility:
 
     async def live(self, element: ElementRef) -> ElementRef | None:
         """The element as it stands now: a sheet cell found again by its table and address
-        (a new object each time, atspi/cells.py); None when it is gone or does not answer."""
+        (a new object each time, atspi/sheet_reads.py); None when it is gone or does not answer."""
         try:
             return await asyncio.wait_for(self.client.live(element), 3.0)
         except Exception:
@@ -415,6 +431,26 @@ class Accessibility:
         it is gone, or when the app does not answer."""
         try:
             return await asyncio.wait_for(self.client.cell(element), 3.0)
+        except Exception:
+            return None
+
+    def page_load(self, bus_name: str, since: float) -> PageLoad:
+        """What the app's events said of page loads since ``since`` (host/page_loads.py)."""
+        return self.client.page_load(bus_name, since)
+
+    async def toolkit_of(self, bus_name: str) -> str:
+        """The app's toolkit name in lower case ("chromium", "gecko"); "" when it gives none
+        or does not answer."""
+        try:
+            info = await asyncio.wait_for(self.client.application(bus_name), 3.0)
+        except Exception:
+            return ""
+        return info.kit if info is not None else ""
+
+    async def link_target(self, element: ElementRef) -> str | None:
+        """Where a link leads (its Hyperlink URI); None when it says nothing."""
+        try:
+            return await asyncio.wait_for(self.client.link_target(element), 3.0)
         except Exception:
             return None
 
@@ -432,11 +468,31 @@ class Accessibility:
         except Exception:
             return None
 
+    async def field_text(self, element: ElementRef, probe: int = 0) -> FieldText | None:
+        """The text field's text as it is now (``FieldText``); None when it has no Text
+        interface, is gone or does not answer."""
+        if "Text" not in element.interfaces:
+            return None
+        try:
+            return await asyncio.wait_for(self.client.field_text(element, probe), 3.0)
+        except Exception:
+            return None
+
     async def value_now(self, element: ElementRef) -> str | float | None:
         """The element's text, else its number, read now; None when it has neither or does
         not answer (bounded: it only checks an effect)."""
         try:
             return await asyncio.wait_for(self.client.value_now(element), 3.0)
+        except Exception:
+            return None
+
+    async def selection(self, element: ElementRef) -> tuple[int, int, str] | None:
+        """The element's selected range and (bounded) text now; None when nothing is
+        selected, it has no Text, or it does not answer."""
+        if "Text" not in element.interfaces:
+            return None
+        try:
+            return await asyncio.wait_for(self.client.selection(element), 3.0)
         except Exception:
             return None
 

@@ -49,6 +49,14 @@ class Target:
         tree = self.binding.tree
         return tree.frame.ref.bus_name if tree is not None else None
 
+    @property
+    def focused(self) -> ElementRef | None:
+        """The element the observed tree showed focused (where keys without an element go)."""
+        tree = self.binding.tree
+        if tree is None or tree.snapshot.focused_id is None:
+            return None
+        return tree.snapshot.elements.get(tree.snapshot.focused_id)
+
 
 def check_canceled(sessions: SessionRegistry, session_id: str | None) -> None:
     """Checked before anything else, and again wherever a long action can stop."""

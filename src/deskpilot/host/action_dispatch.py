@@ -11,6 +11,7 @@ Order of business for every action:
 4. dispatch: AT-SPI first (Action, EditableText, Value, Text selection, Component focus),
    XTEST when the element cannot do it or the action is positional;
 5. wait for the UI to settle (bounded, :mod:`deskpilot.host.settle`), and report how it went;
+   text put into a field is read back (:mod:`deskpilot.host.text_entry`: ``effect``);
 6. with ``observeAfter``, carry the settled window's observation in the result (it becomes
    the session's binding, as an ``observe`` would).
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from deskpilot.host import save_effects
 from deskpilot.host.accessibility import Accessibility
@@ -48,7 +50,8 @@ from deskpilot.host.keyboard_actions import (
     KeyboardActions,
 )
 from deskpilot.host.observer import Observer
-from deskpilot.host.outcome import Outcome
+from deskpilot.host.outcome import Effect, Outcome
+from deskpilot.host.page_loads import Expectation, Loaded, PageLoads
 from deskpilot.host.pointer_actions import FOCUS_ACTION_NAMES, PointerActions
 from deskpilot.host.post_action import (
     CHROMIUM_DIALOG_GUARD_S,
@@ -61,6 +64,7 @@ from deskpilot.host.post_action import (
 from deskpilot.host.primitives import HANG_ENV, Primitives, test_hang_target
 from deskpilot.host.session_registry import SessionRegistry
 from deskpilot.host.settle import Settler
+from deskpilot.host.text_entry import TextEntry
 from deskpilot.host.x11.desktop import X11Desktop
 from deskpilot.host.x11.input import Canceled
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
@@ -84,6 +88,8 @@ from deskpilot.protocol.wire import (
 
 #: how long a finished action waits for its aim to be read (ActionResult.target_bounds)
 AIM_WAIT_S = 0.25
+#: how long a page that loaded may take to go quiet before its state is read
+LOADED_SETTLE_MS = 1000
 #: after giving a window the focus for keys: how long its first focus event may take, and the
 #: most the app's reaction to the focus is waited for before the keys go out
 FOCUS_EVENTS_FIRST_MS = 100.0
@@ -121,8 +127,10 @@ class ActionDispatcher:
         self.current_session: str | None = None
         self.running = False
         self._primitives = Primitives(desktop, accessibility, sessions)
-        self._pointer = PointerActions(self._primitives)
-        self._keyboard = KeyboardActions(self._primitives)
+        self._entry = TextEntry(self._primitives)
+        self._pointer = PointerActions(self._primitives, self._entry)
+        self._keyboard = KeyboardActions(self._primitives, self._entry)
+        self._loads = PageLoads(accessibility)
         self._post = PostAction(desktop, self.settler, observer, sessions)
 
     @property
@@ -135,6 +143,7 @@ class ActionDispatcher:
         # post-action steps read it from) and the performers' primitives must see it too
         self.settler.accessibility = value
         self._primitives.accessibility = value
+        self._loads.accessibility = value
 
     async def execute(self, request: ExecuteAction) -> tuple[ActionResult, bytes | None]:
         """Run the action; with ``observeAfter``, the result carries the settled window's
@@ -144,10 +153,18 @@ class ActionDispatcher:
         # read while the action runs and settles, so it costs the action no time
         aimed = asyncio.ensure_future(self._aimed_at(request, target))
         try:
+            load = await self._loads.expected(request, target)
             outcome, settling = await self._act(request, target)
+            loaded = await self._page_loaded(target, settling, load)
+            if isinstance(request.action, SelectTextAction) and target.element is not None:
+                outcome.selected = await self._keyboard.selected(target.element)
             post = await self._post.complete(request, target, settling)
             # what the action was meant to leave behind, read once the UI settled
             effect = await outcome.check() if outcome.check is not None else None
+            if effect is not None and effect.late and post is not None:
+                # the look was taken before the effect showed (a field's text): look again
+                again = await self._post.observe_after(request, target.window, screenshot=True)
+                post = again or post
             body, png = post if post is not None else (None, None)
             windows = await self._post.windows(body)
             target_bounds = await _settled(aimed)
@@ -167,10 +184,24 @@ class ActionDispatcher:
             windows=windows,
             item_click=outcome.item_click,
             target_bounds=target_bounds,
-            effect=effect.seen if effect is not None else None,
-            effect_note=effect.note if effect is not None else None,
+            **_effect(effect, loaded),
+            selected=outcome.selected,
         )
         return result, png
+
+    async def _page_loaded(
+        self, target: Target, settling: Settling, expected: Expectation | None
+    ) -> Loaded | None:
+        """A browser's page load the action started, waited for (host/page_loads.py); the
+        state read while settling showed the page before it, so it is read again."""
+        bus = target.bus
+        if bus is None:
+            return None
+        loaded = await self._loads.wait(bus, settling.since, expected)
+        if loaded is not None and loaded.waited:
+            settling.post = None
+            await self.settler.settle(bus, time.monotonic(), LOADED_SETTLE_MS)
+        return loaded
 
     async def _aimed_at(self, request: ExecuteAction, target: Target) -> Rect | None:
         """Where the action aims on screen (ActionResult.target_bounds): the element's
@@ -263,7 +294,8 @@ class ActionDispatcher:
         if isinstance(action, ClickAction):
             return await pointer.click(action, window, rect, element, target.binding)
         if isinstance(action, TypeTextAction):
-            return await keyboard.type_text(action, window, rect, element, target.binding)
+            elements = target.binding.tree.snapshot.elements if target.binding.tree else {}
+            return await keyboard.type_text(action, window, rect, element, target.focused, elements)
         if isinstance(action, PasteTextAction):
             return await keyboard.paste(action, window, rect, element)
         if isinstance(action, SetValueAction):
@@ -283,6 +315,18 @@ class ActionDispatcher:
         if isinstance(action, SecondaryAction):
             return await pointer.secondary(window, rect, _need(element))
         raise DeskpilotError(ErrorCode.UNSUPPORTED_ACTION, "unknown action kind")
+
+
+def _effect(effect: Effect | None, loaded: Loaded | None) -> dict[str, Any]:
+    """``effect`` and ``effect_note`` of the result: what the effect check saw (a field read
+    back, a value), and a page load that did not end in time (either unconfirmed makes it
+    unconfirmed)."""
+    notes = [n for n in (effect.note if effect else None, loaded.note if loaded else None) if n]
+    if notes:
+        return {"effect": "unconfirmed", "effect_note": "; ".join(notes)}
+    if effect is not None:
+        return {"effect": effect.seen}
+    return {}
 
 
 async def _settled(aimed: asyncio.Future[Rect | None]) -> Rect | None:

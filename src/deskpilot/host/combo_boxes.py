@@ -11,12 +11,17 @@ that everywhere (see ``atspi/combo.py`` for what each toolkit exposes):
   still expanded.
 * **GTK 3**: the option's action is "click", which chooses and closes the popup as a real
   click does; such options keep the ordinary invoke (no rule here).
+* **Firefox**: the list a person sees is a detached one (atspi/combo.py); its options'
+  "click" chooses and closes as a real click does, so they keep the ordinary invoke too.
 
 ``set_value`` on a combo box (one without text of its own) with an option's name chooses
 that option without opening the popup: through the combo box's Selection (GTK 3), else the
 option's "select" action when it is not chosen yet (Chromium), else as a person does — the
-combo box's own action opens the popup and a pointer click chooses the option (Qt). A name
-that is none of the options is refused before anything is dispatched.
+combo box's own action opens the popup and a pointer click chooses the option (Qt), or,
+where the list is detached (Firefox: its own options' "select" changes nothing, and its
+list's ``SelectChild`` changes the value without the page's change event), the option's
+"click" in the open list. A name that is none of the options is refused before anything is
+dispatched.
 """
 
 from __future__ import annotations
@@ -36,11 +41,20 @@ from deskpilot.protocol.wire import Rect
 
 #: the combo box (or an option's combo box) read now; None when it has no options list
 PartsFn = Callable[[ElementRef], Awaitable[ComboParts | None]]
+#: the window brought to the front, as a person does before opening a list in it (a covered
+#: Firefox window opens no list)
+FrontFn = Callable[[], Awaitable[object]]
+#: where the mapped popups are now
+PopupsFn = Callable[[], list[Rect]]
+#: a click at an element's centre if it lies inside an area (False: it does not, none sent)
+ClickInsideFn = Callable[[ElementRef, Rect], Awaitable[bool]]
 
 R_MENU_ITEM = ROLE_NUMBER["menu item"]
 R_LIST_ITEM = ROLE_NUMBER["list item"]
 #: how long an opened popup may take to show its options
 POPUP_WAIT_S = 1.5
+#: how long a chosen option may take to say it is chosen
+CHOSEN_WAIT_S = 0.5
 R_COMBO_BOX = ROLE_NUMBER["combo box"]
 ALREADY_CHOSEN = "the option is already chosen (its 'select' action would unchoose it)"
 
@@ -71,6 +85,8 @@ class ComboBoxes:
     parts_of: PartsFn
     combo_of_option: PartsFn
     pointer: PointerFn
+    popups: PopupsFn
+    click_inside: ClickInsideFn
 
     async def click_option(self, item: ElementRef) -> Outcome | None:
         """A left single click on an option of a combo box whose options only toggle (see
@@ -88,7 +104,9 @@ class ComboBoxes:
             return None
         return await self._choose(parts, option, item)
 
-    async def set_value(self, element: ElementRef, value: str, rect: Rect) -> Outcome | None:
+    async def set_value(
+        self, element: ElementRef, value: str, rect: Rect, front: FrontFn | None = None
+    ) -> Outcome | None:
         """Choose the option named ``value`` of a combo box; None when the element is no
         combo box with an options list (the ordinary set_value rules apply). Raises
         UNSUPPORTED_ACTION (reason ``not_an_option``) when no option has that name."""
@@ -109,10 +127,15 @@ class ComboBoxes:
                     "optionCount": len(parts.options),
                 },
             )
-        return await self._choose(parts, option, element, rect)
+        return await self._choose(parts, option, element, rect, front)
 
     async def _choose(
-        self, parts: ComboParts, option: ComboOption, like: ElementRef, rect: Rect | None = None
+        self,
+        parts: ComboParts,
+        option: ComboOption,
+        like: ElementRef,
+        rect: Rect | None = None,
+        front: FrontFn | None = None,
     ) -> Outcome:
         """Make ``option`` the chosen one and leave the popup closed (``rect``: the window's,
         where a person's two clicks may go when nothing semantic chooses)."""
@@ -120,13 +143,17 @@ class ComboBoxes:
         done = None
         if parts.has_selection:
             done = await self.semantic(combo, SemanticOp(OpKind.CHOOSE_OPTION, index=option.index))
+        if done is None and not option.selected and parts.detached:
+            return await self._choose_in_open_list(parts, option, like, front)
         if done is None and not option.selected:
             target = _live(option.ref, like, "menuItem", R_MENU_ITEM)
             done = await self.semantic(target, SemanticOp.invoke(SELECT_ACTIONS[0]))
-            if done is None and rect is not None:
-                return await self._choose_by_pointer(parts, option, like, rect)
-            if done is None:
-                raise _needs_clicks(like)
+        if done is not None and not await self._chosen(combo, option):
+            done = None  # the app answered and chose nothing: a person's way, if there is one
+        if done is None and not option.selected:
+            if rect is not None:
+                return await self._choose_by_pointer(parts, option, like, rect, front)
+            raise _needs_clicks(like)
         steps = [done.detail if done is not None else ALREADY_CHOSEN]
         closed = await self._close_popup(combo)
         if closed is not None:
@@ -140,7 +167,12 @@ class ComboBoxes:
         )
 
     async def _choose_by_pointer(
-        self, parts: ComboParts, option: ComboOption, like: ElementRef, rect: Rect
+        self,
+        parts: ComboParts,
+        option: ComboOption,
+        like: ElementRef,
+        rect: Rect,
+        front: FrontFn | None = None,
     ) -> Outcome:
         """A person's way where no action chooses (Qt: the popup's SelectChild and an option's
         Toggle answer true and change nothing): open the popup with the combo box's own
@@ -148,10 +180,10 @@ class ComboBoxes:
         the option never shows inside the window."""
         combo = _live(parts.combo, like, "comboBox", R_COMBO_BOX)
         if parts.says_open is None:
-            # no way to tell an open popup from a closed one, whose options' places are
-            # stale: a click there could land on anything
-            raise _needs_clicks(like)
+            return await self._choose_in_new_popup(parts, option, like, front)
         opened = None
+        if front is not None:
+            await front()
         if not parts.says_open:
             opened = await self.semantic(combo, SemanticOp.invoke())
         deadline = time.monotonic() + POPUP_WAIT_S
@@ -168,6 +200,92 @@ class ComboBoxes:
             if time.monotonic() > deadline:
                 await self._close_popup(combo)
                 raise _needs_clicks(like)
+            await asyncio.sleep(0.05)
+
+    async def _choose_in_new_popup(
+        self, parts: ComboParts, option: ComboOption, like: ElementRef, front: FrontFn | None
+    ) -> Outcome:
+        """Qt 5: its combo box cannot say whether its list is open (the closed list reads as
+        showing, its options at stale places: a click there could land on anything). A
+        person's way still tells: open it with its own action, and once a popup window is
+        mapped that was not before, click the option where it lies inside that popup.
+        Refused when none opens, or the option is not inside it."""
+        combo = _live(parts.combo, like, "comboBox", R_COMBO_BOX)
+        if front is not None:
+            await front()
+        before = self.popups()
+        if await self.semantic(combo, SemanticOp.invoke()) is None:
+            raise _needs_clicks(like)
+        target = _live(option.ref, like, "listItem", R_LIST_ITEM)
+        deadline = time.monotonic() + POPUP_WAIT_S
+        while True:
+            for area in self.popups():
+                if area not in before and await self.click_inside(target, area):
+                    return Outcome(
+                        "synthetic",
+                        f"opened the popup with its action, clicked option {option.index + 1} "
+                        "in the popup that opened",
+                    )
+            if time.monotonic() > deadline:
+                raise _needs_clicks(like)
+            await asyncio.sleep(0.05)
+
+    async def _chosen(self, combo: ElementRef, option: ComboOption) -> bool:
+        """Whether ``option`` is the chosen one now — it says it is selected, or the combo
+        box is named after it (GTK 3, Qt) — read until it is (up to ``CHOSEN_WAIT_S``:
+        Chromium's renderer chooses a moment after the call answers)."""
+        deadline = time.monotonic() + CHOSEN_WAIT_S
+        while True:
+            now = await self.parts_of(combo)
+            if now is None:
+                return False
+            if now.name == option.name or any(
+                o.selected and o.name == option.name for o in now.options
+            ):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.03)
+
+    async def _choose_in_open_list(
+        self, parts: ComboParts, option: ComboOption, like: ElementRef, front: FrontFn | None
+    ) -> Outcome:
+        """A person's way where the list a person sees is detached (Firefox): open it with
+        the combo box's own action, wait until it shows, and click the option there (its
+        "click" chooses and closes it, and the page hears a change). Refused when the list
+        never shows."""
+        combo = _live(parts.combo, like, "comboBox", R_COMBO_BOX)
+        opened = None
+        now: ComboParts | None = parts
+        if not parts.open_options:
+            if front is not None:
+                await front()
+            opened = await self.semantic(combo, SemanticOp.invoke())
+            if opened is None:
+                raise _needs_clicks(like)
+            now = None
+        deadline = time.monotonic() + POPUP_WAIT_S
+        while True:
+            if now is None:
+                now = await self.parts_of(combo)
+            listed = now.open_options if now is not None else ()
+            if option.index < len(listed) and listed[option.index].name == option.name:
+                target = _live(listed[option.index].ref, like, "menuItem", R_MENU_ITEM)
+                done = await self.semantic(target, SemanticOp.invoke())
+                if done is None:
+                    raise _needs_clicks(like)
+                how = "opened its list with its action, then " if opened is not None else ""
+                first = opened or done
+                return Outcome(
+                    "semantic",
+                    f"chose option {option.index + 1} of {len(parts.options)}: {how}"
+                    f"{done.detail} on the option in the open list",
+                    events_since=first.events_since,
+                    answered_at=first.answered_at,
+                )
+            if time.monotonic() > deadline:
+                raise _needs_clicks(like)
+            now = None
             await asyncio.sleep(0.05)
 
     async def _close_popup(self, combo: ElementRef) -> Outcome | None:

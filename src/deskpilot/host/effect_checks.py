@@ -19,13 +19,9 @@ from __future__ import annotations
 from deskpilot.host.accessibility import Accessibility
 from deskpilot.host.atspi.model import ElementRef
 from deskpilot.host.outcome import Effect, EffectCheck
+from deskpilot.host.text_checks import NOT_REPLACED
 
 NOT_READ = "its value could not be read back afterwards"
-NOT_REPLACED = (
-    "the value read back afterwards is not the value asked for: the field may have kept or "
-    "added to its old text, cut the value short, or refused or changed it; the new state "
-    "shows what it holds"
-)
 
 
 def value_check(acc: Accessibility, element: ElementRef, wanted: str | float) -> EffectCheck:

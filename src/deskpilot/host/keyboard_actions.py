@@ -2,24 +2,25 @@
 set_value, select_text and press_key, and focus_window (the window keys go to).
 
 Semantic first where the element can do it (docs/host.md, "Actions": the dispatch table),
-else keyboard focus on the element (or the window) and XTEST key events. A set_value on a
+else keyboard focus on the element (or the window) and XTEST key events. Text into a field
+goes through :mod:`deskpilot.host.text_entry`, which also reads it back; a set_value on a
 combo box chooses one of its options (:mod:`deskpilot.host.combo_boxes`).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from functools import partial
-from typing import Literal
 
-from deskpilot.host.atspi.cells import sheet_cell
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
+from deskpilot.host.atspi.sheet_reads import sheet_cell
 from deskpilot.host.combo_boxes import ComboBoxes
-from deskpilot.host.element_states import read_only
-from deskpilot.host.observer import Binding
+from deskpilot.host.element_states import TEXT_FIELD_ROLES, read_only
 from deskpilot.host.outcome import Outcome
 from deskpilot.host.primitives import Primitives, test_hang_target
 from deskpilot.host.sheet_cells import typed_effect, typing_target
+from deskpilot.host.text_entry import TextEntry
 from deskpilot.host.x11.keymap import parse_chord
 from deskpilot.host.x11.windows import XWindow
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
@@ -27,6 +28,7 @@ from deskpilot.protocol.wire import (
     PasteTextAction,
     PressKeyAction,
     Rect,
+    SelectedText,
     SelectTextAction,
     SetValueAction,
     TypeTextAction,
@@ -38,14 +40,17 @@ MAX_SELECT_KEYS = 5000
 
 
 class KeyboardActions:
-    def __init__(self, primitives: Primitives) -> None:
+    def __init__(self, primitives: Primitives, entry: TextEntry) -> None:
         self._p = primitives
+        self._entry = entry
         self._combos = ComboBoxes(
             primitives.semantic,
             primitives.action_names,
             primitives.combo_parts,
             primitives.combo_of_option,
             primitives.pointer_click,
+            primitives.popup_rects,
+            primitives.click_inside,
         )
 
     async def type_text(
@@ -54,45 +59,52 @@ class KeyboardActions:
         window: XWindow,
         rect: Rect,
         element: ElementRef | None,
-        binding: Binding | None = None,
+        focused: ElementRef | None = None,
+        elements: Mapping[int, ElementRef] | None = None,
     ) -> Outcome:
-        done = await self._type_text(action, window, rect, element)
-        # typing into a sheet cell is read back once it settled (host/sheet_cells.py)
-        tree = binding.tree if binding is not None else None
-        cell = typing_target(element, tree.snapshot.elements if tree is not None else {})
-        accessibility = self._p.accessibility
-        if cell is not None and accessibility is not None:
-            done.check = partial(typed_effect, accessibility, cell, action.text)
+        """Into ``element`` (host/text_entry.py), else where the keyboard focus is: the
+        ``focused`` element of the last look, if it is a field, is read back. Typing into a
+        sheet's cell (``element``, else the current cell among ``elements``) is read back as
+        a cell (host/sheet_cells.py)."""
+        done = await self._type_text(action, window, rect, element, focused)
+        cell = typing_target(element, elements or {})
+        if cell is not None and self._p.accessibility is not None:
+            done.check = partial(typed_effect, self._p.accessibility, cell, action.text)
         return done
 
     async def _type_text(
-        self, action: TypeTextAction, window: XWindow, rect: Rect, element: ElementRef | None
+        self,
+        action: TypeTextAction,
+        window: XWindow,
+        rect: Rect,
+        element: ElementRef | None,
+        focused: ElementRef | None,
     ) -> Outcome:
-        method: Literal["synthetic", "mixed"] = "synthetic"
+        """Into ``element`` (host/text_entry.py), else where the keyboard focus is: the
+        ``focused`` element of the last look, if it is a field, is read back."""
         if element is not None:
-            if "EditableText" in element.interfaces:
-                done = await self._p.semantic(
-                    element, SemanticOp(OpKind.INSERT_TEXT, text=action.text)
-                )
-                if done is not None:
-                    return done
-            how, _ = await self._p.focus_element(element, window, rect)
-            method = "mixed" if how == "semantic" else "synthetic"
-        else:
-            await self._p.ensure_focus(window)
+            return await self._entry.type_into(element, action.text, window, rect)
+        await self._p.ensure_focus(window)
+        check = None
+        if focused is not None:
+            check = await self._entry.check_for(focused, "insert", action.text)
         typed = await asyncio.to_thread(self._p.input().type_text, action.text)
-        return Outcome(method, f"xtest typed {typed} characters")
+        return Outcome(
+            "synthetic", f"xtest typed {typed} characters", check=self._entry.effect_of(check)
+        )
 
     async def paste(
         self, action: PasteTextAction, window: XWindow, rect: Rect, element: ElementRef | None
     ) -> Outcome:
-        """EditableText insert when the element has it, else CLIPBOARD + ctrl+v."""
-        if element is not None and "EditableText" in element.interfaces:
-            done = await self._p.semantic(element, SemanticOp(OpKind.INSERT_TEXT, text=action.text))
+        """EditableText insert when the element has it (and it works), else CLIPBOARD +
+        ctrl+v; the field is read back either way (host/text_entry.py)."""
+        check = None
+        if element is not None:
+            check = await self._entry.check_for(element, "insert", action.text)
+            done = await self._entry.insert_semantically(element, action.text, check)
             if done is not None:
                 return done
-        if element is not None:
-            await self._p.focus_element(element, window, rect)
+            await self._entry.focus_for_typing(element, window, rect)
         else:
             await self._p.ensure_focus(window)
         clipboard = await asyncio.to_thread(self._p.desktop.clipboard)
@@ -105,7 +117,7 @@ class KeyboardActions:
         if served:  # keep the selection while the app still asks for it (see wait_idle)
             await asyncio.to_thread(clipboard.wait_idle, PASTE_IDLE_S, PASTE_FETCH_TIMEOUT_S)
         detail = "clipboard + ctrl+v" if served else "clipboard + ctrl+v (the app did not fetch)"
-        return Outcome("synthetic", detail, dispatched=True)
+        return Outcome("synthetic", detail, dispatched=True, check=self._entry.effect_of(check))
 
     async def set_value(
         self, action: SetValueAction, window: XWindow, rect: Rect, element: ElementRef
@@ -127,14 +139,21 @@ class KeyboardActions:
             typed.check = partial(typed_effect, self._p.accessibility, element, entry)
             return typed
         # a combo box takes the name of one of its options (refused before dispatch if none)
-        done = await self._combos.set_value(element, _as_text(action.value), rect)
+        done = await self._combos.set_value(
+            element, _as_text(action.value), rect, lambda: self._p.bring_to_front(window)
+        )
         if done is not None:
             return done
-        done = await self._p.semantic(element, SemanticOp(OpKind.SET_VALUE, value=action.value))
-        if done is not None:
-            done.check = self._p.value_check(element, action.value)
-            return done
-        if "editable" not in element.states or "Text" not in element.interfaces:
+        if element.role not in TEXT_FIELD_ROLES:
+            # a number (slider, spin button), or text into something else that has it
+            done = await self._p.semantic(element, SemanticOp(OpKind.SET_VALUE, value=action.value))
+            if done is not None:
+                done.check = self._p.value_check(element, action.value)
+                return done
+        # text: replaced semantically where that works, else select-all and keys; a field is
+        # read back by text_entry's rules, anything else by its value (host/effect_checks.py)
+        done = await self._entry.replace(element, _as_text(action.value), window, rect)
+        if done is None:
             # select-all and typing into a button, checkbox, calendar or slider would send
             # shortcuts to whatever it is, and "succeed" without setting anything
             raise DeskpilotError(
@@ -143,12 +162,8 @@ class KeyboardActions:
                 "elements with a value (sliders, spin buttons); click, select or type instead",
                 details={"elementId": element.id, "reason": "no_value_interface"},
             )
-        await self._p.focus_element(element, window, rect)
-        xinput = self._p.input()
-        await asyncio.to_thread(xinput.press_chord, parse_chord("ctrl+a"))
-        await asyncio.to_thread(xinput.type_text, str(action.value))
-        done = Outcome("synthetic", "select all, then xtest typing")
-        done.check = self._p.value_check(element, action.value)
+        if done.check is None:
+            done.check = self._p.value_check(element, action.value)
         return done
 
     async def select_text(
@@ -187,6 +202,12 @@ class KeyboardActions:
 
         await asyncio.to_thread(keys)
         return Outcome("synthetic", "xtest caret keys")
+
+    async def selected(self, element: ElementRef) -> SelectedText | None:
+        """What the element has selected now, read back once the action settled (the app
+        may have chosen otherwise: a range past the end of the text ends there)."""
+        got = await self._p.selection(element)
+        return None if got is None else SelectedText(start=got[0], end=got[1], text=got[2])
 
     async def press(
         self, action: PressKeyAction, window: XWindow, session_id: str | None

@@ -42,9 +42,11 @@ from deskpilot.protocol.wire import (
     ImageFormat,
     ObservationBody,
     Observe,
+    OpaqueArea,
     Rect,
     TreeRead,
     Truncation,
+    WindowInfo,
 )
 
 log = logging.getLogger("deskpilot.host.observer")
@@ -129,6 +131,20 @@ def covered_regions(window: XWindow, windows: list[XWindow]) -> list[Rect]:
     return out
 
 
+def opaque_areas(tree: TreeResult | None, window: XWindow) -> list[OpaqueArea]:
+    """The tree's widgets that draw what they do not expose (atspi/opaque.py), in window
+    coordinates and clipped to it: none for a tree that is partial (never acted on) or stale
+    (its pixels may have moved on)."""
+    if tree is None or tree.snapshot.partial is not None or tree.stale_age_ms is not None:
+        return []
+    out: list[OpaqueArea] = []
+    for o in tree.snapshot.opaque:
+        rect = window_relative(o.rect, window.bounds)
+        if rect is not None:
+            out.append(OpaqueArea(element_id=o.element_id, rect=rect))
+    return out
+
+
 class Observer:
     def __init__(self, desktop: X11Desktop, accessibility: Accessibility | None) -> None:
         self.desktop = desktop
@@ -164,9 +180,11 @@ class Observer:
     # ---------------------------------------------------------------- observe
 
     async def observe(
-        self, request: Observe, *, keep_pixels: bool = False
+        self, request: Observe, *, keep_pixels: bool = False, after_action: bool = False
     ) -> tuple[ObservationBody, bytes | None]:
-        """``keep_pixels``: remember this capture's raw pixels for :meth:`confirm_screenshot`."""
+        """``keep_pixels``: remember this capture's raw pixels for :meth:`confirm_screenshot`.
+        ``after_action``: the look that shows an action's effect, which the tree cache must
+        not serve from what it kept on the strength of events alone (atspi/tree_cache.py)."""
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         window, windows = self.desktop.resolve(request.target)
@@ -182,6 +200,7 @@ class Observer:
 
         tree: TreeResult | None = None
         tree_task = None
+        popups = self.desktop.popup_rects(window, [w.xid for w in windows])
         if self.accessibility is not None:
             tree_task = asyncio.ensure_future(
                 self.accessibility.tree_for(
@@ -190,7 +209,8 @@ class Observer:
                     text_budget=request.text_budget or DEFAULT_TEXT_BUDGET,
                     hint=self._frames.get(window.xid),
                     deadline_s=read_s,
-                    popups=self.desktop.popup_rects(window, [w.xid for w in windows]),
+                    popups=popups,
+                    after_action=after_action,
                 )
             )
             await asyncio.sleep(0)  # let the tree's first D-Bus calls go out before capturing
@@ -250,7 +270,7 @@ class Observer:
             frame_id=new_frame_id(),
             tree_version=version,
             app=window.identity(),
-            window=window.info(),
+            window=titled(window.info(), tree),
             foreground_app=foreground.identity() if foreground else None,
             foreground_window=foreground.info() if foreground else None,
             tree=text,
@@ -260,6 +280,8 @@ class Observer:
             ),
             sensitive_regions=sensitive,
             covered_regions=covered_regions(window, windows),
+            popup_regions=[r for p in popups if (r := window_relative(p, window.bounds))],
+            opaque_regions=opaque_areas(tree, window),
             tree_read=tree_read(tree, deadline_s if tree_task is not None else None),
             url=tree.snapshot.url if tree else None,
             image=image,
@@ -385,6 +407,17 @@ class Observer:
         if withheld:
             log.info("capture: %d window(s) of never-captured apps painted out", len(withheld))
         return Captured(window, frame.rect, data, fmt, frame.capture_ms, shown, withheld, pointer)
+
+
+def titled(info: WindowInfo, tree: TreeResult | None) -> WindowInfo:
+    """The window as the observation describes it: titled as its root node names it in the
+    tree read with it, when that read is current (the X title can lag behind the app: it is
+    what the window manager was last told); the X title otherwise."""
+    if tree is None or tree.stale_age_ms is not None or not tree.snapshot.title:
+        return info
+    if tree.snapshot.title == info.title:
+        return info
+    return info.model_copy(update={"title": tree.snapshot.title})
 
 
 def tree_deadline_s(request: Observe) -> float:

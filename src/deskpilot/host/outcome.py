@@ -6,6 +6,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from deskpilot.protocol.wire import SelectedText
+
 
 @dataclass(frozen=True, slots=True)
 class Effect:
@@ -15,6 +17,9 @@ class Effect:
 
     seen: Literal["confirmed", "unconfirmed"]
     note: str | None = None
+    #: it showed only after a first look found it missing (text a field took a moment to
+    #: show): a state read before then may not show it, and is read again
+    late: bool = False
 
 
 #: a check of an action's effect, run once the UI settled (host/effect_checks.py)
@@ -34,3 +39,6 @@ class Outcome:
     item_click: Literal["select", "activate"] | None = None
     #: how its effect is checked once the UI settled (None: it is not)
     check: EffectCheck | None = None
+    #: select_text: the selection read back from the element once settled (its text is
+    #: never logged)
+    selected: SelectedText | None = None

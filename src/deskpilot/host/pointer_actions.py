@@ -10,11 +10,10 @@ combo option :mod:`deskpilot.host.combo_boxes`.
 from __future__ import annotations
 
 import asyncio
-from typing import Literal
 
 from deskpilot.host.action_checks import to_screen
-from deskpilot.host.atspi.cells import sheet_cell
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
+from deskpilot.host.atspi.sheet_reads import sheet_cell
 from deskpilot.host.atspi.vocab import ROLE_NUMBER
 from deskpilot.host.combo_boxes import ComboBoxes
 from deskpilot.host.element_states import TEXT_FIELD_ROLES, read_only
@@ -23,6 +22,7 @@ from deskpilot.host.observer import Binding
 from deskpilot.host.outcome import Outcome
 from deskpilot.host.primitives import Primitives
 from deskpilot.host.sheet_cells import SheetCells
+from deskpilot.host.text_entry import TextEntry
 from deskpilot.host.x11.windows import XWindow
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import (
@@ -42,8 +42,9 @@ MENU_ITEM_ROLES = frozenset(
 
 
 class PointerActions:
-    def __init__(self, primitives: Primitives) -> None:
+    def __init__(self, primitives: Primitives, entry: TextEntry) -> None:
         self._p = primitives
+        self._entry = entry
         self._items = ItemClicks(
             primitives.semantic, primitives.pointer_click, primitives.action_names
         )
@@ -53,6 +54,8 @@ class PointerActions:
             primitives.combo_parts,
             primitives.combo_of_option,
             primitives.pointer_click,
+            primitives.popup_rects,
+            primitives.click_inside,
         )
         self._cells = SheetCells(primitives)
 
@@ -66,6 +69,8 @@ class PointerActions:
     ) -> Outcome:
         if element is None and action.point is None:
             raise DeskpilotError(ErrorCode.INVALID_REQUEST, "click needs elementId or point")
+        if action.modifiers:
+            return await self._held_click(action, window, rect, element)
         item = None
         if (
             element is not None
@@ -113,6 +118,26 @@ class PointerActions:
             x, y = to_screen(rect, action.point)
         await asyncio.to_thread(self._p.input().click, x, y, action.button.value, action.count)
         return Outcome("synthetic", f"xtest {action.button.value} x{action.count}")
+
+    async def _held_click(
+        self, action: ClickAction, window: XWindow, rect: Rect, element: ElementRef | None
+    ) -> Outcome:
+        """A click with keys held (a ctrl-click adds an item to a selection, a shift-click
+        extends it): what a toolkit does with one is its own (a GTK tree view toggles the
+        row, Thunar's icon view the file), and no accessible action says it, so it is a real
+        pointer click at the element's centre (inside the window, uncovered) or the point,
+        with the keys down."""
+        if element is not None:
+            x, y = await self._p.center(element, rect, window=window)
+        else:
+            assert action.point is not None
+            x, y = to_screen(rect, action.point)
+        held = list(action.modifiers)
+        await asyncio.to_thread(
+            self._p.input().click_holding, x, y, action.button.value, action.count, held
+        )
+        keys = "+".join(held)
+        return Outcome("synthetic", f"xtest {keys}+{action.button.value} x{action.count}")
 
     async def _qt_menu_item_click(
         self, element: ElementRef, window: XWindow, rect: Rect
@@ -174,24 +199,9 @@ class PointerActions:
         return Outcome("synthetic", "xtest left click (no accessible action)")
 
     async def focus_text(self, element: ElementRef, window: XWindow, rect: Rect) -> Outcome:
-        """Keyboard focus on an element; a text field that takes the focus now gets its caret
-        at the end of its text, as docs/mcp.md promises: where the app puts it on a focus
-        grab differs (Chromium's address bar selects all with the caret at the start, so
-        text typed next went before the URL). A field that had the focus keeps its caret
-        and selection (the agent may have placed them with select_text)."""
-        how, detail = await self._p.focus_element(element, window, rect)
-        method: Literal["semantic", "synthetic"] = "semantic" if how == "semantic" else "synthetic"
-        if element.role not in TEXT_FIELD_ROLES or "focused" in element.states:
-            return Outcome(method, detail)
-        end = await self._p.character_count(element)
-        if end is None or end == 0:
-            return Outcome(method, detail)
-        moved = await self._p.semantic(
-            element, SemanticOp(OpKind.SELECT_TEXT, start=end, end=end), settle=False
-        )
-        if moved is None:
-            return Outcome(method, f"{detail}; the caret could not be moved to the end")
-        return Outcome(method, f"{detail}; caret at the end ({moved.detail})")
+        """Keyboard focus on an element, its caret at the end of its text when it takes the
+        focus now, as docs/mcp.md promises (host/text_entry.py ``focus_for_typing``)."""
+        return await self._entry.focus_for_typing(element, window, rect)
 
     async def scroll(self, action: ScrollAction, rect: Rect, element: ElementRef | None) -> Outcome:
         if element is not None:

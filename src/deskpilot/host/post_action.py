@@ -176,9 +176,10 @@ class PostAction:
         once it ended (see :mod:`deskpilot.host.settle`). Returns (settled, the observation
         read, which bound ended the wait)."""
         budget = settle_budget_ms(request)
+        hold = await self.settler.hold_s(bus)
         if not request.observe_after:
             done: Settled[Post | None] = await self.settler.settle(
-                bus, since, budget, pixels=pixels, window=first
+                bus, since, budget, pixels=pixels, window=first, hold_s=hold
             )
             return done.settled, None, done.bound
 
@@ -187,7 +188,9 @@ class PostAction:
         async def read() -> Post | None:
             return await self.observe_after(request, window, screenshot=early, keep_pixels=early)
 
-        done = await self.settler.settle(bus, since, budget, pixels=pixels, read=read, window=first)
+        done = await self.settler.settle(
+            bus, since, budget, pixels=pixels, read=read, window=first, hold_s=hold
+        )
         if done.value is None:
             return done.settled, None, done.bound
         body, png = done.value
@@ -312,6 +315,7 @@ class PostAction:
                     include_screenshot=screenshot,
                 ),
                 keep_pixels=keep_pixels,
+                after_action=True,
             )
         except DeskpilotError as exc:
             log.info("post-action observation failed: %s", exc.code.value)

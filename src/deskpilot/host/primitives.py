@@ -133,6 +133,11 @@ class Primitives:
             return None
         return await self.accessibility.character_count(element)
 
+    async def selection(self, element: ElementRef) -> tuple[int, int, str] | None:
+        if self.accessibility is None:
+            return None
+        return await self.accessibility.selection(element)
+
     # ---------------------------------------------------------------- aim and focus
 
     async def center(
@@ -182,6 +187,22 @@ class Primitives:
             )
         return x, y
 
+    def popup_rects(self) -> list[Rect]:
+        """Where the mapped popups (menus, drop-down lists) are now (x11/popups.py)."""
+        return self.desktop.popup_rects()
+
+    async def click_inside(self, element: ElementRef, area: Rect) -> bool:
+        """A left click at the element's centre, read now, when it lies inside ``area`` (a
+        popup that just opened); False, and nothing sent, when it does not (yet)."""
+        extents = await self.accessibility.extents(element) if self.accessibility else None
+        if extents is None or extents.width <= 0 or extents.height <= 0:
+            return False
+        x, y = extents.x + extents.width // 2, extents.y + extents.height // 2
+        if not (area.x <= x < area.x + area.width and area.y <= y < area.y + area.height):
+            return False
+        await asyncio.to_thread(self.input().click, x, y, "left", 1)
+        return True
+
     async def pointer_click(self, element: ElementRef, rect: Rect, count: int) -> None:
         """A left click (``count`` times) at the element's centre."""
         x, y = await self.center(element, rect)
@@ -195,6 +216,13 @@ class Primitives:
         refuse_if_menu_open(self.desktop, window)
         if self.desktop.has_focus(window):
             return None
+        return await asyncio.to_thread(self.desktop.focus, window)
+
+    async def bring_to_front(self, window: XWindow) -> str:
+        """The window raised and given the keyboard focus, as a person clicks a window before
+        working in it: a list a covered Firefox window is asked to open does not open.
+        Refused first when another app's menu is open (host/menu_grab.py)."""
+        refuse_if_menu_open(self.desktop, window)
         return await asyncio.to_thread(self.desktop.focus, window)
 
     async def focus_element(

@@ -55,6 +55,19 @@ bound ended the wait. Not covered: work an app puts off for longer than its wind
 ``setTimeout`` of 200 ms, a solver slower than the follow-up); the old rule caught such work
 up to 600 ms after the call.
 
+**LibreOffice's command states.** LibreOffice updates what its toolbars, sidebar and menus
+show of the document (Bold checked or not, the paragraph style, the font) from a timer that
+fires 300 ms after the change that invalidated them (sfx2's bindings, ``TIMEOUT_FIRST``), not
+with the change: selecting a word that is not bold sends its selection events at once and
+the Bold button's ``StateChanged:checked`` ≈ 330–350 ms later (measured). A result read when
+the first burst went quiet showed Bold as it was before — an agent that saw "unchecked" after
+applying it would undo its own work. So for LibreOffice (:meth:`Settler.hold_s`) a wait that
+saw events does not end before ``LIBREOFFICE_STATE_UPDATE_S`` after the first of them; the
+updates' own events then get the usual quiet interval. And a semantic operation's first
+event is waited for that long from the answer (not GTK's 100 ms): with the keyboard focus
+on a toolbar button, selecting text in the document sends nothing at once — the status
+bar's "Selected: …" and Bold's state come together with the timer, ≈ 400 ms later.
+
 **The toolkit's delay** (:meth:`Settler.toolkit_delay_ms`): after a semantic operation, the
 time from the moment the app answered the AT-SPI call (``DoAction``, ``InsertText``...) until
 its first accessibility event arrived — time the settle rule spends waiting for the app to
@@ -101,6 +114,12 @@ CHROMIUM_REACTION_S: Final = 0.05
 REACTIONS_KEPT: Final = 16
 #: how long the toolkit lookup of a new app may take before the plain rule is used
 TOOLKIT_LOOKUP_S: Final = 0.3
+#: LibreOffice's command states follow a change by sfx2's 300 ms bindings timer (see
+#: "LibreOffice's command states" above): a wait with events lasts at least this long from
+#: the first one
+LIBREOFFICE_STATE_UPDATE_S: Final = 0.4
+#: accessible application names of LibreOffice (its process is soffice.bin)
+LIBREOFFICE_NAMES: Final = frozenset({"soffice", "soffice.bin", "libreoffice"})
 
 T = TypeVar("T")
 
@@ -157,6 +176,8 @@ class Settler:
         self.accessibility = accessibility
         #: (ToolkitName, version) per bus name; a bus name is never reused, so never stale
         self._toolkits: dict[str, tuple[str, str]] = {}
+        #: the accessible application name per bus name (learnt with the toolkit)
+        self._names: dict[str, str] = {}
         #: the app's recent reaction times (s, answer to first event), per bus name
         self._reactions: dict[str, deque[float]] = {}
 
@@ -179,6 +200,10 @@ class Settler:
             return None
         toolkit, version = await self._toolkit(acc, element.bus_name)
         barrier = functools.partial(acc.still_valid, element)
+        if self._names.get(element.bus_name) in LIBREOFFICE_NAMES:
+            # its reaction may come only with its bindings timer (see the module docstring)
+            due = answered + LIBREOFFICE_STATE_UPDATE_S
+            return FirstEventWindow(due, "toolkit_none", barrier)
         if toolkit == "gtk" and version.startswith("4"):
             due = answered + GTK4_ACTIVATION_S + GTK_FOLLOW_UP_S
             return FirstEventWindow(due, "toolkit_gtk", barrier)
@@ -210,7 +235,19 @@ class Settler:
             return "", ""
         found = (app.kit, app.toolkit_version or "")
         self._toolkits[bus_name] = found
+        self._names[bus_name] = app.name.lower()
         return found
+
+    async def hold_s(self, bus_name: str) -> float:
+        """How long after its first event a wait on this app must last at least: LibreOffice
+        shows its command states only ``LIBREOFFICE_STATE_UPDATE_S`` after a change."""
+        acc = self.accessibility
+        if acc is None:
+            return 0.0
+        if bus_name not in self._names:
+            await self._toolkit(acc, bus_name)
+        name = self._names.get(bus_name, "")
+        return LIBREOFFICE_STATE_UPDATE_S if name in LIBREOFFICE_NAMES else 0.0
 
     async def settle(
         self,
@@ -221,10 +258,12 @@ class Settler:
         pixels: Rect | None = None,
         read: Callable[[], Awaitable[T]] | None = None,
         window: FirstEventWindow | None = None,
+        hold_s: float = 0.0,
     ) -> Settled[T]:
         """Wait for the app's events to go quiet (and, with ``pixels``, that area to hold
         still); ``window``: how long the first event may take (default: ``FIRST_EVENT_S`` from
-        ``since``). ``read`` errors propagate."""
+        ``since``); ``hold_s``: once events came, the wait lasts at least this long from the
+        first (:meth:`hold_s`). ``read`` errors propagate."""
         acc = self.accessibility
         if acc is None or budget_ms <= 0:
             return Settled(True, None, None)
@@ -262,9 +301,13 @@ class Settler:
                         no_event_bound = window.bound
                     elif now >= give_up:
                         no_event_bound = "first_event"
+                held = 0.0
+                if events and hold_s > 0:
+                    first = acc.first_event_after(bus_name, since)
+                    held = first + hold_s if first is not None else 0.0
                 if events:
                     may_start = now - last_event >= SPECULATE_QUIET_S
-                    events_done = now - last_event >= EVENT_QUIET_S
+                    events_done = now - last_event >= EVENT_QUIET_S and now >= held
                 else:
                     may_start = now >= window.due  # the read overlaps the barrier
                     events_done = no_event_bound is not None
@@ -288,7 +331,7 @@ class Settler:
                     return Settled(False, None, "budget")
                 # sleep until the next moment one of the rules above can change its answer
                 if events:
-                    wakes = [last_event + EVENT_QUIET_S]
+                    wakes = [last_event + EVENT_QUIET_S, held]
                     if may_read:
                         wakes.append(last_event + SPECULATE_QUIET_S)
                 elif now < window.due:

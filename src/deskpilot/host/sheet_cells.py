@@ -33,9 +33,9 @@ from collections.abc import Mapping
 from typing import Final
 
 from deskpilot.host.accessibility import Accessibility
-from deskpilot.host.atspi.cells import CellNow, sheet_cell, table_of
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
 from deskpilot.host.atspi.on_screen import a1, parse_a1
+from deskpilot.host.atspi.sheet_reads import CellNow, sheet_cell, table_of
 from deskpilot.host.outcome import Effect, Outcome
 from deskpilot.host.primitives import Primitives
 from deskpilot.host.x11.windows import XWindow

@@ -3,7 +3,8 @@
 The report says runtime, permissions, protocol state and the
 latencies of observe, action and post-action observe, never a screenshot, a tree, a window
 title or typed content. ``ready`` is true only when the host is available and screen,
-accessibility and input are all granted.
+accessibility and input are all granted. It also says whether GTK 2 apps can get a tree
+(``gtk2``: the Debian package missing, or what the person's session needs; information only).
 
 Two modes:
 
@@ -26,6 +27,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from deskpilot.desktop.a11y_env import gtk2_bridge
 from deskpilot.hostclient.artifact import verify_host_artifact
 from deskpilot.hostclient.backend import HostBackend
 from deskpilot.hostclient.config import HostConfig
@@ -66,6 +68,8 @@ class Diagnosis:
     error: dict[str, Any] | None = None
     diagnostic_code: str | None = None
     vault: dict[str, Any] | None = None
+    #: can GTK 2 apps (GIMP 2.10) get an accessibility tree here (desktop/a11y_env.py)
+    gtk2: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +85,7 @@ class Diagnosis:
             "sample": self.sample,
             "error": self.error,
             "vault": self.vault,
+            "gtk2": self.gtk2,
             "generatedAt": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         }
 
@@ -117,6 +122,7 @@ async def diagnose(
     config = config or HostConfig()
     report = Diagnosis(mode="verify_host" if verify_only else "full")
     report.vault = _vault_key()
+    report.gtk2 = _gtk2(config)
     try:
         artifact = verify_host_artifact(config.env)
     except DeskpilotError as exc:
@@ -168,6 +174,20 @@ def _vault_key() -> dict[str, Any]:
     except Exception as exc:  # a broken keyring must not break the doctor
         return {"keyStorage": "unknown", "detail": f"could not tell: {type(exc).__name__}"}
     return {"keyStorage": info.storage.value, "location": info.location, "detail": info.detail}
+
+
+def _gtk2(config: HostConfig) -> dict[str, Any]:
+    """Whether GTK 2 apps get a tree where the host runs: this machine's GTK 2 modules and
+    the environment the host (and the apps of this session) start with. Information only:
+    it never makes the desktop not ready (other apps are read as ever, GTK 2 ones by OCR)."""
+    if config.remote_command is not None:
+        return {
+            "state": "not_checked",
+            "missing": [],
+            "sessionModules": None,
+            "advice": "the host runs on another machine: run deskpilot doctor there",
+        }
+    return gtk2_bridge(config.env if config.env is not None else os.environ).to_dict()
 
 
 def _parse_app(app: str) -> TargetSpec:

@@ -8,6 +8,9 @@ session's current frame: ``tree_read.source`` is ``visual``, the version ``visua
 ``sensitiveRegions`` honestly empty (nothing says where a secret is), and the elements' boxes
 travel with the state by value (``ObservedState.visual``). Not when the tree is fine: OCR of a
 1280×800 frame costs hundreds of milliseconds, an AT-SPI tree's elements already have boxes.
+What lies over the window is not read as its text: other windows (``covered_regions``) are
+painted out, and its popups (``popup_regions``: an open menu) too, each read in its own box
+and appended as a ``- popup`` section.
 
 The host bound that frame with its own version (``t-none``) and knows no element of the
 outline. :func:`for_host` rewrites a request checked against a visual frame before it goes
@@ -37,6 +40,8 @@ import asyncio
 import logging
 import time
 
+from deskpilot.kernel import opaque_text
+from deskpilot.kernel.image_boxes import image_boxes, within
 from deskpilot.kernel.policy.signals import NON_ACTIVATING_ACTIONS, role_key_like
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.observed import ObservedState, VisualTree
@@ -45,17 +50,16 @@ from deskpilot.protocol.wire import (
     ClickAction,
     ExecuteAction,
     InvokeElementAction,
-    Observation,
     PasteTextAction,
     Point,
     ScrollAction,
     Truncation,
     TypeTextAction,
 )
-from deskpilot.vault import images
-from deskpilot.vision.incremental import window_reader
-from deskpilot.vision.ocr import OcrEngine, ocr_ready
-from deskpilot.vision.outline import build_outline, engine_for
+from deskpilot.vision.frames import decode_image
+from deskpilot.vision.incremental import Box, Reading, window_reader
+from deskpilot.vision.ocr import OcrEngine, default_engine, ocr_ready
+from deskpilot.vision.outline import PopupReading, build_outline, engine_for
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +90,8 @@ async def outlined(state: ObservedState, engine: OcrEngine | None = None) -> Obs
     ``state`` as it is. Never raises: after an action this is its post-action state, and a
     failed OCR must not turn an action that ran into one that failed."""
     if not wanted(state):
+        if opaque_text.wanted(state):
+            return await opaque_text.with_text(state, engine)
         return state
     chosen = engine if engine is not None else engine_for(state.observation.app)
     if not ocr_ready(chosen):
@@ -95,9 +101,10 @@ async def outlined(state: ObservedState, engine: OcrEngine | None = None) -> Obs
     obs = state.observation
     key = f"{obs.app.pid}:{obs.window.window_id}"
     started = time.perf_counter()
-    masked = _covered_boxes(obs)
+    covered = image_boxes(obs, obs.covered_regions)
+    popups = image_boxes(obs, obs.popup_regions)
     try:
-        reading = await asyncio.to_thread(window_reader().read, chosen, key, png, masked)
+        reading, popup_readings = await asyncio.to_thread(_read, chosen, key, png, covered, popups)
     except Exception as exc:  # typed, or an engine bug: neither may fail the observation
         typed = exc.code if isinstance(exc, DeskpilotError) else None
         log.log(
@@ -108,7 +115,7 @@ async def outlined(state: ObservedState, engine: OcrEngine | None = None) -> Obs
         )
         return state
     result = reading.result
-    outline = build_outline(result, obs.window.title)
+    outline = build_outline(result, obs.window.title, popups=popup_readings)
     timings = {
         **obs.timings_ms,
         "ocr": round(result.elapsed_ms, 2),
@@ -138,17 +145,25 @@ async def outlined(state: ObservedState, engine: OcrEngine | None = None) -> Obs
     return ObservedState(visual_obs, state.png, state.windows, visual)
 
 
-def _covered_boxes(obs: Observation) -> list[tuple[int, int, int, int]]:
-    """The image boxes other windows lie over (``covered_regions``, in window coordinates,
-    scaled to the screenshot as redaction scales sensitive regions: vault/images.py): their
-    text is theirs, so OCR does not read it as this window's. Rounded outwards: a covering
-    window's edge pixel is not left in."""
-    image, bounds = obs.image, obs.window.bounds
-    if not obs.covered_regions or image is None:
-        return []
-    size = (image.width, image.height)
-    scale = images.region_scale(size, (bounds.width, bounds.height))
-    return [b for r in obs.covered_regions if (b := images.image_box(r, scale, size))]
+def _read(
+    engine: OcrEngine, key: str, png: bytes, covered: list[Box], popups: list[Box]
+) -> tuple[Reading, list[PopupReading]]:
+    """The window's reading with what lies over it painted out, and each popup's reading of
+    its own box (the popups above it painted out: a submenu over its menu). Blocking."""
+    reader = window_reader()
+    image = decode_image(png)
+    reading = reader.read_image(engine, key, image, [*covered, *popups])
+    readings: list[PopupReading] = []
+    popup_engine = default_engine()  # a terminal's menu is no grid of cells
+    for i, box in enumerate(popups):
+        x, y, w, h = box
+        above = [within(b, box) for b in (*covered, *popups[:i])]
+        part = image.crop((x, y, x + w, y + h))
+        read = reader.read_image(
+            popup_engine, f"{key}:popup:{x},{y},{w},{h}", part, [b for b in above if b]
+        )
+        readings.append(PopupReading(read.result, box))
+    return reading, readings
 
 
 def for_host(state: ObservedState | None, request: ExecuteAction) -> ExecuteAction:
@@ -165,6 +180,9 @@ def for_host(state: ObservedState | None, request: ExecuteAction) -> ExecuteActi
 
 
 def _pointed(action: Action, visual: VisualTree) -> Action:
+    element_id = getattr(action, "element_id", None)
+    if visual.mixed and element_id not in visual.bounds:
+        return action  # the host's own element (or none): it checks and acts on it
     match action:
         case ClickAction(element_id=int(element_id)) | ScrollAction(element_id=int(element_id)):
             # the same click or scroll (button, count, direction, amount…) at the point

@@ -27,6 +27,10 @@ class VisualTree:
     bounds: Mapping[int, tuple[int, int, int, int]]
     #: the screenshot's size, in pixels
     image_size: tuple[int, int]
+    #: an accessibility tree with some elements read from the screenshot (the text of a
+    #: widget that exposes none: kernel/opaque_text.py): only the ids in ``bounds`` are
+    #: OCR'd, the others are the host's and go to it as they are
+    mixed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

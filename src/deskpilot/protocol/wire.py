@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -202,12 +202,26 @@ class _Action(WireModel):
     duration_ms: int | None = Field(default=None, ge=0, le=170_000)
 
 
+#: keys a click may be made with held down (a ctrl-click adds an item to a selection)
+ClickModifier = Literal["ctrl", "shift", "alt", "super"]
+
+
 class ClickAction(_Action):
     kind: Literal["click"] = "click"
     element_id: int | None = Field(default=None, ge=1)
     point: Point | None = None
     button: MouseButton = MouseButton.LEFT
     count: int = Field(default=1, ge=1, le=3)
+    #: held down for the click (each at most once): it is then a real pointer click at the
+    #: element's centre, as a person's ctrl-click or shift-click is (host/pointer_actions.py)
+    modifiers: list[ClickModifier] = Field(default_factory=list, max_length=4)
+
+    @field_validator("modifiers")
+    @classmethod
+    def _once_each(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("each modifier at most once")
+        return value
 
 
 class TypeTextAction(_Action):
@@ -468,6 +482,16 @@ class CaptureResult(_Response):
     withheld: list[Rect] | None = None
 
 
+class OpaqueArea(WireModel):
+    """A widget of the window that draws content it does not expose to accessibility
+    (Thunar's icon view: its files are only pixels): the element it is shown under and where
+    it is, in window coordinates. The kernel lists the text it shows under that element
+    (kernel/opaque_text.py)."""
+
+    element_id: int = Field(ge=1)
+    rect: Rect
+
+
 class ObservationBody(WireModel):
     """The observation proper; also embedded in an action result as its post-action state."""
 
@@ -486,6 +510,14 @@ class ObservationBody(WireModel):
     #: coordinates as ``sensitive_regions``: the screenshot shows those windows' pixels there,
     #: and a point there is refused (``covered_point``); empty when nothing covers it
     covered_regions: list[Rect] = Field(default_factory=list)
+    #: the mapped popups (menus, drop-down lists, tooltips: override-redirect windows) that
+    #: lie over the window, in the same window coordinates, topmost first, clipped to the
+    #: window: the screenshot shows their pixels there, and a visual (OCR) tree reads each as
+    #: a section of its own rather than as the window's text (kernel/visual_tree.py)
+    popup_regions: list[Rect] = Field(default_factory=list)
+    #: widgets whose content only their pixels show, each under its element (topmost
+    #: last); empty for most windows
+    opaque_regions: list[OpaqueArea] = Field(default_factory=list)
     url: str | None = None  # a browser document's URL when the tree exposes it
     image: ImageDescriptor | None = None
     timings_ms: dict[str, float] = Field(default_factory=dict)
@@ -497,6 +529,16 @@ class Observation(_Response, ObservationBody):
 
 #: what ended an action's wait for the UI to settle (``ActionResult.wait_bound``)
 WaitBound = Literal["event", "toolkit_gtk", "toolkit_none", "first_event", "pixels", "budget"]
+
+
+class SelectedText(WireModel):
+    """What an element has selected after ``select_text``, read back from it: characters
+    ``start`` to ``end`` (end excluded) and at most the first 100 of them. Its text is
+    never logged: the ledger keeps the range only (kernel/broker/records.py)."""
+
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    text: str = Field(default="", max_length=101)
 
 
 class ActionResult(_Response):
@@ -538,6 +580,9 @@ class ActionResult(_Response):
     effect: Literal["confirmed", "unconfirmed"] | None = None
     #: why the effect is unconfirmed, in words for the agent; never the typed text
     effect_note: str | None = None
+    #: ``select_text``: the selection the element has afterwards, read back (None: it has
+    #: none, or it could not be read)
+    selected: SelectedText | None = None
 
 
 class Ack(_Response):

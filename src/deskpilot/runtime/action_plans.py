@@ -164,13 +164,20 @@ def _click(plan: Plan, args: ta.ClickArgs) -> None:
         if button is MouseButton.LEFT:
             check_enabled(plan.record.tree, args.element_id, "click")
         el = plan.element(args.element_id)
-        plan.add("click", lambda f: ClickAction(element_id=el(f), button=button, count=args.count))
+        plan.add(
+            "click",
+            lambda f: ClickAction(
+                element_id=el(f), button=button, count=args.count, modifiers=args.modifiers
+            ),
+        )
         return
     assert args.x is not None and args.y is not None
     point = to_window_point(args.x, args.y, plan.record.image_size)
     plan.add(
         "click",
-        lambda f: ClickAction(point=point, button=button, count=args.count),
+        lambda f: ClickAction(
+            point=point, button=button, count=args.count, modifiers=args.modifiers
+        ),
         positional=True,
     )
 

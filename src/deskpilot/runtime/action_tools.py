@@ -11,6 +11,7 @@ dispatched gives the stateId back; ``state_changed`` puts the turn into recovery
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.observed import ObservedState
@@ -35,6 +36,7 @@ from deskpilot.runtime.snapshots import ActionEvidence
 from deskpilot.runtime.state_ids import StateRecord
 from deskpilot.runtime.state_view import app_label
 from deskpilot.runtime.targets import observe
+from deskpilot.runtime.text_selections import selection_note
 
 #: refusals before anything was sent that leave the state usable: of the action itself, or
 #: of the moment (another task holds the desktop; the session is paused — a person's pause
@@ -104,6 +106,10 @@ async def act(ctx: ToolContext, call: Call, args: ta.ToolArgs) -> ToolOutcome:
             call.diag.action_outcome = overall(call)
             await evidence.finish(ctx.kernel, target, post)
             outcome = await after_action(ctx, call, record, target, sess, post, clicked)
+            if isinstance(args, ta.SelectTextArgs) and call.diag.steps:
+                outcome = _with_line(
+                    outcome, selection_note(gate.result, args.element_id, args.start, args.end)
+                )
             if expect:
                 outcome = await expectations.check(ctx, call, expect, outcome)
             return outcome
@@ -117,6 +123,12 @@ async def act(ctx: ToolContext, call: Call, args: ta.ToolArgs) -> ToolOutcome:
         ):
             ctx.states.give_back(record)  # nothing happened: a refusal does not spend it
         raise
+
+
+def _with_line(outcome: ToolOutcome, line: str) -> ToolOutcome:
+    """The outcome with ``line`` after its first line (the call's summary)."""
+    head, sep, rest = outcome.text.partition("\n")
+    return dataclasses.replace(outcome, text=f"{head}\n{line}{sep}{rest}")
 
 
 def _enter_recovery(ctx: ToolContext, call: Call, record: StateRecord) -> None:

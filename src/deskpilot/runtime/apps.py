@@ -1,7 +1,9 @@
 """Which application an ``app`` argument means.
 
-An app is named by its accessibility name, executable name, WM_CLASS or desktop id (compared
-case-insensitively; a desktop id may be given with or without ``.desktop``), or by its pid.
+An app is named by its accessibility name, executable name (also without a version or
+packaging suffix: ``gimp`` names ``gimp-2.10``, protocol/app_names.py), WM_CLASS or desktop id
+(compared case-insensitively; a desktop id may be given with or without ``.desktop``), or by
+its pid.
 Windows are grouped into apps by pid. One match is the answer; several apps or none are a clear
 error that lists the candidates, so the agent can choose instead of guessing.
 """
@@ -12,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from deskpilot.protocol.app_names import executable_names
 from deskpilot.protocol.errors import ErrorCode
 from deskpilot.protocol.wire import AppIdentity, WindowInfo
 from deskpilot.runtime.refusals import refusal
@@ -32,8 +35,8 @@ class AppEntry:
                 out.add(v)
                 if v.endswith(".desktop"):
                     out.add(v[: -len(".desktop")])
-        if ident.wm_class and "." in ident.wm_class:
-            out.add(ident.wm_class.lower())
+        if ident.executable:
+            out |= executable_names(ident.executable)
         return out
 
     def main_window(self) -> WindowInfo | None:

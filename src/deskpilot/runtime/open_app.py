@@ -7,8 +7,9 @@ very program, if any — into a ``LaunchRequest``. The kernel (``Kernel.launch``
 decides it like any other action (halt, budgets, launch policy with a reason code, ledger row,
 timeline, confirmation for L3 and above) and only then calls back here to spawn.
 
-The app is started in its own process group with accessibility switched on (Chromium also
-gets ``--force-renderer-accessibility``), then the call waits, polling the host's window list,
+The app is started in its own process group with accessibility switched on
+(desktop/a11y_env.py: GTK 2 apps load their bridge by ``GTK_MODULES``; Chromium also gets
+``--force-renderer-accessibility``), then the call waits, polling the host's window list,
 until a window of that process shows and answers an observation with a non-empty tree. A
 single-instance app that hands the request to a running instance and exits 0 is found by its
 executable name among the new windows (within :data:`HANDOVER_GRACE_S`). A process that exits
@@ -30,7 +31,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from deskpilot.desktop.a11y_env import with_accessibility
 from deskpilot.kernel.port import LaunchReport, LaunchRequest, LaunchResult
+from deskpilot.protocol.app_names import executable_names
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import TargetSpec, WindowInfo
 from deskpilot.runtime.apps import group_apps
@@ -182,10 +185,7 @@ def resolve_launch(app: str, extra: list[str]) -> LaunchRequest:
 
 
 def _spawn(argv: tuple[str, ...]) -> subprocess.Popen[bytes]:
-    env = dict(os.environ)
-    env["NO_AT_BRIDGE"] = "0"
-    env["ACCESSIBILITY_ENABLED"] = "1"
-    env["GTK_A11Y"] = "atspi"
+    env = with_accessibility(os.environ)  # GTK 2 gets its bridge too (GTK_MODULES)
     try:
         proc = subprocess.Popen(
             list(argv),
@@ -200,6 +200,18 @@ def _spawn(argv: tuple[str, ...]) -> subprocess.Popen[bytes]:
     _children[:] = [c for c in _children if c.poll() is None]
     _children.append(proc)
     return proc
+
+
+def _started_as(program: str) -> frozenset[str]:
+    """The names ``program`` runs as: its own and, through links, the file's
+    (``/usr/bin/gimp`` is ``gimp-2.10``)."""
+    return frozenset(os.path.basename(p).lower() for p in (program, os.path.realpath(program)))
+
+
+def _runs_as(window: WindowInfo, names: frozenset[str]) -> bool:
+    """Is ``window``'s process one of ``names``, also by its executable's unsuffixed name
+    (``soffice`` runs as ``soffice.bin``: protocol/app_names.py)?"""
+    return bool(names & executable_names(window.app.executable or ""))
 
 
 class _Launch:
@@ -239,7 +251,7 @@ class _Launch:
         exit status when it exited without one."""
         ctx, call, proc = self.ctx, self.call, self.proc
         assert call.session_id is not None and proc is not None
-        exe = os.path.basename(self.req.program).lower()
+        exe = _started_as(self.req.program)
         exited_at: float | None = None
         while True:
             windows = await list_windows(ctx, call)
@@ -252,11 +264,7 @@ class _Launch:
                 if time.monotonic() - exited_at > HANDOVER_GRACE_S:
                     return code
                 # handed over to a running instance: a new window of the same executable
-                mine = [
-                    w
-                    for w in windows
-                    if w.window_id not in self.before and (w.app.executable or "").lower() == exe
-                ]
+                mine = [w for w in windows if w.window_id not in self.before and _runs_as(w, exe)]
             for w in mine:
                 if not w.visible or w.minimized:
                     continue

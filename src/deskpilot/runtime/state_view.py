@@ -9,6 +9,7 @@ header and tree. ``render_state`` is the header format of docs/mcp.md ("What an 
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 from deskpilot.protocol.observed import ObservedState
@@ -136,6 +137,10 @@ def render_state(record: StateRecord, obs: ObservationBody, frame: ModelFrame | 
     return "\n".join(lines)
 
 
+#: an element of an accessibility tree read from the screenshot (kernel/opaque_text.py)
+_OCR_LINE = re.compile(r" \[ocr\] \[\d+\]$", re.M)
+
+
 def tree_read_lines(obs: ObservationBody) -> list[str]:
     """What the header says of how the tree was read (protocol/wire.py ``TreeRead``): a
     visual tree, a partial one, a stale one, a cache that could not be trusted, and other
@@ -167,6 +172,12 @@ def tree_read_lines(obs: ObservationBody) -> list[str]:
         )
     if r.cache_note:
         lines.append(f"cache={r.cache} ({r.cache_note})")
+    if r.source != "visual" and _OCR_LINE.search(obs.tree):
+        lines.append(
+            "ocr=text some widgets draw but do not expose (elements marked [ocr], read from "
+            "the screenshot: a click on one clicks the centre of its text; set_value and "
+            "select_text need an accessibility element)"
+        )
     if obs.covered_regions:
         n = len(obs.covered_regions)
         lines.append(

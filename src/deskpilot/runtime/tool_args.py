@@ -13,12 +13,13 @@ import json
 import types
 from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from deskpilot.protocol.errors import ErrorCode
 from deskpilot.protocol.session import DELEGATED_CONTRACT_LIMITS
 from deskpilot.protocol.verification import VerificationSpec
+from deskpilot.protocol.wire import ClickModifier
 from deskpilot.runtime.refusals import RuntimeRefusal, refusal
 
 
@@ -105,6 +106,19 @@ class ClickArgs(_StateArgs):
     y: float | None = Field(default=None, ge=0)
     button: Literal["left", "right", "middle"] = "left"
     count: int = Field(default=1, ge=1, le=3)
+    modifiers: list[ClickModifier] = Field(
+        default_factory=list,
+        max_length=4,
+        description='Keys held during the click: ["ctrl"] adds an item to a selection (a '
+        'ctrl-click), ["shift"] extends it to the item',
+    )
+
+    @field_validator("modifiers")
+    @classmethod
+    def _once_each(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("each modifier at most once")
+        return value
 
     @model_validator(mode="after")
     def _target(self) -> ClickArgs:

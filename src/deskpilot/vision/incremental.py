@@ -38,8 +38,9 @@ from deskpilot.vision.ocr import OcrEngine
 MAX_PATCH = 0.5
 #: Rows of margin around a changed band (a glyph's antialiasing, a cursor's outline).
 MARGIN = 4
-#: Windows whose last frame is kept (the least recently read is dropped).
-MAX_WINDOWS = 8
+#: Windows (and popups over them) whose last frame is kept (the least recently read is
+#: dropped).
+MAX_WINDOWS = 16
 
 Cache = Literal["hit", "patched", "full"]
 
@@ -74,11 +75,27 @@ class IncrementalReader:
         """OCR of ``image`` (encoded), reusing the last frame read under ``key``. Blocking.
         ``masked``: boxes of the image (x, y, width, height) painted over with its most common
         colour first — other windows lying over this one, whose text is not its own."""
+        return self.read_image(engine, key, decode_image(image), masked)
+
+    def read_image(
+        self,
+        engine: OcrEngine,
+        key: str,
+        image: Image.Image,
+        masked: Sequence[Box] = (),
+        *,
+        patch: bool = True,
+    ) -> Reading:
+        """:meth:`read` of an image already decoded (a part of a frame: a popup's box).
+        ``patch=False``: the same pixels are a hit, any change is read whole (a band cut
+        through an icon view's icons reads their pictures as letters)."""
         started = time.perf_counter()
-        img = _masked(decode_image(image), masked)
+        img = _masked(image, masked)
         gray = img if img.mode == "L" else img.convert("L")
         with self._lock:
             last = self._last.get(key)
+        if not patch and last is not None and not _same(last.gray, gray):
+            last = None
         reading = self._read(engine, img, gray, last)
         elapsed = (time.perf_counter() - started) * 1000.0
         result = OcrResult(
@@ -126,6 +143,10 @@ class IncrementalReader:
         lines = engine.recognize(img)
         result = OcrResult(tuple(lines), img.width, img.height, 0.0, engine.min_confidence)
         return Reading(result, "full", img.height)
+
+
+def _same(a: Image.Image, b: Image.Image) -> bool:
+    return a.size == b.size and ImageChops.difference(a, b).getbbox() is None
 
 
 def _band(lines: tuple[OcrLine, ...], top: int, bottom: int, height: int) -> tuple[int, int]:

@@ -18,6 +18,13 @@ host's AT-SPI trees (docs/host-tree.md), so the agent reads and acts on it the s
   terminal's columns as separate pieces), its text as the name;
 * ``word``: the words of a line of more than one word, so a click can aim at one word.
 
+A popup over the window (a menu: its own window, read in its own box) follows as a section
+whose root line says ``popup``, as the host appends an app's popups to a window's tree::
+
+    - popup [7]
+      - block [8]
+        - text "Duplicate" [9]
+
 Each element keeps its box (pixels of the image read, :attr:`Outline.bounds`): the kernel
 turns an action on the element into a click at the centre of that box. The version is
 ``visual-`` and a content hash of the text (as the host's ``treeVersion`` is of its text), so
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from deskpilot.protocol.wire import AppIdentity
@@ -41,6 +49,8 @@ VERSION_PREFIX = "visual-"
 NAME_MAX_CHARS = 200
 #: The host's default element cap (docs/host-tree.md, "Limits").
 MAX_ELEMENTS = 2000
+#: The root line of a popup's section (the host's word for it: host/atspi/popup_sections.py)
+POPUP_ROLE = "popup"
 #: Lines closer than this many line heights (vertically) may share a block.
 BLOCK_GAP = 1.2
 #: Pieces of a row closer than this many line heights are one line (a terminal's columns).
@@ -76,10 +86,27 @@ class Outline:
     lines: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class PopupReading:
+    """The reading of one popup over the window (a menu, a list: its own window, read apart
+    from the window under it) and where its box lies in the image the window was read from
+    (its lines' boxes are relative to that box)."""
+
+    result: OcrResult
+    box: Box
+
+
 def build_outline(
-    result: OcrResult, title: str | None, *, max_elements: int = MAX_ELEMENTS
+    result: OcrResult,
+    title: str | None,
+    *,
+    popups: Sequence[PopupReading] = (),
+    max_elements: int = MAX_ELEMENTS,
 ) -> Outline:
-    """The outline of an OCR reading: the window, its blocks, their lines and words."""
+    """The outline of an OCR reading: the window, its blocks, their lines and words; then
+    each popup over it as a section of its own whose root line says ``popup`` (as the host
+    appends an app's popups to a window's tree: docs/host-tree.md, "Popups over the window"),
+    bottom to top (``popups`` is topmost first, as listed)."""
     rows: list[str] = []
     bounds: dict[int, Box] = {}
     omitted = 0
@@ -90,25 +117,37 @@ def build_outline(
             omitted += 1
             return False
         element_id = len(rows) + 1
-        label = f' "{_quote(name)}"' if name else ""
+        label = f' "{quote_name(name)}"' if name else ""
         rows.append(f"{'  ' * depth}- {role}{label} [{element_id}]")
         bounds[element_id] = box
         return True
 
+    def add_text(reading: OcrResult, dx: int, dy: int) -> None:
+        for block in group_blocks(text_rows(list(reading.lines))):
+            add(1, "block", None, _moved(_union([ln for row in block for ln in row]), dx, dy))
+            for line in (line for row in block for line in row):
+                if not add(2, "text", line.text, _moved(_box(line), dx, dy)):
+                    continue
+                if len(line.words) > 1:
+                    for w in line.words:
+                        add(3, "word", w.text, _moved((w.x, w.y, w.width, w.height), dx, dy))
+
     add(0, "window", title, (0, 0, result.width, result.height))
-    for block in group_blocks(text_rows(list(result.lines))):
-        add(1, "block", None, _union([line for row in block for line in row]))
-        for line in (line for row in block for line in row):
-            if not add(2, "text", line.text, _box(line)):
-                continue
-            if len(line.words) > 1:
-                for word in line.words:
-                    add(3, "word", word.text, (word.x, word.y, word.width, word.height))
+    add_text(result, 0, 0)
+    lines = len(result.lines)
+    for popup in reversed(popups):
+        add(0, POPUP_ROLE, None, popup.box)
+        add_text(popup.result, popup.box[0], popup.box[1])
+        lines += len(popup.result.lines)
     if omitted:
         rows.append(f"[truncated: {omitted} elements omitted]")
     text = "\n".join(rows) + "\n"
     count = len(bounds)
-    return Outline(text, count, visual_version(text, count), bounds, omitted, len(result.lines))
+    return Outline(text, count, visual_version(text, count), bounds, omitted, lines)
+
+
+def _moved(box: Box, dx: int, dy: int) -> Box:
+    return box[0] + dx, box[1] + dy, box[2], box[3]
 
 
 def text_rows(lines: list[OcrLine]) -> list[list[OcrLine]]:
@@ -206,7 +245,7 @@ def _union(lines: list[OcrLine]) -> Box:
     return left, top, right - left, bottom - top
 
 
-def _quote(s: str) -> str:
+def quote_name(s: str) -> str:
     """A name on one line, escaped as the host escapes names (host/atspi/render.py): text on
     the screen can never look like another element."""
     s = " ".join(s.split())

@@ -15,7 +15,7 @@ import time
 
 from dbus_fast.aio import MessageBus
 
-from deskpilot.host.atspi.events import Change, EventWatcher
+from deskpilot.host.atspi.events import Change, EventWatcher, PageLoad
 
 
 class AppEvents:
@@ -72,6 +72,9 @@ class AppEvents:
 
     async def next_event(self, bus_name: str, timeout: float) -> bool:
         return await self._watcher.next_event(bus_name, timeout)
+
+    def page_load(self, bus_name: str, since: float) -> PageLoad:
+        return self._watcher.page_load(bus_name, since)
 
     # ------------------------------------------------------------------ for the tree cache
 

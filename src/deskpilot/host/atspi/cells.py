@@ -1,104 +1,69 @@
-"""A sheet's cell, found again by its table and address, and read now.
+"""A GTK 3 tree view's cell that packs several renderers is one cell, named by its text.
 
-A spreadsheet (LibreOffice Calc) makes a new accessible object for a cell every time it is
-asked for one, and drops it 15 s later (atk-bridge's lease on TRANSIENT objects): an
-element id read from a state a minute ago names an object that no longer exists. Such a
-cell's element carries ``ElementRef.identity = (bus name, table path, address)``
-(:mod:`.on_screen`, ``snapshot._elements``), and is found again here by asking its table
-for the cell at that address (``Table.GetAccessibleAt``) before anything is done to it.
+A column of a ``GtkTreeView`` may draw a row with several cell renderers: an icon and a name
+in a file list, or Thunar's side pane, whose one column has seven (a heading, padding, an
+icon, the name, an eject button, a spinner…). GTK's accessible for such a cell is a container
+cell with one child cell per renderer, every one of them with the same three actions, the
+ones not drawn with no size, and the name in two of them. So Thunar's six places read as 48
+cells, half of them nameless, each place twice, and a file of its detailed list as an
+unnamed cell holding an unnamed one and the file's name.
+
+A container cell (a cell whose children are all childless cells) is shown as one cell named
+by its renderers' distinct texts in order ("Computer", "alpha.txt"); a renderer adds nothing
+of its own when it has no value and no state word its container lacks (a toggle
+renderer's ``checked`` is its own), and is then left out (``merged``). Its container keeps
+its actions: a click on it selects the row, as a click on any of its renderers did.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Final
 
-from deskpilot.host.atspi.bus import (
-    I_ACCESSIBLE,
-    I_TABLE,
-    I_TEXT,
-    NULL_PATH,
-    AtspiCallError,
-    Conn,
-)
-from deskpilot.host.atspi.model import ElementRef, NodeRef
-from deskpilot.host.atspi.on_screen import parse_a1
-from deskpilot.host.atspi.vocab import ROLE_NUMBER, State, bit, state_mask
+from deskpilot.host.atspi.collect import RawNode
+from deskpilot.host.atspi.vocab import ROLE_NUMBER, State, bit
 
 R_TABLE_CELL: Final = ROLE_NUMBER["table cell"]
-_B_FOCUSED: Final = bit(State.FOCUSED)
+_B_EXPANDABLE: Final = bit(State.EXPANDABLE)
+#: GTK's cells all offer this action, expandable or not: shown only where it does something
+EXPAND_ACTION: Final = "expand or contract"
 
 
-@dataclass(frozen=True, slots=True)
-class CellNow:
-    """A cell as it is now: its shown text, its ``Formula`` attribute as the app gives it
-    (``B2*C2``, cut at a ``\\`` where the bridge cut it; "" without a formula), and whether
-    it is the current cell."""
-
-    address: str
-    text: str
-    formula: str
-    focused: bool
-
-
-def sheet_cell(element: ElementRef) -> bool:
-    """A cell named by its table and address (a spreadsheet's: :mod:`.on_screen`)."""
-    return element.atspi_role == R_TABLE_CELL and element.identity is not None
-
-
-def table_of(element: ElementRef) -> tuple[NodeRef, str] | None:
-    """The table and the address a sheet cell's identity names; None for other elements."""
-    ident = element.identity
-    if ident is None or len(ident) != 3 or parse_a1(ident[2]) is None:
-        return None
-    return NodeRef(ident[0], ident[1]), ident[2]
-
-
-async def cell_at(conn: Conn, table: NodeRef, address: str) -> NodeRef | None:
-    """The table's cell at ``address`` now (a new object each time, for Calc); None when the
-    table is gone or has no such cell."""
-    place = parse_a1(address)
-    if place is None:
-        return None
-    try:
-        body = await conn.call(table.bus_name, table.path, I_TABLE, "GetAccessibleAt", "ii", place)
-    except AtspiCallError as exc:
-        if exc.gone:
-            return None
-        raise
-    bus, path = body[0]
-    if path == NULL_PATH:
-        return None
-    return NodeRef(str(bus) or table.bus_name, str(path))
+def merged_renderers(
+    nodes: Sequence[RawNode],
+    names: list[str],
+    cells: Sequence[int],
+    shown: Callable[[int], bool],
+    words: Callable[[RawNode], list[str]],
+) -> list[int]:
+    """Name each container cell among ``cells`` (shown cells with children) after its
+    renderers (in ``names``, where it has none of its own) and return the renderers that add
+    nothing to it. ``shown``: whether a node is not hidden (a hidden renderer lends no
+    name); ``words``: a node's rendered state words."""
+    merged: list[int] = []
+    for i in cells:
+        n = nodes[i]
+        kids = n.children
+        if any(nodes[c].role != R_TABLE_CELL or nodes[c].children for c in kids):
+            continue
+        texts: list[str] = []
+        for c in kids:
+            if shown(c) and names[c] and names[c] not in texts:
+                texts.append(names[c])
+        if not names[i]:
+            names[i] = " ".join(texts)
+        own = set(words(n))
+        for c in kids:
+            child = nodes[c]
+            if shown(c) and not child.value and set(words(child)) <= own:
+                merged.append(c)
+    return merged
 
 
-async def live(conn: Conn, element: ElementRef) -> ElementRef | None:
-    """``element`` with the object its table gives for its address now (None: the table is
-    gone, or the cell); ``element`` itself when it is no sheet cell."""
-    where = table_of(element)
-    if where is None:
-        return element
-    ref = await cell_at(conn, *where)
-    return None if ref is None else dataclasses.replace(element, ref=ref)
-
-
-async def read_cell(conn: Conn, table: NodeRef, address: str) -> CellNow | None:
-    """The cell at ``address`` as it is now; None when the table or the cell is gone."""
-    ref = await cell_at(conn, table, address)
-    if ref is None:
-        return None
-    text, attrs, state = await conn.batch(
-        [
-            (ref.bus_name, ref.path, I_TEXT, "GetText", "ii", (0, -1)),
-            (ref.bus_name, ref.path, I_ACCESSIBLE, "GetAttributes", "", ()),
-            (ref.bus_name, ref.path, I_ACCESSIBLE, "GetState", "", ()),
-        ]
-    )
-    if isinstance(text, AtspiCallError):
-        return None
-    formula = ""
-    if not isinstance(attrs, AtspiCallError) and isinstance(attrs[0], dict):
-        formula = str(attrs[0].get("Formula") or "")
-    focused = not isinstance(state, AtspiCallError) and bool(state_mask(state[0]) & _B_FOCUSED)
-    return CellNow(address, str(text[0]), formula, focused)
+def shown_cell_actions(node: RawNode) -> tuple[str, ...] | None:
+    """A cell's actions without "expand or contract" unless it can expand (GTK lists it on
+    every cell of a tree view, a flat file list's too)."""
+    actions = node.actions
+    if actions is None or node.role != R_TABLE_CELL or node.states & _B_EXPANDABLE:
+        return actions
+    return tuple(a for a in actions if a.lower() != EXPAND_ACTION)

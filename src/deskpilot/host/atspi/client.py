@@ -21,14 +21,15 @@ from deskpilot.host import settings
 from deskpilot.host.atspi.app_events import AppEvents
 from deskpilot.host.atspi.apps import Applications, AppStatus
 from deskpilot.host.atspi.bus import ROOT_PATH, Conn
-from deskpilot.host.atspi.cells import CellNow
 from deskpilot.host.atspi.combo import ComboParts
 from deskpilot.host.atspi.connections import Connections, open_buses
 from deskpilot.host.atspi.element_reads import ElementReads
+from deskpilot.host.atspi.events import PageLoad
 from deskpilot.host.atspi.frames import FrameLookup
 from deskpilot.host.atspi.model import (
     AppInfo,
     ElementRef,
+    FieldText,
     FrameInfo,
     NodeRef,
     SemanticOp,
@@ -36,6 +37,7 @@ from deskpilot.host.atspi.model import (
     TreeSnapshot,
 )
 from deskpilot.host.atspi.operations import Operations
+from deskpilot.host.atspi.sheet_reads import CellNow
 from deskpilot.host.atspi.snapshot import Snapshots, tree_version
 from deskpilot.host.atspi.tree_cache import NOTE_SWITCHED_OFF, TreeCache
 from deskpilot.host.atspi.tree_read import TreeReader
@@ -150,6 +152,7 @@ class AtspiClient:
         origin: tuple[int, int] | None = None,
         max_children: int = 500,
         deadline: float | None = None,
+        after_action: bool = False,
     ) -> TreeSnapshot:
         """Read and render the subtree under ``root`` (usually a frame from :meth:`frames`).
 
@@ -160,6 +163,8 @@ class AtspiClient:
         ``deadline`` (``loop.time()``): what is read by then is the snapshot, marked
         ``partial`` when it is not all (see :mod:`.snapshot`); TimeoutError-backed
         ENVIRONMENT_UNAVAILABLE when not even the root answered.
+
+        ``after_action``: the read that shows an action's effect (see ``TreeCache.plan``).
         """
         return await self._snapshots.snapshot(
             root,
@@ -168,6 +173,7 @@ class AtspiClient:
             origin=origin,
             max_children=max_children,
             deadline=deadline,
+            after_action=after_action,
         )
 
     # ------------------------------------------------------------------ one element, read now
@@ -180,9 +186,22 @@ class AtspiClient:
         """The element's current screen extents (None when it has no Component)."""
         return await self._reads.extents(element)
 
+    async def link_target(self, element: ElementRef) -> str | None:
+        """Where a link leads (``Hyperlink.GetURI(0)``); None when it has no Hyperlink."""
+        return await self._reads.link_target(element)
+
+    async def field_text(self, element: ElementRef, probe: int) -> FieldText:
+        """The text field's text as it is now, for checking what typing did (see
+        ``FieldText``); raises AtspiCallError when it has no Text or is gone."""
+        return await self._reads.field_text(element, probe)
+
     async def value_now(self, element: ElementRef) -> str | float | None:
         """The element's text, else its number, read now (see ``ElementReads.value_now``)."""
         return await self._reads.value_now(element)
+
+    async def selection(self, element: ElementRef) -> tuple[int, int, str] | None:
+        """The element's selected range and (bounded) text now; None: nothing selected."""
+        return await self._reads.selection(element)
 
     async def action_names(self, element: ElementRef) -> tuple[str, ...]:
         """All action names of the element, read now (blank names resolved one by one)."""
@@ -190,12 +209,17 @@ class AtspiClient:
 
     async def combo_parts(self, element: ElementRef) -> ComboParts | None:
         """The combo box ``element`` as it is now (options, popup state); see atspi/combo."""
-        return await self._reads.combo_parts(element)
+        return await self._reads.combo_parts(element, await self._detached(element))
 
     async def combo_of_option(self, element: ElementRef) -> ComboParts | None:
         """The combo box whose popup list ``element`` is an option of, read now; None for
         an item of anything else."""
-        return await self._reads.combo_of_option(element)
+        return await self._reads.combo_of_option(element, await self._detached(element))
+
+    async def _detached(self, element: ElementRef) -> bool:
+        """Whether the element's app keeps a combo box's open list apart (Firefox)."""
+        info = await self._apps.info(element.bus_name, ROOT_PATH)
+        return info is not None and info.gecko
 
     async def live(self, element: ElementRef) -> ElementRef | None:
         """The element with the object that stands for it now (a sheet cell is a new object
@@ -247,6 +271,10 @@ class AtspiClient:
     async def next_event(self, bus_name: str, timeout: float) -> bool:
         """Wait up to ``timeout`` s for ``bus_name``'s next event (True if one came)."""
         return await self._events.next_event(bus_name, timeout)
+
+    def page_load(self, bus_name: str, since: float) -> PageLoad:
+        """What ``bus_name``'s events said of page loads since ``since`` (monotonic)."""
+        return self._events.page_load(bus_name, since)
 
     # ------------------------------------------------------------------ actions
 

@@ -36,6 +36,7 @@ import re
 from collections.abc import Awaitable, Iterable
 from typing import Any, Final, TypeVar
 
+from deskpilot.host.atspi import areas, closed_menus, field_places
 from deskpilot.host.atspi.bus import (
     CACHE_PATH,
     I_ACCESSIBLE,
@@ -44,12 +45,12 @@ from deskpilot.host.atspi.bus import (
     I_COLLECTION,
     I_COMPONENT,
     I_PROPERTIES,
-    I_TEXT,
     I_VALUE,
     AtspiCallError,
     Call,
     Conn,
 )
+from deskpilot.host.atspi.doc_text import TextReads, TextState, text_kind
 from deskpilot.host.atspi.vocab import (
     ALWAYS_SHOWN_ROLES,
     COMBO_ROLES,
@@ -69,7 +70,6 @@ from deskpilot.host.atspi.vocab import (
 
 _T = TypeVar("_T")
 
-VALUE_MAX_CHARS: Final = 200  # a value longer than this is cut (with an ellipsis)
 MAX_ACTIONS: Final = 20
 UNKNOWN: Final = -1
 #: the role of a node a walk found hidden and did not read further (its states only)
@@ -106,16 +106,19 @@ class RawNode:
         "children",
         "depth",
         "desc",
+        "empty",
         "extents",
         "formula",
         "ifaces",
         "index",
         "name",
         "parent",
+        "parts",
         "path",
         "role",
         "screen",
         "states",
+        "text",
         "unread",
         "value",
     )
@@ -159,6 +162,13 @@ class RawNode:
         self.address: str | None = None
         #: that cell's formula as the app says it (``=B2*C2``; cut ones end in ``…``)
         self.formula: str | None = None
+        #: a cell of what is on screen made of cells (a tree view's renderers): its parts,
+        #: read with it and grafted in as its children (:mod:`.on_screen`)
+        self.parts: list[RawNode] = []
+        #: caret, selection and what is not shown of its text (doc_text.py); None: nothing
+        self.text: TextState | None = None
+        #: no area on screen (zero width or height: areas.py); None: not read
+        self.empty: bool | None = None
 
     def __repr__(self) -> str:  # debugging aid only
         return f"RawNode({self.role}, {self.name!r}, depth={self.depth})"
@@ -173,7 +183,10 @@ def is_hidden(node: RawNode, parent: RawNode) -> bool:
     only an open menu's items are showing). The menu rule needs the menu itself to be
     showing: GTK 4.8 sets SHOWING on nothing, and an open GTK4 popover's items are as
     un-showing as a closed GTK3 menu's (a closed popover is not visible at all). Hidden
-    nodes are never shown (:mod:`.render`), and a walk does not read below them."""
+    nodes are never shown (:mod:`.render`), and a walk does not read below them.
+
+    By the states alone: which nodes' details are read is decided before any extents are
+    (a node with no area, ``RawNode.empty``, is left out by the render: areas.py)."""
     st = node.states
     if not st & _VISIBLE_MASK:
         return True
@@ -325,13 +338,109 @@ async def get_matches(
     return [(b or bus, p) for b, p in body[0]]
 
 
-async def read_collection(conn: Conn, bus: str, root_path: str, limit: int) -> list[RawNode]:
+async def read_collection(
+    conn: Conn, bus: str, root_path: str, limit: int, *, whole: bool = False
+) -> list[RawNode]:
     """Preorder refs from one GetMatches, then name/parent/child count, states and role of
     every node, all issued at once. (Roles by eight bit-slice GetMatches — the nodes whose
     role number has bit k set — were tried: no faster than GetRole per node once calls are
-    cheap on our side, since Chromium walks its whole tree for each GetMatches.)"""
+    cheap on our side, since Chromium walks its whole tree for each GetMatches.)
+
+    Menu items and separators are left out of the first GetMatches, and the subtrees where
+    they could be shown read again whole (:mod:`.closed_menus`: LibreOffice's closed menus
+    are most of its tree); ``whole``: every node in one read (Chromium)."""
+    nodes = await _read_matches(conn, bus, root_path, limit, whole)
+    if whole:
+        return nodes
+    for _ in range(closed_menus.MAX_ROUNDS):
+        todo = closed_menus.incomplete(nodes)
+        if not todo or len(nodes) >= limit:
+            break
+        nodes = await _fill_children(conn, nodes, todo, limit)
+    return nodes
+
+
+async def _fill_children(
+    conn: Conn, nodes: list[RawNode], which: list[int], limit: int
+) -> list[RawNode]:
+    """Read the children of ``which`` that a pruned read left out, and put them in their
+    places; returns the new preorder list."""
+    listed = await conn.batch(
+        [(nodes[i].bus, nodes[i].path, I_ACCESSIBLE, "GetChildren", "", ()) for i in which]
+    )
+    known = {n.path for n in nodes}
+    wanted: list[tuple[int, int, str, str]] = []  # (parent, index, bus, path)
+    order: dict[int, list[str]] = {}
+    for i, r in zip(which, listed, strict=True):
+        if isinstance(r, AtspiCallError):
+            continue
+        kids = [(b or nodes[i].bus, p) for b, p in r[0]]
+        order[i] = [p for _b, p in kids]
+        wanted.extend((i, k, b, p) for k, (b, p) in enumerate(kids) if p not in known)
+    wanted = wanted[: max(0, limit - len(nodes))]
+    calls: list[Call] = []
+    for _i, _k, b, p in wanted:
+        calls.append((b, p, I_PROPERTIES, "GetAll", "s", (I_ACCESSIBLE,)))
+        calls.append((b, p, I_ACCESSIBLE, "GetState", "", ()))
+        calls.append((b, p, I_ACCESSIBLE, "GetRole", "", ()))
+    res = await conn.batch(calls) if calls else []
+    added: dict[int, list[RawNode]] = {}
+    for k, (i, _idx, b, p) in enumerate(wanted):
+        props, st, role = res[3 * k], res[3 * k + 1], res[3 * k + 2]
+        if isinstance(props, AtspiCallError):
+            continue
+        d = props[0]
+        added.setdefault(i, []).append(
+            RawNode(
+                b,
+                p,
+                role=int(role[0]) if not isinstance(role, AtspiCallError) else 0,
+                name=str(d["Name"].value) if "Name" in d else "",
+                desc=str(d["Description"].value) if "Description" in d else "",
+                states=state_mask(st[0]) if not isinstance(st, AtspiCallError) else 0,
+                child_count=int(d["ChildCount"].value) if "ChildCount" in d else 0,
+            )
+        )
+    return _with_children(nodes, added, order)
+
+
+def _with_children(
+    nodes: list[RawNode], added: dict[int, list[RawNode]], order: dict[int, list[str]]
+) -> list[RawNode]:
+    """A fresh preorder list: ``nodes`` with ``added[i]`` among node ``i``'s children, in the
+    order the app lists them (``order[i]``: their paths; a child it does not list keeps its
+    place after them). Parent links, depths and indexes are set anew."""
+    kids: list[list[RawNode]] = []
+    for i, n in enumerate(nodes):
+        mine = [nodes[c] for c in n.children] + added.get(i, [])
+        if i in order:
+            rank = {p: k for k, p in enumerate(order[i])}
+            mine.sort(key=lambda c: rank.get(c.path, len(rank)))
+        kids.append(mine)
+    slot = {id(n): i for i, n in enumerate(nodes)}
+    out: list[RawNode] = []
+    stack: list[tuple[RawNode, int, int, int]] = [(nodes[0], -1, 0, nodes[0].index)]
+    while stack:
+        node, parent, depth, index = stack.pop()
+        node.parent, node.depth, node.index = parent, depth, index
+        node.children = []
+        me = len(out)
+        out.append(node)
+        if parent >= 0:
+            out[parent].children.append(me)
+        at = slot.get(id(node))
+        below = kids[at] if at is not None else []
+        for k in range(len(below) - 1, -1, -1):
+            stack.append((below[k], me, depth + 1, k))
+    return out
+
+
+async def _read_matches(
+    conn: Conn, bus: str, root_path: str, limit: int, whole: bool
+) -> list[RawNode]:
+    rule = _MATCH_ALL_RULE if whole else closed_menus.RULE
     refs: list[tuple[str, str]] = [(bus, root_path)]
-    refs.extend(await get_matches(conn, bus, root_path, _MATCH_ALL_RULE, limit - 1))
+    refs.extend(await get_matches(conn, bus, root_path, rule, limit - 1))
     calls: list[Call] = []
     for b, p in refs:
         calls.append((b, p, I_PROPERTIES, "GetAll", "s", (I_ACCESSIBLE,)))
@@ -348,6 +457,8 @@ async def read_collection(conn: Conn, bus: str, root_path: str, limit: int) -> l
             continue  # vanished between the two calls
         d = props[0]
         parent_path = d["Parent"].value[1] if "Parent" in d else ""
+        # a parent not among the nodes read is taken to be the root: LibreOffice's root
+        # pane names a parent that is no child of its frame
         parent = index_of.get(parent_path, 0 if i else -1)
         node = RawNode(
             b,
@@ -592,9 +703,16 @@ def needs_detail(n: RawNode, is_root: bool) -> bool:
     )
 
 
-async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_names: bool) -> None:
-    """Fill interfaces (when unknown), action names, values and missing field names for the
-    nodes in ``todo``.
+async def enrich(
+    conn: Conn,
+    nodes: list[RawNode],
+    todo: Iterable[int],
+    blank_names: bool,
+    boxes: list[int] | None = None,
+) -> None:
+    """Fill interfaces (when unknown), action names, values, texts (the caret, the selection:
+    :mod:`.doc_text`) and missing field names for the nodes in ``todo``; and the extents of
+    ``boxes`` (the nodes whose place on screen decides what is shown: :mod:`.areas`).
 
     Actions matter for two things: whether an unnamed leaf is a clickable thing or noise, and
     which non-default action names a line shows. ``blank_names``: the app answers GetActions
@@ -617,6 +735,7 @@ async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_na
     slots: list[tuple[int, str]] = []
     unnamed: list[int] = []
     combos: list[int] = []
+    texts = TextReads()
     for i in todo:
         n = nodes[i]
         if n.ifaces & _IF_ACTION:
@@ -640,10 +759,8 @@ async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_na
                 slots.append((i, "attributes"))
         if n.role == R_PASSWORD_TEXT:
             continue  # a secure value is never read
+        texts.first(i, n, calls, slots)
         text = n.role in TEXT_VALUE_ROLES and n.ifaces & _IF_TEXT
-        if text:
-            calls.append((n.bus, n.path, I_PROPERTIES, "Get", "ss", (I_TEXT, "CharacterCount")))
-            slots.append((i, "count"))
         if n.role in NUMERIC_VALUE_ROLES and n.ifaces & _IF_VALUE:
             # one property at a time: Properties.GetAll on Value crashes Chromium 156
             calls.append((n.bus, n.path, I_PROPERTIES, "Get", "ss", (I_VALUE, "CurrentValue")))
@@ -652,32 +769,28 @@ async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_na
                 calls.append((n.bus, n.path, I_PROPERTIES, "Get", "ss", (I_VALUE, "MinimumValue")))
                 slots.append((i, "minimum"))
     nearby = _label_candidates(nodes, unnamed)
-    for k in sorted({j for f, labels in nearby.items() for j in (f, *labels)}):
+    holders = field_places.placeholders(nodes) if unnamed else []
+    placed = {j for f, labels in nearby.items() for j in (f, *labels)}
+    if holders:
+        placed.update(holders, unnamed)
+    for k in sorted(placed):
         calls.append((nodes[k].bus, nodes[k].path, I_COMPONENT, "GetExtents", "u", (0,)))
         slots.append((k, "extents"))
-    res = await conn.batch(calls)
+    boxes = boxes or []
+    res = await conn.batch(calls + areas.box_calls(nodes, boxes))
+    areas.apply_boxes(nodes, boxes, res[len(calls) :])
     numbers: dict[int, float] = {}
     minimums: dict[int, float] = {}
     labelled_by: dict[int, list[tuple[str, str]]] = {}
     positions: dict[int, tuple[int, int]] = {}
-    text_calls: list[Call] = []
-    text_slots: list[tuple[int, int]] = []
-    for (i, kind), r in zip(slots, res, strict=True):
-        if isinstance(r, AtspiCallError):
+    for (i, kind), r in zip(slots, res[: len(calls)], strict=True):
+        if isinstance(r, AtspiCallError) or texts.took(i, kind, r):
             continue
         n = nodes[i]
         if kind == "actions":
             n.actions = tuple(str(a[0]) for a in r[0][:MAX_ACTIONS])
         elif kind == "name0":
             n.actions = (str(r[0]),)
-        elif kind == "count":
-            count = int(r[0].value)
-            if count > 0:
-                end = min(count, VALUE_MAX_CHARS + 1)
-                text_calls.append((n.bus, n.path, I_TEXT, "GetText", "ii", (0, end)))
-                text_slots.append((i, count))
-            else:
-                n.value = ""
         elif kind == "number":
             numbers[i] = _as_float(r[0].value)
             if n.role not in TEXT_VALUE_ROLES or not n.ifaces & _IF_TEXT:
@@ -706,16 +819,17 @@ async def enrich(conn: Conn, nodes: list[RawNode], todo: Iterable[int], blank_na
     name_calls: list[Call] = [
         (b, p, I_PROPERTIES, "Get", "ss", (I_ACCESSIBLE, "Name")) for b, p in outside
     ]
+    text_calls = texts.second(nodes)
     res2 = await conn.batch(text_calls + name_calls) if text_calls or name_calls else []
-    for (i, count), r in zip(text_slots, res2, strict=True):
-        if not isinstance(r, AtspiCallError):
-            nodes[i].value = bounded(str(r[0]), count)
+    texts.apply(nodes, res2[: len(text_calls)])
     outside_names = {
         t: "" if isinstance(r, AtspiCallError) else _squash(str(r[0].value))
         for t, r in zip(outside, res2[len(text_calls) :], strict=True)
     }
     _values(nodes, numbers, minimums)
     _labels(nodes, unnamed, combos, labelled_by, nearby, where, outside_names, positions)
+    if holders:
+        field_places.name_by_place(nodes, unnamed, holders)
 
 
 def _position(attributes: object) -> tuple[int, int] | None:
@@ -780,6 +894,8 @@ def _labels(
         if i in by_relation or nodes[i].extents is None:
             continue
         for j in labels:
+            if not _label_of(nodes, j):
+                continue
             gap = _left_gap(nodes[j].extents, nodes[i].extents)
             if gap is not None and (i not in best or gap < best[i][0]):
                 best[i] = (gap, j)
@@ -819,11 +935,14 @@ def _has_name(n: RawNode) -> bool:
 
 
 def _label_of(nodes: list[RawNode], j: int) -> str:
-    """A label's text: its name, else its text children's (Chromium's ``<label>`` is an
+    """A label's text: its name, else its own text (LibreOffice's labels hold it in the Text
+    interface only: doc_text.py), else its text children's (Chromium's ``<label>`` is an
     unnamed node holding a static text)."""
     n = nodes[j]
     if n.name.strip() and not _TYPE_NAME.match(n.name.strip()):
         return _squash(n.name)
+    if n.value:
+        return _squash(n.value)
     return _squash(" ".join(nodes[c].name for c in n.children if nodes[c].role in LABEL_ROLES))
 
 
@@ -838,7 +957,13 @@ def _label_candidates(nodes: list[RawNode], fields: list[int]) -> dict[int, list
                 break
             for c in nodes[anc].children:
                 m = nodes[c]
-                if m.role in LABEL_ROLES and _visible(m) and _label_of(nodes, c):
+                if (
+                    m.role in LABEL_ROLES
+                    and _visible(m)
+                    and (
+                        _label_of(nodes, c) or text_kind(m) == "name"  # its text is read now
+                    )
+                ):
                     found.append(c)
         if found:
             out[i] = found[:32]
@@ -907,13 +1032,6 @@ async def read_extents(conn: Conn, nodes: list[RawNode], which: list[int]) -> No
         if not isinstance(r, AtspiCallError):
             x, y, w, h = r[0]
             nodes[i].extents = (int(x), int(y), int(w), int(h))
-
-
-def bounded(text: str, total: int) -> str:
-    text = text.replace("\ufffc", "")
-    if total > VALUE_MAX_CHARS or len(text) > VALUE_MAX_CHARS:
-        return text[:VALUE_MAX_CHARS] + "…"
-    return text
 
 
 def _as_float(v: Any) -> float:

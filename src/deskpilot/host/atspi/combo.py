@@ -11,6 +11,10 @@ an option be chosen:
 * Chromium: the combo box has no Selection and its popup's ``SelectChild`` returns false; an
   option's only action is "select", which *toggles* it (on a chosen option it empties the
   ``<select>``) and leaves an open popup open; the combo's "open" action toggles the popup.
+* Firefox: the combo box never says EXPANDED and its own list always says SHOWING; while it
+  is open, the list a person sees is another combo box, a child of the window's frame
+  (EXPANDED, unnamed, the same options: its *detached* list, atspi/gecko.py), whose options'
+  "click" chooses. The combo's own options' "select" changes nothing.
 
 Only reads here; the choosing is ``host/combo_boxes.py``.
 """
@@ -20,12 +24,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from deskpilot.host.atspi.bus import I_ACCESSIBLE, I_SELECTION, ROOT_PATH, AtspiCallError, Conn
+from deskpilot.host.atspi.bus import (
+    I_ACCESSIBLE,
+    I_SELECTION,
+    ROOT_PATH,
+    AtspiCallError,
+    Call,
+    Conn,
+)
 from deskpilot.host.atspi.model import NodeRef
-from deskpilot.host.atspi.vocab import ROLE_NUMBER, State, bit, state_mask
+from deskpilot.host.atspi.vocab import COMBO_POPUP_ROLES, ROLE_NUMBER, State, bit, state_mask
 
-#: a combo box's child that holds its options
-POPUP_ROLES: Final = frozenset(ROLE_NUMBER[n] for n in ("menu", "list box", "list"))
+POPUP_ROLES: Final = COMBO_POPUP_ROLES
 COMBO_BOX_ROLES: Final = frozenset({ROLE_NUMBER["combo box"]})
 #: options read at most (a longer list is not a combo box a person scrolls through either)
 MAX_OPTIONS: Final = 500
@@ -58,6 +68,13 @@ class ComboParts:
     #: the combo box's own word on its popup: open (EXPANDED) or closed (EXPANDABLE only);
     #: None when it says neither (Qt 5, whose closed popup list even reads as showing)
     says_open: bool | None = None
+    #: its list a person sees lives elsewhere while open (Firefox): its own options are a
+    #: copy whose actions change nothing
+    detached: bool = False
+    #: the options of its detached list while that is open (what a click chooses in)
+    open_options: tuple[ComboOption, ...] = ()
+    #: the combo box's own name (GTK 3 and Qt name it after the chosen option)
+    name: str = ""
 
 
 async def _role(conn: Conn, ref: NodeRef) -> int:
@@ -92,9 +109,10 @@ async def combo_of_option(conn: Conn, option: NodeRef) -> NodeRef | None:
     return combo
 
 
-async def read_combo(conn: Conn, combo: NodeRef) -> ComboParts | None:
+async def read_combo(conn: Conn, combo: NodeRef, detached: bool = False) -> ComboParts | None:
     """The combo box's options and popup state; None when it has no popup list of options
-    (an editable combo without one, an ARIA combobox whose list lives elsewhere)."""
+    (an editable combo without one, an ARIA combobox whose list lives elsewhere).
+    ``detached``: the app keeps the list a person sees apart while it is open (Firefox)."""
     popup = None
     for child in await _children(conn, combo):
         if await _role(conn, child) in POPUP_ROLES:
@@ -102,6 +120,35 @@ async def read_combo(conn: Conn, combo: NodeRef) -> ComboParts | None:
             break
     if popup is None:
         return None
+    options = await _options(conn, popup)
+    ifaces = (await conn.call(combo.bus_name, combo.path, I_ACCESSIBLE, "GetInterfaces"))[0]
+    name = str(await conn.get_property(combo.bus_name, combo.path, I_ACCESSIBLE, "Name") or "")
+    combo_state = await _state(conn, combo)
+    popup_showing = bool(await _state(conn, popup) & _B_SHOWING)
+    says_open = (
+        bool(combo_state & _B_EXPANDED) if combo_state & (_B_EXPANDED | _B_EXPANDABLE) else None
+    )
+    # Firefox's combo never says it is open: its open list is found by its options
+    open_options: tuple[ComboOption, ...] = ()
+    if detached and not combo_state & _B_EXPANDED:
+        open_options = await _detached_list(conn, combo, options)
+    if open_options:
+        says_open = True
+    expanded = bool(says_open) or (says_open is None and popup_showing)
+    return ComboParts(
+        combo,
+        popup,
+        expanded,
+        I_SELECTION in ifaces,
+        options,
+        says_open,
+        detached,
+        open_options,
+        name,
+    )
+
+
+async def _options(conn: Conn, popup: NodeRef) -> tuple[ComboOption, ...]:
     options = []
     for index, ref in enumerate(await _children(conn, popup)):
         try:
@@ -114,13 +161,36 @@ async def read_combo(conn: Conn, combo: NodeRef) -> ComboParts | None:
         options.append(
             ComboOption(ref, str(props.get("Name") or ""), index, bool(state & _B_SELECTED))
         )
-    ifaces = (await conn.call(combo.bus_name, combo.path, I_ACCESSIBLE, "GetInterfaces"))[0]
-    combo_state = await _state(conn, combo)
-    expanded = bool(combo_state & _B_EXPANDED) or bool(await _state(conn, popup) & _B_SHOWING)
-    says_open = (
-        bool(combo_state & _B_EXPANDED) if combo_state & (_B_EXPANDED | _B_EXPANDABLE) else None
-    )
-    return ComboParts(combo, popup, expanded, I_SELECTION in ifaces, tuple(options), says_open)
+    return tuple(options)
+
+
+async def _detached_list(
+    conn: Conn, combo: NodeRef, options: tuple[ComboOption, ...]
+) -> tuple[ComboOption, ...]:
+    """The options of ``combo``'s open list where the app keeps it apart (Firefox: an
+    EXPANDED, unnamed combo box that is a child of a window's frame, with the same option
+    names); () when no such list is open."""
+    names = [o.name for o in options]
+    root = NodeRef(combo.bus_name, ROOT_PATH)
+    for frame in await _children(conn, root):
+        kids = [k for k in await _children(conn, frame) if k != combo]
+        calls: list[Call] = []
+        for k in kids:
+            calls.append((k.bus_name, k.path, I_ACCESSIBLE, "GetRole", "", ()))
+            calls.append((k.bus_name, k.path, I_ACCESSIBLE, "GetState", "", ()))
+        replies = await conn.batch(calls)
+        for j, child in enumerate(kids):
+            role, state = replies[2 * j], replies[2 * j + 1]
+            if isinstance(role, AtspiCallError) or isinstance(state, AtspiCallError):
+                continue
+            if int(role[0]) not in COMBO_BOX_ROLES or not state_mask(state[0]) & _B_EXPANDED:
+                continue
+            for part in await _children(conn, child):
+                if await _role(conn, part) in POPUP_ROLES:
+                    found = await _options(conn, part)
+                    if [o.name for o in found] == names:
+                        return found
+    return ()
 
 
 def match_option(options: tuple[ComboOption, ...], wanted: str) -> ComboOption | None:

@@ -84,6 +84,7 @@ class IdBook:
                 tree_version=kept.tree_version,
                 elements=kept.elements,
                 focused_id=kept.focused_id,
+                opaque=kept.opaque,
             )
         keys = [identity_of(snap.elements[i]) for i in sorted(snap.elements)]
         mapping = self._number(sorted(snap.elements), keys)
@@ -174,12 +175,17 @@ def _renumbered(
     made.update(now)
     text = "\n".join(lines)
     focused = mapping.get(snap.focused_id) if snap.focused_id is not None else None
+    opaque = tuple(
+        dataclasses.replace(o, element_id=mapping.get(o.element_id, o.element_id))
+        for o in snap.opaque
+    )
     return dataclasses.replace(
         snap,
         text=text,
         tree_version=tree_version(text, snap.element_count),
         elements=elements,
         focused_id=focused,
+        opaque=opaque,
     )
 
 

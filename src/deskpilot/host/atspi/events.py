@@ -56,7 +56,12 @@ _REGISTERED_EVENTS: Final = (
     "object:model-changed",
     "window:",
     "document:load-complete",
+    # a page load that ended without completing, and one started by a reload (page_loads)
+    "document:load-stopped",
+    "document:reload",
 )
+#: the event kinds that say a page load started or ended (``EventWatcher.page_load``)
+_LOAD_KINDS: Final = frozenset({"StateChanged:busy", "Reload:", "LoadComplete:", "LoadStopped:"})
 _NAME_GONE_RULE: Final = (
     "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',"
     "member='NameOwnerChanged'"
@@ -83,12 +88,26 @@ class Change(NamedTuple):
     kind: str
 
 
+class PageLoad(NamedTuple):
+    """What an app's events said of its page loads since a moment (host/page_loads.py)."""
+
+    #: a load started (an object went busy, a reload) since then
+    started: bool
+    #: a load ended (an object stopped being busy, a document loaded or stopped) since then
+    ended: bool
+    #: the last word of its events is a load under way (busy, and not yet ended)
+    loading: bool
+
+
 class EventWatcher:
     """Records, per sending connection, when its accessibility events arrived."""
 
     def __init__(self, bus: MessageBus) -> None:
         self._bus = bus
         self._last: dict[str, float] = {}
+        #: when the sender's last page load started and ended (busy, load-complete …)
+        self._load_started: dict[str, float] = {}
+        self._load_ended: dict[str, float] = {}
         self._recent: dict[str, deque[float]] = {}
         #: set by every event of that sender; a settle loop waits on it instead of polling
         self._arrived: dict[str, asyncio.Event] = {}
@@ -161,16 +180,43 @@ class EventWatcher:
             changes = self._changes.get(sender)
             if changes is None:
                 changes = self._changes[sender] = deque(maxlen=CHANGE_LOG)
-            changes.append(Change(seq, msg.path or "", _kind(msg)))
+            kind = _kind(msg)
+            changes.append(Change(seq, msg.path or "", kind))
+            if kind in _LOAD_KINDS:
+                self._page_load(sender, kind, msg, now)
             arrived = self._arrived.get(sender)
             if arrived is not None:
                 arrived.set()
         return False  # never consume: other handlers may want it
 
+    def _page_load(self, sender: str, kind: str, msg: Message, now: float) -> None:
+        if kind == "StateChanged:busy":
+            busy = len(msg.body) > 1 and bool(msg.body[1])
+            (self._load_started if busy else self._load_ended)[sender] = now
+        elif kind == "Reload:":
+            self._load_started[sender] = now
+        else:  # LoadComplete, LoadStopped
+            self._load_ended[sender] = now
+
+    def page_load(self, sender: str, since: float) -> PageLoad:
+        """What ``sender``'s events said of page loads since ``since`` (monotonic)."""
+        started = self._load_started.get(sender, 0.0)
+        ended = self._load_ended.get(sender, 0.0)
+        return PageLoad(started > since, ended > since, started > ended)
+
     def forget(self, sender: str) -> None:
         """Drop what is kept of a sender that left the bus (its unique name is never reused,
         so nothing of it can be asked for again). A waiter on its next event is woken."""
-        for table in (self._last, self._recent, self._seq, self._changes, self._registered_seq):
+        tables = (
+            self._last,
+            self._recent,
+            self._seq,
+            self._changes,
+            self._registered_seq,
+            self._load_started,
+            self._load_ended,
+        )
+        for table in tables:
             table.pop(sender, None)
         arrived = self._arrived.pop(sender, None)
         if arrived is not None:

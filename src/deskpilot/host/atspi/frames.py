@@ -20,6 +20,7 @@ from deskpilot.host.atspi.bus import (
 )
 from deskpilot.host.atspi.model import AppInfo, FrameInfo, NodeRef
 from deskpilot.host.atspi.vocab import (
+    ROLE_NUMBER,
     rendered_role,
     role_name,
     state_mask,
@@ -27,6 +28,8 @@ from deskpilot.host.atspi.vocab import (
     window_role,
 )
 from deskpilot.protocol.wire import Rect
+
+R_TOOL_TIP = ROLE_NUMBER["tool tip"]
 
 
 class FrameLookup:
@@ -71,7 +74,10 @@ class FrameLookup:
 
     async def describe(self, app: AppInfo, refs: list[tuple[str, str]]) -> list[FrameInfo]:
         """These objects of ``app`` as frames (role, name, state, extents), in one batch;
-        one that does not answer is left out."""
+        one that does not answer is left out. A GTK 2 app's tooltips are left out too,
+        before their name is asked (see :func:`_without_gtk2_tooltips`)."""
+        if app.gtk2 and refs:
+            refs = await self._without_gtk2_tooltips(refs)
         calls: list[Any] = []
         for b, p in refs:
             calls += [
@@ -87,6 +93,19 @@ class FrameLookup:
             if frame is not None:
                 out.append(frame)
         return out
+
+    async def _without_gtk2_tooltips(self, refs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """``refs`` without the tooltip windows. GTK 2's gail answers the name of a tooltip it
+        does not recognise (GIMP's own) with a ``g_message``, and GIMP shows every message
+        as a "GIMP Message" dialog: asking a tooltip's name opened a dialog in front of the
+        window whenever the pointer rested on a button. A tooltip is no window to observe,
+        and a popup only while the pointer rests, so it is not read at all."""
+        roles = await self._bus.batch([(b, p, I_ACCESSIBLE, "GetRole", "", ()) for b, p in refs])
+        return [
+            ref
+            for ref, role in zip(refs, roles, strict=True)
+            if isinstance(role, AtspiCallError) or int(role[0]) != R_TOOL_TIP
+        ]
 
 
 def _frame(app: AppInfo, ref: NodeRef, replies: list[Any]) -> FrameInfo | None:

@@ -41,6 +41,16 @@ class AppInfo:
         """Chromium (or Chrome, Electron): its tree changes shape without events."""
         return self.kit.startswith("chrom")
 
+    @property
+    def gecko(self) -> bool:
+        """Firefox (Gecko): what it says over AT-SPI differs in ways atspi/gecko.py lists."""
+        return self.kit == "gecko"
+
+    @property
+    def gtk2(self) -> bool:
+        """GTK 2 (GIMP 2.10), whose bridge is gail: it says "GAIL" for its toolkit."""
+        return self.kit == "gail"
+
 
 @dataclass(frozen=True, slots=True)
 class FrameInfo:
@@ -100,6 +110,36 @@ class ElementRef:
 
 
 @dataclass(frozen=True, slots=True)
+class FieldText:
+    """A text field's text as read at one moment, to tell whether typing landed in it.
+
+    ``text`` is None for a secure field (its text is never read: the count has to do) and
+    for one longer than the host holds for the check; ``before_caret`` is then what stands
+    before the caret (as many characters as the check asked for), where typed text ends up.
+    """
+
+    count: int
+    caret: int
+    text: str | None
+    before_caret: str | None = None
+    #: the field had the keyboard focus (its caret is where typing lands)
+    focused: bool = False
+    #: its first selected range (start, end), which typing replaces; None when none
+    selection: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OpaqueRegion:
+    """A widget that draws content it does not expose (Thunar's icon view: atspi/opaque.py):
+    the element it is shown under, its node in the read (its extents are read again with the
+    tree), and where it is on screen."""
+
+    element_id: int
+    node: int
+    rect: Rect
+
+
+@dataclass(frozen=True, slots=True)
 class TreeSnapshot:
     text: str
     tree_version: str
@@ -127,6 +167,11 @@ class TreeSnapshot:
     cache_state: Literal["hit", "patched", "full", "off"] = "full"
     #: why the cache could not be trusted for this read, in words; None: nothing to say
     cache_note: str | None = None
+    #: the window's title as its root node names it, read with the tree (the observation's
+    #: header says it: an X title can lag behind the app); "" when the root has no name
+    title: str = ""
+    #: widgets whose content only their pixels show (atspi/opaque.py)
+    opaque: tuple[OpaqueRegion, ...] = ()
 
 
 class OpKind(enum.StrEnum):

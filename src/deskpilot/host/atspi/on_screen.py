@@ -57,6 +57,7 @@ from deskpilot.host.atspi.bus import (
     Conn,
 )
 from deskpilot.host.atspi.collect import RawNode
+from deskpilot.host.atspi.doc_text import VALUE_MAX_CHARS
 from deskpilot.host.atspi.vocab import ROLE_NUMBER, Iface, State, bit, iface_mask, state_mask
 
 #: most cells (or items) read of one container; a bigger visible area is cut by rows
@@ -275,9 +276,17 @@ async def _table(
     )
     listed = _listed(cells, shown_rows, cols)
     top.screen = _summary(cells, listed, rows, cols, shown_rows)
-    out = headers + [cells[k] for k in listed]
+    out = list(headers)
     for item in out:
         item.parent = 0  # the container (_container links them)
+    for k in listed:
+        cell = cells[k]
+        cell.parent = 0
+        out.append(cell)
+        at = len(out)  # the cell's place after the container's (at 0)
+        for part in cell.parts:
+            part.parent = at
+            out.append(part)
     return out
 
 
@@ -427,40 +436,42 @@ async def _cells(conn: Conn, top: RawNode, rows: Span, cols: Span, sheet: bool) 
         else:
             cell.name = cell.address = a1(r, c)
         if not isinstance(text, AtspiCallError):
-            value = collect.bounded(str(text[0]), len(str(text[0])))
+            value = _value(str(text[0]))
             if value and value != cell.name:
                 cell.value = value
         cells.append(cell)
     if sheet:
         await _formulas(conn, [c for c in cells if c.path and c.value])
     else:
-        await _composite_names(conn, [c for c in cells if c.path and c.child_count > 0])
+        await _renderers(conn, [c for c in cells if c.path and c.child_count > 0])
     return cells
 
 
-async def _composite_names(conn: Conn, cells: list[RawNode]) -> None:
-    """A cell made of cells (a GTK tree view's icon and text in one column: Thunar's file
-    names, its side pane's places) has no name or text of its own: it is named by what its
-    parts say, joined. Its parts are not listed: the cell is what a click selects."""
+async def _renderers(conn: Conn, cells: list[RawNode]) -> None:
+    """The parts of a cell made of cells (a GTK tree view's icon and text in one column:
+    Thunar's file names, its side pane's places), read as the cell's children
+    (``RawNode.parts``): the render shows such a cell as one line named by its parts'
+    text (:mod:`.cells`, the one rule for it, whichever way the cell was read)."""
     cells = [c for c in cells if not c.name and not c.value and not collect.virtual(c)]
     if not cells:
         return
     kids = await conn.batch([(c.bus, c.path, I_ACCESSIBLE, "GetChildren", "", ()) for c in cells])
-    parts: list[tuple[int, str, str]] = []
-    for k, got in enumerate(kids):
-        if isinstance(got, AtspiCallError):
+    refs: list[tuple[RawNode, str, str]] = []
+    for cell, got in zip(cells, kids, strict=True):
+        if not isinstance(got, AtspiCallError):
+            refs += [(cell, str(b) or cell.bus, str(p)) for b, p in got[0][:_MAX_PARTS]]
+    calls: list[Call] = []
+    for _cell, b, p in refs:
+        calls.append((b, p, I_PROPERTIES, "GetAll", "s", (I_ACCESSIBLE,)))
+        calls.append((b, p, I_ACCESSIBLE, "GetRole", "", ()))
+        calls.append((b, p, I_ACCESSIBLE, "GetState", "", ()))
+    res = await conn.batch(calls)
+    for k, (cell, b, p) in enumerate(refs):
+        props, role, st = res[3 * k : 3 * k + 3]
+        if isinstance(props, AtspiCallError):
             continue
-        parts += [(k, str(b) or cells[k].bus, str(p)) for b, p in got[0][:_MAX_PARTS]]
-    names = await conn.batch(
-        [(b, p, I_PROPERTIES, "Get", "ss", (I_ACCESSIBLE, "Name")) for _k, b, p in parts]
-    )
-    said: dict[int, list[str]] = {}
-    for (k, _b, _p), got in zip(parts, names, strict=True):
-        text = " ".join(str(got[0].value).split()) if not isinstance(got, AtspiCallError) else ""
-        if text and text not in said.get(k, []):  # an icon may be named as its text
-            said.setdefault(k, []).append(text)
-    for k, words in said.items():
-        cells[k].name = " ".join(words)
+        part = collect.raw_node(b, p, props[0], role, st, -1, 2, len(cell.parts))
+        cell.parts.append(part)
 
 
 async def _formulas(conn: Conn, cells: list[RawNode]) -> None:
@@ -471,6 +482,12 @@ async def _formulas(conn: Conn, cells: list[RawNode]) -> None:
     for cell, got in zip(cells, res, strict=True):
         if not isinstance(got, AtspiCallError):
             cell.formula = _formula(got[0])
+
+
+def _value(text: str) -> str:
+    """A cell's text as a value: no object replacement characters, cut where values are."""
+    text = text.replace("\ufffc", "")
+    return text if len(text) <= VALUE_MAX_CHARS else text[:VALUE_MAX_CHARS] + "…"
 
 
 def _gap() -> RawNode:
@@ -497,7 +514,13 @@ def _empty(cell: RawNode) -> bool:
     if not cell.path:
         return True
     unnamed = not cell.name or cell.name == cell.address
-    return not cell.value and unnamed and not cell.formula and not cell.states & _B_MEANINGFUL
+    return (
+        not cell.value
+        and unnamed
+        and not cell.formula
+        and not cell.states & _B_MEANINGFUL
+        and not any(p.name.strip() for p in cell.parts)
+    )
 
 
 def _listed(cells: list[RawNode], rows: Span, cols: Span) -> list[int]:

@@ -191,6 +191,11 @@ class Operations:
         n_sel = await conn.call(el.bus_name, el.path, I_TEXT, "GetNSelections")
         if int(n_sel[0]) > 0:
             body = await self._act(conn, el, I_TEXT, "SetSelection", "iii", (0, start, end))
+            if body is not None and body[0] and start < end and not await _has_selection(conn, el):
+                # GTK 4.8's SetSelection clears the selection it was asked to move (its
+                # AddSelection works): the old range is removed and the new one added
+                await self._act(conn, el, I_TEXT, "RemoveSelection", "i", (0,))
+                body = await self._act(conn, el, I_TEXT, "AddSelection", "ii", (start, end))
         else:
             body = await self._act(conn, el, I_TEXT, "AddSelection", "ii", (start, end))
         if body is None:
@@ -249,6 +254,16 @@ class Operations:
             return await self._act(conn, el, iface, member, sig, body, path=path)
 
         return act
+
+
+async def _has_selection(conn: Conn, el: ElementRef) -> bool:
+    """Whether the element has a non-empty selection now (GTK 4 answers InvalidArgs when it
+    has none, LibreOffice (-1, -1), GTK 3 an empty range)."""
+    try:
+        start, end = await conn.call(el.bus_name, el.path, I_TEXT, "GetSelection", "i", (0,))
+    except AtspiCallError:
+        return False
+    return 0 <= int(start) < int(end)
 
 
 def _numeric(v: float | str | None) -> bool:

@@ -21,17 +21,18 @@ import asyncio
 import dataclasses
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Final
 
-from deskpilot.host.atspi import collect, collector, on_screen
+from deskpilot.host.atspi import areas, collect, collector, gecko, gtk2_menus, on_screen, opaque
 from deskpilot.host.atspi.apps import Applications
 from deskpilot.host.atspi.bus import I_DOCUMENT, ROOT_PATH, AtspiCallError, Conn
 from deskpilot.host.atspi.collect import RawNode, is_hidden
 from deskpilot.host.atspi.connections import Connections
-from deskpilot.host.atspi.model import AppInfo, ElementRef, NodeRef, TreeSnapshot
+from deskpilot.host.atspi.model import AppInfo, ElementRef, NodeRef, OpaqueRegion, TreeSnapshot
 from deskpilot.host.atspi.render import Rendered, RenderOptions, clean_name, render
 from deskpilot.host.atspi.tree_cache import (
+    NOTE_GTK2,
     NOTE_QT,
     CacheState,
     Entry,
@@ -92,15 +93,23 @@ class Snapshots:
         origin: tuple[int, int] | None,
         max_children: int,
         deadline: float | None = None,
+        after_action: bool = False,
     ) -> TreeSnapshot:
         """The subtree under ``root``, bounded in time; AT-SPI errors become DeskpilotError.
 
-        ``deadline`` (``loop.time()``): see the module docstring; None: read it all."""
+        ``deadline`` (``loop.time()``): see the module docstring; None: read it all.
+        ``after_action``: the read that shows an action's effect (``TreeCache.plan``)."""
         try:
             async with asyncio.timeout(SNAPSHOT_TIMEOUT_S):
                 with collector.paused():  # no cycles to find in a read (atspi/collector.py)
                     return await self._snapshot(
-                        root, max_elements, text_budget, origin, max_children, deadline
+                        root,
+                        max_elements,
+                        text_budget,
+                        origin,
+                        max_children,
+                        deadline,
+                        after_action,
                     )
         except TimeoutError as exc:
             raise DeskpilotError(
@@ -125,6 +134,7 @@ class Snapshots:
         origin: tuple[int, int] | None,
         max_children: int,
         deadline: float | None = None,
+        after_action: bool = False,
     ) -> TreeSnapshot:
         """Through the tree cache (atspi/tree_cache.py) when there is one: the kept read
         served, patched, or a full read kept for the next time."""
@@ -143,6 +153,9 @@ class Snapshots:
             if info is not None and info.kit == "qt":
                 # Qt changes names without events: never served from the cache
                 cache.distrust(root.bus_name, NOTE_QT)
+            elif info is not None and info.gtk2:
+                # GTK 2's open menus are found by asking for them (atspi/gtk2_menus.py)
+                cache.distrust(root.bus_name, NOTE_GTK2)
             # Chromium changes its tree's shape without events: a hit or patch of it stands
             # only if the kept nodes are still exactly its tree (one GetMatches, ~7 ms of
             # Chromium's time on 1,733 nodes: most of a hit). It is sent once the plan's and
@@ -156,7 +169,9 @@ class Snapshots:
                     shape[0].add_done_callback(_retrieved)
 
             try:
-                plan = await collect.until(self._plan(cache, entry, root, conn, chromium), deadline)
+                plan = await collect.until(
+                    self._plan(cache, entry, root, conn, chromium, after_action), deadline
+                )
                 plan_ms = _ms_since(t0)
                 served: TreeSnapshot | None = None
                 try:
@@ -203,12 +218,26 @@ class Snapshots:
             return dataclasses.replace(snap, cache_state=kind, cache_note=note or plan.note)
 
     async def _plan(
-        self, cache: TreeCache, entry: Entry, root: NodeRef, conn: Conn, chromium: bool
+        self,
+        cache: TreeCache,
+        entry: Entry,
+        root: NodeRef,
+        conn: Conn,
+        chromium: bool,
+        after_action: bool = False,
     ) -> Plan:
         """The cache's plan, made a full read when the focus moved to a node not kept; a
         patch of the nodes whose focus changed otherwise. (A Chromium hit or patch also
         needs its shape checked: the caller does, see ``_snapshot``.)"""
-        plan = await cache.plan(entry, root.bus_name, conn, shape_checked=chromium)
+        info = await self._apps.info(root.bus_name, ROOT_PATH)
+        plan = await cache.plan(
+            entry,
+            root.bus_name,
+            conn,
+            shape_checked=chromium,
+            patches=not _gtk4(info),  # GTK 4 adds nodes without events: tree_cache.py
+            after_action=after_action,
+        )
         if plan.kind not in ("hit", "patched") or entry.snapshot is None:
             return plan
         # with Collection, focused nodes not kept are found too (Chromium's tree is read from
@@ -241,7 +270,11 @@ class Snapshots:
                 elements = _moved(elements, nodes, entry.index)
         regions = _sensitive_regions(nodes, entry.secure, origin)
         return dataclasses.replace(
-            snap, elements=elements, sensitive_regions=regions, timings_ms={"hit": _ms_since(t0)}
+            snap,
+            elements=elements,
+            sensitive_regions=regions,
+            opaque=_placed(nodes, snap.opaque),
+            timings_ms={"hit": _ms_since(t0)},
         )
 
     async def _patch(
@@ -291,13 +324,14 @@ class Snapshots:
         if not in_place:
             entry.nodes, entry.index = nodes, {n.path: i for i, n in enumerate(nodes)}
         keep = FreshRead()
+        await _toolkit_rules(conn, nodes, info)
         await _enrich(conn, nodes, todo, info, keep)
         entry.derived = entry.derived or keep.derived
         timings = {"patch_read": _ms_since(t0)}
         if before_render is not None:
             before_render()
         t1 = time.perf_counter()
-        gtk4 = bool(info and info.toolkit == "GTK" and (info.toolkit_version or "").startswith("4"))
+        gtk4 = _gtk4(info)
         out = render(
             nodes,
             RenderOptions(
@@ -313,7 +347,7 @@ class Snapshots:
         # read) — or with no event at all (history.pushState), which a hit does not see
         # either: an in-place patch keeps the kept URL rather than queue a call behind the
         # shape check
-        secure, url, read = await _finish(conn, nodes, out, reuse_url=in_place, url=snap.url)
+        secure, url, read, drawn = await _finish(conn, nodes, out, reuse_url=in_place, url=snap.url)
         entry.secure = secure
         reread = {*plan.dirt.nodes, *todo, *read}
         elements = _elements(
@@ -335,6 +369,8 @@ class Snapshots:
             node_count=len(nodes),
             timings_ms=timings,
             unread_subtrees=out.unread,
+            title=clean_name(nodes[0], gtk4),
+            opaque=drawn,
         )
 
     async def _fresh(
@@ -361,6 +397,9 @@ class Snapshots:
         cut = any(n.unread for n in nodes)
         details_cut = False
         timings["read"] = _ms_since(t0)
+        if info is not None and info.gtk2:
+            # GTK 2 says no menu item is showing: an open menu is found by its selection
+            await collect.until(gtk2_menus.mark_open_menus(conn, nodes), deadline)
         t1 = time.perf_counter()
         try:
             await collect.until(_read_details(conn, nodes, info, max_elements, keep), deadline)
@@ -368,7 +407,7 @@ class Snapshots:
             details_cut = True  # some actions and values are missing
         timings["detail"] = _ms_since(t1)
         t2 = time.perf_counter()
-        gtk4 = bool(info and info.toolkit == "GTK" and (info.toolkit_version or "").startswith("4"))
+        gtk4 = _gtk4(info)
         opts = RenderOptions(
             max_elements=max_elements,
             text_budget=text_budget,
@@ -378,8 +417,9 @@ class Snapshots:
         out = render(nodes, opts)
         timings["render"] = _ms_since(t2)
         t3 = time.perf_counter()
+        drawn: tuple[OpaqueRegion, ...] = ()
         try:
-            secure, url, _read = await collect.until(_finish(conn, nodes, out), deadline)
+            secure, url, _read, drawn = await collect.until(_finish(conn, nodes, out), deadline)
         except TimeoutError:
             details_cut = True  # interfaces of some shown elements, a secure field's bounds
             secure, url = [out.elements[i][0] for i in out.secure_ids], None
@@ -407,6 +447,8 @@ class Snapshots:
             partial="deadline" if cut or details_cut else None,
             unread_subtrees=out.unread,
             details_unread=details_cut,
+            title=clean_name(nodes[0], gtk4) if nodes else "",
+            opaque=drawn,
         )
 
     async def _read_by(
@@ -477,18 +519,31 @@ async def _read_details(
     ``max_elements × ENRICH_FACTOR`` of them (see ``collect.enrich``; Chromium answers
     ``GetActions`` with blank action names). ``keep`` learns which nodes those were and
     whether a name was derived from other nodes (the tree cache's patches need both)."""
+    await _toolkit_rules(conn, nodes, info)
     todo = _detail_candidates(nodes, max_elements * ENRICH_FACTOR)
     if keep is not None:
         keep.candidates = frozenset(todo)
     await _enrich(conn, nodes, todo, info, keep)
 
 
+async def _toolkit_rules(conn: Conn, nodes: list[RawNode], info: AppInfo | None) -> None:
+    """What a toolkit's own states get wrong, put right before anything is decided from
+    them: Firefox keeps chrome it does not draw and background pages as showing
+    (atspi/gecko.py)."""
+    if info is not None and info.gecko:
+        await gecko.hide_undrawn(conn, nodes)
+
+
 async def _enrich(
     conn: Conn, nodes: list[RawNode], todo: list[int], info: AppInfo | None, keep: FreshRead | None
 ) -> None:
-    blank_names = info is not None and info.chromium
+    """The details of ``todo``, and the extents of the nodes not yet known to be on screen
+    or not (areas.py: every container of a GTK 4 app that sets SHOWING on nothing)."""
+    # Chromium answers GetActions with blank names, Firefox with its key bindings
+    blank_names = info is not None and (info.chromium or info.gecko)
     names = [nodes[i].name for i in todo] if keep is not None else []
-    await collect.enrich(conn, nodes, todo, blank_names)
+    boxes = areas.box_nodes(nodes, containers=_gtk4(info) and areas.no_showing(nodes))
+    await collect.enrich(conn, nodes, todo, blank_names, boxes)
     if keep is not None:
         keep.derived = any(nodes[i].name != name for i, name in zip(todo, names, strict=True))
 
@@ -500,12 +555,13 @@ async def _finish(
     *,
     reuse_url: bool = False,
     url: str | None = None,
-) -> tuple[list[int], str | None, list[int]]:
-    """Interfaces of shown elements the strategy did not provide, extents of secure ones, and
-    the document's URL (``reuse_url``: ``url`` is still the document's — a patch that did not
-    touch a document; a hit serves its kept URL too). Returns the secure elements' node
-    indexes, the URL, and the nodes whose interfaces or extents were read (their elements
-    changed)."""
+) -> tuple[list[int], str | None, list[int], tuple[OpaqueRegion, ...]]:
+    """Interfaces of shown elements the strategy did not provide, extents of secure ones and
+    of widgets that draw what they do not expose (atspi/opaque.py), and the document's URL
+    (``reuse_url``: ``url`` is still the document's — a patch that did not touch a document;
+    a hit serves its kept URL too). Returns the secure elements' node indexes, the URL, the
+    nodes whose interfaces or extents were read (their elements changed), and the opaque
+    widgets."""
     shown = [ni for ni, _ in out.elements.values()]
     # (only where an agent acts: other elements get theirs when perform needs them)
     unknown = [
@@ -519,12 +575,36 @@ async def _finish(
         )
     ]
     secure = [out.elements[i][0] for i in out.secure_ids]
+    drawn = opaque.candidates(nodes)
+    placed = secure + drawn
     await asyncio.gather(
         collect.read_interfaces(conn, nodes, unknown) if unknown else _noop(),
-        collect.read_extents(conn, nodes, secure) if secure else _noop(),
+        collect.read_extents(conn, nodes, placed) if placed else _noop(),
     )
     url = url if reuse_url else await _document_url(conn, nodes, shown)
-    return secure, url, unknown + secure
+    return secure, url, unknown + secure, _opaque(nodes, drawn, out)
+
+
+def _opaque(nodes: list[RawNode], drawn: list[int], out: Rendered) -> tuple[OpaqueRegion, ...]:
+    """The widgets of ``drawn`` large enough to hold content, with the elements they are
+    shown under (atspi/opaque.py)."""
+    if not drawn:
+        return ()
+    shown = {ni: eid for eid, (ni, _) in out.elements.items()}
+    return _placed(nodes, opaque.placed(nodes, drawn, shown))
+
+
+def _placed(
+    nodes: list[RawNode], found: Iterable[opaque.Opaque | OpaqueRegion]
+) -> tuple[OpaqueRegion, ...]:
+    """Each widget where it is now (its node's extents, read again by a hit)."""
+    out: list[OpaqueRegion] = []
+    for o in found:
+        e = nodes[o.node].extents
+        if e is not None:
+            rect = Rect(x=e[0], y=e[1], width=e[2], height=e[3])
+            out.append(OpaqueRegion(o.element_id, o.node, rect))
+    return tuple(out)
 
 
 def _elements(
@@ -628,6 +708,11 @@ async def _document_url(conn: Conn, nodes: list[RawNode], shown: list[int]) -> s
 
 
 # ---------------------------------------------------------------------------- helpers
+
+
+def _gtk4(info: AppInfo | None) -> bool:
+    """GTK 4: it names unlabelled widgets after their class, and 4.8 sets SHOWING on nothing."""
+    return bool(info and info.toolkit == "GTK" and (info.toolkit_version or "").startswith("4"))
 
 
 def _read_limit(max_elements: int) -> int:

@@ -14,7 +14,12 @@ events since:
   Chromium, and not where a removed node may have gone elsewhere: see :mod:`.tree_patch`);
 * anything the cache cannot place — a window (de)activated (Chromium's document then gains
   or loses FOCUSED without an event of its own), a node it does not hold outside what is read
-  again, an event class it does not know — → ``full``: a full read.
+  again, an event class it does not know — → ``full``: a full read;
+* any change at all in a GTK 4 window → ``full``: GTK 4.8 adds a widget the accessibility
+  side has not seen before with no event for it (gnome-text-editor's "•" of unsaved changes
+  appears beside the title with only the text view's own TextChanged), and its full read is
+  one ``Cache.GetItems`` call, as cheap as a patch of its small trees (a window with no event
+  at all is still a hit).
 
 Chromium's tree was seen to change shape without any event (a check box added to a container
 in the same task as other changes, found by the randomized test), so a hit or patch of a
@@ -123,6 +128,10 @@ NOTE_QT: Final = (
     "Qt changes names without sending events (a field named after a label takes the label's "
     "new text silently): its tree is read in full every time"
 )
+NOTE_GTK2: Final = (
+    "GTK 2 says no menu item is showing, so an open menu is found by asking its menu bar, "
+    "not from events: its tree is read in full every time"
+)
 NOTE_OVERFLOW: Final = f"more than {CHANGE_LOG} events since the last read: read in full"
 NOTE_RECONNECT: Final = "the connection to the app was opened again: read in full"
 NOTE_NOT_REGISTERED: Final = "the host is not registered for accessibility events yet"
@@ -224,11 +233,23 @@ class TreeCache:
                 e.drop()
 
     async def plan(
-        self, entry: Entry, bus: str, conn: Conn, *, shape_checked: bool = False
+        self,
+        entry: Entry,
+        bus: str,
+        conn: Conn,
+        *,
+        shape_checked: bool = False,
+        patches: bool = True,
+        after_action: bool = False,
     ) -> Plan:
         """Hit, patch, full or off for the next read of ``entry``'s window (see the module
         docstring). ``shape_checked``: the caller checks every hit's and patch's shape
-        against the app (Chromium): the app is trusted before its first event."""
+        against the app (Chromium): the app is trusted before its first event.
+        ``patches``: False when any change means a full read (GTK 4, see the module
+        docstring). ``after_action``: the read that shows an action's effect is never served
+        on the strength of events alone (a GTK 3 box packs a child with no event at all:
+        the tree kept would show the action as having done nothing); without events it is
+        the check a would-be hit gets (a mismatch distrusts the app), else a full read."""
         if not self.enabled:
             return Plan("off", self.disabled_note, seq=self._events.seq(bus))
         if not self._events.registered:
@@ -250,11 +271,16 @@ class TreeCache:
         if changes is None:
             return Plan("full", NOTE_OVERFLOW, seq=seq)
         changes = [c for c in changes if c.seq <= seq]
+        if after_action and not shape_checked:
+            return Plan("full", None, seq=seq, verify=not changes)
         verify_due = entry.since_full + 1 >= self.verify_every
         if not changes:
             if verify_due:  # a full read instead of a hit, and a check of the app's events
                 return Plan("full", None, seq=seq, verify=True)
             return Plan("hit", None, seq=seq)
+        if not patches:
+            self.last_full = "no patches for this toolkit"
+            return Plan("full", None, seq=seq)
         dirt = classify(changes, entry.index)
         if dirt is not None:
             dirt = lift_virtual(dirt, entry.nodes)

@@ -97,7 +97,8 @@ class TreeReader:
         ):
             self._strategy[bus] = "collection"
             try:
-                return await collect.read_collection(conn, bus, root.path, limit), "collection"
+                nodes = await collect.read_collection(conn, bus, root.path, limit, whole=chromium)
+                return nodes, "collection"
             except AtspiCallError as exc:
                 if exc.gone:
                     raise
@@ -150,7 +151,10 @@ class TreeReader:
             # subtrees are read with Collection (one call each) and grafted in
             self._strategy[bus] = "cache"
             subs = await asyncio.gather(
-                *(collect.read_collection(conn, bus, nodes[i].path, limit) for i in incomplete)
+                *(
+                    collect.read_collection(conn, bus, nodes[i].path, limit, whole=True)
+                    for i in incomplete
+                )
             )
             return collect.graft(nodes, dict(zip(incomplete, subs, strict=True))), strategy
         if nodes and not chromium and await collect.has_collection(conn, bus, root.path):

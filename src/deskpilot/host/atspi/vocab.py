@@ -223,6 +223,20 @@ TEXT_VALUE_ROLES: Final = _roles(
     "document text",
 )  # fmt: skip
 
+#: Unnamed text leaves whose own text stands for their name (LibreOffice's status bar labels,
+#: Firefox's headings and links hold their words in the Text interface only).
+TEXT_NAME_ROLES: Final = _roles("label", "static", "heading", "link", "caption")
+
+#: Unnamed leaves whose text is document content, shown as their value: Writer's paragraphs
+#: (one per paragraph on screen), Firefox's ``<p>``.
+TEXT_CONTENT_ROLES: Final = _roles("paragraph", "block quote")
+
+#: Elements that are checked or not; each shown says which (``[checked]`` / ``[unchecked]``).
+#: Any other element with the CHECKABLE state is one too.
+CHECKABLE_ROLES: Final = _roles(
+    "check box", "radio button", "check menu item", "radio menu item", "toggle button"
+)
+
 # Roles whose Value.CurrentValue is the element's value.
 NUMERIC_VALUE_ROLES: Final = _roles(
     "slider", "spin button", "progress bar", "level bar", "dial", "rating"
@@ -230,6 +244,8 @@ NUMERIC_VALUE_ROLES: Final = _roles(
 
 # Choosers whose value is the chosen item when they have no text of their own.
 COMBO_ROLES: Final = _roles("combo box", "autocomplete")
+#: a combo box's child that holds its options (atspi/combo.py, atspi/combo_view.py)
+COMBO_POPUP_ROLES: Final = _roles("menu", "list box", "list")
 
 # Fields an unnamed instance of which takes its name from a label (LABELLED_BY relation, or
 # the nearest label left of it on the same row).

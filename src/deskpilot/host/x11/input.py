@@ -11,7 +11,7 @@ import contextlib
 import select
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from Xlib import X, display, error
@@ -19,7 +19,7 @@ from Xlib.ext import xtest
 from Xlib.protocol import event as xevent
 
 from deskpilot.host.x11.connection import XConnection
-from deskpilot.host.x11.keymap import Chord, Keymap, keysym_for_char
+from deskpilot.host.x11.keymap import Chord, Keymap, keysym_for_char, modifier_keysym
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 
 BUTTONS = {"left": 1, "middle": 2, "right": 3}
@@ -253,6 +253,24 @@ class XInput:
             self.button_up(code)
             if i + 1 < count:
                 time.sleep(0.03)
+
+    def click_holding(
+        self, x: int, y: int, button: str, count: int, modifiers: Sequence[str]
+    ) -> None:
+        """:meth:`click` with the keys ``modifiers`` ("ctrl", "shift", "alt", "super") held
+        down, as a person's ctrl-click; released whatever happens."""
+        self.keymap.refresh()
+        codes = [self.keymap.keycode_for(modifier_keysym(m))[0] for m in modifiers]
+        pressed: list[int] = []
+        try:
+            for code in codes:
+                self.key_down(code)
+                pressed.append(code)
+            self.conn.sync()
+            time.sleep(0.02)  # the app sees the modifier before the button
+            self.click(x, y, button, count)
+        finally:
+            self.keys_up(pressed)
 
     def scroll(self, x: int, y: int, direction: str, amount: int) -> None:
         code = SCROLL_BUTTONS[direction]

@@ -67,6 +67,17 @@ MODIFIER_KEYSYMS: dict[str, str] = {
     "altgr": "ISO_Level3_Shift",
 }
 
+
+def modifier_keysym(name: str) -> int:
+    """The keysym of a modifier named as a chord names it ("ctrl", "shift", "alt", "super")."""
+    found = MODIFIER_KEYSYMS.get(name.lower())
+    if found is None:
+        raise DeskpilotError(
+            ErrorCode.INVALID_REQUEST, "not a modifier key", details={"modifier": name[:20]}
+        )
+    return int(XK.string_to_keysym(found))
+
+
 KEY_ALIASES: dict[str, str] = {
     "enter": "Return",
     "return": "Return",

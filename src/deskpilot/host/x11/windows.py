@@ -21,6 +21,7 @@ from typing import Any
 from Xlib import X, Xatom, error
 
 from deskpilot.host.x11.connection import XConnection
+from deskpilot.protocol.app_names import executable_names
 from deskpilot.protocol.wire import AppIdentity, Rect, WindowInfo
 
 _ICONIC_STATE = 3
@@ -78,10 +79,15 @@ class XWindow:
         )
 
     def matches_app(self, needle: str) -> bool:
+        """Does ``needle`` name this window's app: its executable (also without a version or
+        packaging suffix, protocol/app_names.py), accessibility name, desktop id or a part of
+        WM_CLASS, case ignored."""
         n = needle.strip().lower()
         if not n:
             return False
-        names = [self.executable, self.app_name, self.desktop_id, *self.wm_class_parts]
+        if self.executable and n in executable_names(self.executable):
+            return True
+        names = [self.app_name, self.desktop_id, *self.wm_class_parts]
         if self.desktop_id and self.desktop_id.endswith(".desktop"):
             names.append(self.desktop_id.removesuffix(".desktop"))
         return any(x is not None and x.lower() == n for x in names)

@@ -85,8 +85,13 @@ def blocked_error(decision: PolicyDecision) -> DeskpilotError:
 
 
 def outcome(result: ActionResult) -> dict[str, Any]:
-    """What the ledger keeps of a result: how it ran, never the post-action tree or image."""
-    out = result.model_dump(mode="json", exclude={"observation", "id", "type"}, exclude_none=True)
+    """What the ledger keeps of a result: how it ran, never the post-action tree or image,
+    nor the text a ``select_text`` selected (its range only)."""
+    out = result.model_dump(
+        mode="json",
+        exclude={"observation": True, "id": True, "type": True, "selected": {"text"}},
+        exclude_none=True,
+    )
     return out
 
 

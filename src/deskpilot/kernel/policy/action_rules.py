@@ -91,6 +91,11 @@ def settle_visual(d: ActionDraft) -> None:
     so nothing known is there, exactly as on the tree-less window the outline stands in for
     (``coordinates_on_unknown_surface``). Keys and text sent to the window keep its rating."""
     if d.obs.tree_read.source != "visual":
+        # an element of an accessibility tree read from its screenshot (the text a widget
+        # draws but does not expose, kernel/opaque_text.py) is OCR'd text all the same
+        if d.target is TargetKind.ELEMENT and d.element is not None and "ocr" in d.element.states:
+            d.target = TargetKind.UNKNOWN
+            d.facts.append("visual_tree")
         return
     if d.target in (TargetKind.ELEMENT, TargetKind.COORDINATES):
         d.target = TargetKind.UNKNOWN

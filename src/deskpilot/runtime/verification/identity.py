@@ -1,13 +1,15 @@
 """Does an app string name this app? One rule for every ``application_state`` assertion.
 
 An app is named by any of its identities, as ``runtime/apps.py`` resolves an ``app`` argument:
-the accessibility name, the executable's basename, WM_CLASS (either part: the host sends
+the accessibility name, the executable's basename (also without a version or packaging
+suffix: protocol/app_names.py), WM_CLASS (either part: the host sends
 instance and class joined by a NUL), the desktop id (with or without ``.desktop``) or
 the pid as text; case is ignored.
 """
 
 from __future__ import annotations
 
+from deskpilot.protocol.app_names import executable_names
 from deskpilot.protocol.wire import AppIdentity
 
 
@@ -19,6 +21,8 @@ def identity_keys(app: AppIdentity) -> set[str]:
     keys = {_key(v) for v in (app.name, app.executable, app.wm_class, app.desktop_id) if v}
     if app.wm_class:
         keys |= {_key(p) for p in app.wm_class.split("\0")}
+    if app.executable:
+        keys |= executable_names(app.executable)
     if app.pid is not None:
         keys.add(str(app.pid))
     keys.discard("")

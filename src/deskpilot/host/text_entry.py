@@ -1,0 +1,218 @@
+"""Putting text into a field, and reading it back: the one place type_text, paste_text and
+set_value of text go through for a field (docs/host.md, "Text into a field").
+
+* **Semantic where it works**: ``EditableText.InsertText`` (typing) and ``SetTextContents``
+  (set_value) — unless the app was caught answering them and changing nothing (Firefox
+  does: atspi/gecko.py). The field is read right after the call, and a field whose text did
+  not change within ``LANDED_WAIT_S`` sends the host the way a person goes; the app is
+  remembered (by bus name), so its next field goes there at once.
+* **As a person types**: keyboard focus on the field (its caret at the end of its text
+  when it did not have the focus: where InsertText would have put it), then keys; for
+  set_value, select-all first and the keys of the value (Delete for an empty one).
+* **Read back**: the field as it was before the action goes with the outcome as its effect
+  check (``Outcome.check``, host/effect_checks.py's contract), and once the action settled
+  :meth:`TextEntry.verify` reads it again, up to ``VERIFY_WAIT_S`` while it has not changed
+  yet, and says "confirmed" or "unconfirmed" and why (host/text_checks.py); a field that
+  showed the text only after that first look is ``late``, and the dispatcher looks at the
+  window again. The dispatcher puts it in the result (``ActionResult.effect`` /
+  ``effect_note``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
+from deskpilot.host.element_states import TEXT_FIELD_ROLES
+from deskpilot.host.outcome import Effect, EffectCheck, Outcome
+from deskpilot.host.primitives import Primitives
+from deskpilot.host.text_checks import CheckKind, TextCheck, Verdict
+from deskpilot.host.x11.keymap import parse_chord
+from deskpilot.host.x11.windows import XWindow
+from deskpilot.protocol.wire import Rect
+
+#: how long a semantic write may take to show in the field before the keys go instead
+LANDED_WAIT_S: Final = 0.3
+#: how long a field may take to say it has the keyboard focus after it was given it
+FOCUS_WAIT_S: Final = 0.5
+#: how long, after the action settled, the field may take to show the text
+VERIFY_WAIT_S: Final = 1.0
+POLL_S: Final = 0.05
+
+
+def _field(element: ElementRef) -> bool:
+    """A text or password field, or a combo box that takes text (an address bar)."""
+    if element.role in TEXT_FIELD_ROLES:
+        return True
+    return element.role == "comboBox" and "editable" in element.states
+
+
+@dataclass(slots=True)
+class TextEntry:
+    """Text into fields, with the dispatcher's primitives."""
+
+    p: Primitives
+    #: apps (bus names) caught answering EditableText calls and changing nothing
+    ignores_editable: set[str] = field(default_factory=set)
+
+    # ---------------------------------------------------------------- reading
+
+    async def check_for(self, element: ElementRef, kind: CheckKind, text: str) -> TextCheck | None:
+        """The field as it is before the action, with what the action should leave in it;
+        None when it is no field (a terminal, a canvas, a document, a sheet's cell: what
+        typing leaves there is not the field's text alone, or not yet)."""
+        if not _field(element):
+            return None
+        if self.p.accessibility is None:
+            return None
+        before = await self.p.accessibility.field_text(element, len(text))
+        return None if before is None else TextCheck(element, kind, text, before)
+
+    async def _read(self, check: TextCheck) -> Verdict:
+        acc = self.p.accessibility
+        after = await acc.field_text(check.element, len(check.text)) if acc else None
+        return check.verdict(after)
+
+    def effect_of(self, check: TextCheck | None) -> EffectCheck | None:
+        """The read-back as the dispatcher runs it once the UI settled (``Outcome.check``)."""
+        if check is None:
+            return None
+
+        async def read_back() -> Effect:
+            return await self.verify(check)
+
+        return read_back
+
+    async def verify(self, check: TextCheck) -> Effect:
+        """Read the field again, waiting up to ``VERIFY_WAIT_S`` while it has not changed
+        (``Effect.late``: it showed the text only after the first look)."""
+        deadline = time.monotonic() + VERIFY_WAIT_S
+        verdict = await self._read(check)
+        late = False
+        while not verdict.confirmed and not verdict.final and time.monotonic() < deadline:
+            await asyncio.sleep(POLL_S)
+            verdict = await self._read(check)
+            late = True
+        if verdict.confirmed:
+            return Effect("confirmed", None, late)
+        return Effect("unconfirmed", verdict.note, late)
+
+    # ---------------------------------------------------------------- writing
+
+    async def type_into(
+        self, element: ElementRef, text: str, window: XWindow, rect: Rect
+    ) -> Outcome:
+        """``text`` in at the caret (a field without the focus: at its end), semantically
+        where that works, else by focus and keys; the outcome carries the read-back check."""
+        check = await self.check_for(element, "insert", text)
+        done = await self.insert_semantically(element, text, check)
+        if done is not None:
+            return done
+        how = await self.focus_for_typing(element, window, rect)
+        typed = await asyncio.to_thread(self.p.input().type_text, text)
+        method: Literal["mixed", "synthetic"] = "mixed" if how.method == "semantic" else "synthetic"
+        return Outcome(
+            method, f"{how.detail}; xtest typed {typed} characters", check=self.effect_of(check)
+        )
+
+    async def insert_semantically(
+        self, element: ElementRef, text: str, check: TextCheck | None
+    ) -> Outcome | None:
+        """``EditableText.InsertText`` where it works (and the field showed it); None when
+        the keys have to go instead."""
+        if not self._semantic_ok(element):
+            return None
+        done = await self.p.semantic(element, SemanticOp(OpKind.INSERT_TEXT, text=text))
+        if done is None or not await self._landed(check, element):
+            return None
+        done.check = self.effect_of(check)
+        return done
+
+    async def replace(
+        self, element: ElementRef, value: str, window: XWindow, rect: Rect
+    ) -> Outcome | None:
+        """The field's text made ``value``: SetTextContents where that works, else focus,
+        select-all and keys. None when the element takes no typed text (the caller refuses)."""
+        check = await self.check_for(element, "replace", value)
+        if self._semantic_ok(element):
+            # SetTextContents (a secure field's SET_VALUE refuses it: the keys go instead)
+            op = OpKind.SET_VALUE if element.secure else OpKind.SET_TEXT
+            done = await self.p.semantic(element, SemanticOp(op, text=value, value=value))
+            if done is not None and await self._landed(check, element):
+                done.check = self.effect_of(check)
+                return done
+        if "editable" not in element.states or "Text" not in element.interfaces:
+            return None
+        await self.p.focus_element(element, window, rect)
+        xinput = self.p.input()
+        await asyncio.to_thread(xinput.press_chord, parse_chord("ctrl+a"))
+        if value:
+            await asyncio.to_thread(xinput.type_text, value)
+        else:
+            await asyncio.to_thread(xinput.press_chord, parse_chord("Delete"))
+        return Outcome("synthetic", "select all, then xtest typing", check=self.effect_of(check))
+
+    async def focus_for_typing(self, element: ElementRef, window: XWindow, rect: Rect) -> Outcome:
+        """Keyboard focus on an element; a text field that takes the focus now gets its caret
+        at the end of its text (where the app puts it on a focus grab differs: Chromium's
+        address bar selects all with the caret at the start, Firefox's fields put it at the
+        start, GTK's select all). A field that had the focus keeps its caret and selection
+        (the agent may have placed them with select_text)."""
+        how, detail = await self.p.focus_element(element, window, rect)
+        method: Literal["semantic", "synthetic"] = "semantic" if how == "semantic" else "synthetic"
+        if element.role not in TEXT_FIELD_ROLES or "focused" in element.states:
+            return Outcome(method, detail)
+        # keys sent before the field has the focus go to the one that had it (Firefox moves
+        # the focus a moment after GrabFocus answers): wait until it says it has it
+        if not await self._until_focused(element):
+            detail = f"{detail}; the field did not say it has the focus"
+        end = await self.p.character_count(element)
+        if end is None or end == 0:
+            return Outcome(method, detail)
+        # the caret to the end by the key a person presses: keys are taken in the order they
+        # are sent, so the text typed next lands after it (a semantic caret move raced
+        # Firefox, which puts its caret at the start as the focus arrives)
+        await asyncio.to_thread(self.p.input().press_chord, parse_chord("ctrl+End"))
+        return Outcome(method, f"{detail}; caret at the end (ctrl+End)")
+
+    async def _until_focused(self, element: ElementRef) -> bool:
+        """Whether the field says it has the keyboard focus, read until it does (up to
+        ``FOCUS_WAIT_S``); True when it cannot be read (nothing to say against it)."""
+        acc = self.p.accessibility
+        if acc is None:
+            return True
+        deadline = time.monotonic() + FOCUS_WAIT_S
+        while True:
+            now = await acc.field_text(element)
+            if now is None or now.focused:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(POLL_S)
+
+    def _semantic_ok(self, element: ElementRef) -> bool:
+        """Whether EditableText is worth a try: the element has it, and its app was not
+        caught answering it and changing nothing (Firefox, on its first field)."""
+        return (
+            "EditableText" in element.interfaces and element.bus_name not in self.ignores_editable
+        )
+
+    async def _landed(self, check: TextCheck | None, element: ElementRef) -> bool:
+        """After a semantic write that answered true: did the field change? Read until it
+        did, up to ``LANDED_WAIT_S``. A field that did not: the app is remembered as one
+        whose EditableText changes nothing, and False (the keys go instead). Without a
+        check (the field cannot be read) the call's answer is taken."""
+        if check is None:
+            return True
+        deadline = time.monotonic() + LANDED_WAIT_S
+        while True:
+            verdict = await self._read(check)
+            if not verdict.unchanged:
+                return True
+            if time.monotonic() >= deadline:
+                self.ignores_editable.add(element.bus_name)
+                return False
+            await asyncio.sleep(POLL_S)

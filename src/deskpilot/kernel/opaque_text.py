@@ -1,0 +1,277 @@
+"""The text a widget draws but does not expose, read from the screenshot and listed under its
+element in an accessibility tree.
+
+Thunar's icon view shows a folder's files, and its accessible has no children: the host finds
+such widgets and says where they are (``opaque_regions``: the element each is shown under
+and its box, host/atspi/opaque.py), since it reads no pixels' text. Here, before the
+observation becomes the session's frame (as a window with no tree at all gets its OCR
+outline, kernel/visual_tree.py), each such box of the screenshot is read by OCR — with the
+popups and the windows lying over it painted out — and what it shows is listed under the
+element, one line per item of text::
+
+      - group "Icon view" [62]
+        - text "alpha.txt" [ocr] [114]
+        - text "beta.txt" [ocr] [115]
+
+* **Items**: the OCR pieces of the box, each split where its words lie more than a line height
+  apart (the labels of an icon view's row are separate items; the words of one label are
+  not), in reading order, at most ``MAX_ITEMS`` per box.
+* **Ids**: after the highest id of the host's tree (the host knows nothing of these); the
+  ``[ocr]`` mark tells an agent, and the policy, that the element is text read from the
+  screen (``visual_tree``: an unknown target, as any element of an OCR outline).
+* **Version**: the tree's text changed, so its version is the visual recipe over the new text
+  (``visual-…``: a step on it re-observes with a screenshot); the host's own version is kept
+  to quote back (``VisualTree.host_tree_version``), with ``VisualTree.mixed``: an action on an
+  ``[ocr]`` element goes to the host as a pointer action at the centre of its text, one on
+  any other element as it is (kernel/visual_tree.py ``for_host``).
+
+No OCR engine, or an OCR failure: the observation stays as the host sent it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from PIL import Image
+
+from deskpilot.kernel.image_boxes import image_boxes, within
+from deskpilot.protocol.errors import DeskpilotError
+from deskpilot.protocol.observed import ObservedState, VisualTree
+from deskpilot.vision.evidence import OcrLine, OcrWord
+from deskpilot.vision.frames import decode_image
+from deskpilot.vision.highlights import INSET, highlights
+from deskpilot.vision.incremental import Box, window_reader
+from deskpilot.vision.ocr import OcrEngine, default_engine, ocr_ready
+from deskpilot.vision.outline import quote_name, visual_version
+
+#: the state word of an element read from the screenshot
+OCR_STATE: Final = "ocr"
+#: the state word of an item drawn on a highlight (the colour a selection is drawn in)
+HIGHLIGHT_STATE: Final = "highlighted"
+#: items listed per widget, at most (a folder of thousands shows a screenful anyway)
+MAX_ITEMS: Final = 200
+#: words of a piece farther apart than this many line heights are separate items
+ITEM_GAP: Final = 1.0
+
+log = logging.getLogger(__name__)
+
+_ID: Final = re.compile(r"\[(\d+)\]\s*$")
+
+
+def wanted(state: ObservedState) -> bool:
+    """A complete, current accessibility tree with widgets whose text only the screenshot
+    shows, and that screenshot."""
+    obs = state.observation
+    r = obs.tree_read
+    return (
+        bool(obs.opaque_regions)
+        and state.png is not None
+        and state.visual is None
+        and r.source == "accessibility"
+        and r.partial is None
+        and r.stale_age_ms is None
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One item of text a widget shows, its box in the screenshot, and whether it is drawn
+    on a highlight (another background than the widget's: a selected file's)."""
+
+    text: str
+    box: Box
+    highlighted: bool = False
+
+
+#: widgets whose last items are kept (their pixels' digest → items)
+MAX_KEPT: Final = 16
+_LAST: OrderedDict[str, tuple[bytes, list[Item]]] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+async def with_text(state: ObservedState, engine: OcrEngine | None = None) -> ObservedState:
+    """``state`` with the text of its widgets that expose none listed under their elements;
+    ``state`` as it is when OCR cannot read it. Never raises (after an action this is its
+    post-action state: a failed OCR must not turn an action that ran into one that failed)."""
+    chosen = engine if engine is not None else default_engine()
+    if not ocr_ready(chosen):
+        return state
+    obs = state.observation
+    png = state.png
+    assert png is not None
+    started = time.perf_counter()
+    key = f"{obs.app.pid}:{obs.window.window_id}"
+    masked = image_boxes(obs, [*obs.covered_regions, *obs.popup_regions])
+    areas = obs.opaque_regions
+    boxes = image_boxes(obs, [a.rect for a in areas])
+    if len(boxes) != len(areas):  # one lies outside the image: none is read rather than guess
+        return state
+
+    def read_all() -> list[tuple[int, list[Item]]]:
+        image = decode_image(png)
+        return [
+            (area.element_id, read_items(chosen, key, image, box, masked))
+            for area, box in zip(areas, boxes, strict=True)
+        ]
+
+    try:
+        found = await asyncio.to_thread(read_all)
+    except Exception as exc:  # typed, or an engine bug: neither may fail the observation
+        typed = exc.code if isinstance(exc, DeskpilotError) else None
+        log.log(
+            logging.WARNING if typed else logging.ERROR,
+            "opaque text: OCR failed (%s); the observation keeps the host's tree",
+            typed or type(exc).__name__,
+            exc_info=typed is None,
+        )
+        return state
+    out = listed(state, found)
+    elapsed = round((time.perf_counter() - started) * 1000.0, 2)
+    timings = {**out.observation.timings_ms, "opaque": elapsed}
+    observation = out.observation.model_copy(update={"timings_ms": timings})
+    return ObservedState(observation, out.png, out.windows, out.visual)
+
+
+def forget() -> None:
+    """Drop the widgets' kept items (the next read of each is an OCR; benchmarks)."""
+    with _LOCK:
+        _LAST.clear()
+
+
+def read_items(
+    engine: OcrEngine, key: str, image: Image.Image, box: Box, masked: Sequence[Box]
+) -> list[Item]:
+    """The items of text in ``box`` of ``image`` (``masked``: boxes of the image lying over
+    it, painted out), in reading order. Blocking.
+
+    The widget is read with its highlights painted out, and each highlight's inside on its
+    own (vision/highlights.py): a selected item's white name on its highlight is read, and
+    marked ``highlighted``."""
+    x, y, w, h = box
+    part = image.crop((x, y, x + w, y + h)).convert("RGB")
+    inside = [b for m in masked if (b := within(m, box)) is not None]
+    key = f"{key}:opaque:{x},{y},{w},{h}"
+    digest = hashlib.blake2b(part.tobytes() + repr(inside).encode(), digest_size=16).digest()
+    with _LOCK:
+        kept = _LAST.get(key)
+        if kept is not None and kept[0] == digest:
+            _LAST.move_to_end(key)
+            return kept[1]  # the same pixels: the same items, no OCR
+    items = _read(engine, key, part, x, y, inside)
+    with _LOCK:
+        _LAST[key] = (digest, items)
+        _LAST.move_to_end(key)
+        while len(_LAST) > MAX_KEPT:
+            _LAST.popitem(last=False)
+    return items
+
+
+def _read(
+    engine: OcrEngine, key: str, part: Image.Image, x: int, y: int, inside: list[Box]
+) -> list[Item]:
+    lit = highlights(part)
+    hidden = [*inside, *(hl.box for hl in lit)]
+    reading = window_reader().read_image(engine, key, part, hidden, patch=False)
+    items = [_item(words, x, y, False) for line in reading.result.lines for words in _runs(line)]
+    for hl in lit:
+        if any(within(b, hl.box) for b in inside):
+            continue  # a popup or a window over it: not this widget's text
+        ox, oy = x + hl.box[0] + INSET, y + hl.box[1] + INSET
+        for line in engine.recognize(hl.inside):
+            items += [_item(words, ox, oy, True) for words in _runs(line)]
+    return _reading_order([i for i in items if i.text])[:MAX_ITEMS]
+
+
+def _item(words: list[OcrWord], dx: int, dy: int, highlighted: bool) -> Item:
+    text = " ".join(wd.text for wd in words).strip()
+    left, top = min(wd.x for wd in words), min(wd.y for wd in words)
+    right = max(wd.x + wd.width for wd in words)
+    bottom = max(wd.y + wd.height for wd in words)
+    return Item(text, (dx + left, dy + top, right - left, bottom - top), highlighted)
+
+
+def _reading_order(items: list[Item]) -> list[Item]:
+    """Top to bottom by rows (items whose vertical centres lie within half a height of the
+    row's first), left to right within a row."""
+    rows: list[list[Item]] = []
+    for item in sorted(items, key=lambda i: i.box[1]):
+        centre = item.box[1] + item.box[3] / 2
+        if rows:
+            head = rows[-1][0]
+            if abs(centre - (head.box[1] + head.box[3] / 2)) < max(head.box[3], item.box[3]) / 2:
+                rows[-1].append(item)
+                continue
+        rows.append([item])
+    return [i for row in rows for i in sorted(row, key=lambda i: i.box[0])]
+
+
+def listed(state: ObservedState, found: Sequence[tuple[int, list[Item]]]) -> ObservedState:
+    """``state`` with each widget's items (``found``: the element each is listed under, and
+    its items) in its tree (see the module docstring)."""
+    obs = state.observation
+    lines = obs.tree.splitlines()
+    next_id = max((int(m.group(1)) for ln in lines if (m := _ID.search(ln))), default=0) + 1
+    bounds: dict[int, Box] = {}
+    for element_id, items in found:
+        at = _line_of(lines, element_id)
+        if at is None or not items:
+            continue
+        depth = _depth(lines[at]) + 1
+        end = at + 1
+        while end < len(lines) and lines[end].startswith("  " * depth):
+            end += 1
+        added: list[str] = []
+        indent = "  " * depth
+        for item in items:
+            lit = f" [{HIGHLIGHT_STATE}]" if item.highlighted else ""
+            name = quote_name(item.text)
+            added.append(f'{indent}- text "{name}"{lit} [{OCR_STATE}] [{next_id}]')
+            bounds[next_id] = item.box
+            next_id += 1
+        lines[end:end] = added
+    if not bounds:
+        return state
+    text = "\n".join(lines)
+    count = obs.element_count + len(bounds)
+    image = obs.image
+    size = (image.width, image.height) if image is not None else (0, 0)
+    visual = VisualTree(obs.tree_version, bounds, size, mixed=True)
+    changed = obs.model_copy(
+        update={"tree": text, "element_count": count, "tree_version": visual_version(text, count)}
+    )
+    return ObservedState(changed, state.png, state.windows, visual)
+
+
+def _runs(line: OcrLine) -> list[list[OcrWord]]:
+    """The words of an OCR piece in runs: a gap wider than ``ITEM_GAP`` line heights starts
+    a new one (two labels of a row that tesseract read as one piece)."""
+    words = sorted(line.words, key=lambda wd: wd.x) if line.words else []
+    if not words:
+        return [[OcrWord(line.text, line.x, line.y, line.width, line.height)]]
+    runs: list[list[OcrWord]] = [[words[0]]]
+    for wd in words[1:]:
+        last = runs[-1][-1]
+        gap = wd.x - (last.x + last.width)
+        if gap > ITEM_GAP * max(last.height, wd.height, 1):
+            runs.append([wd])
+        else:
+            runs[-1].append(wd)
+    return runs
+
+
+def _line_of(lines: list[str], element_id: int) -> int | None:
+    suffix = f" [{element_id}]"
+    return next((i for i, ln in enumerate(lines) if ln.rstrip().endswith(suffix)), None)
+
+
+def _depth(line: str) -> int:
+    return (len(line) - len(line.lstrip(" "))) // 2

@@ -1,0 +1,143 @@
+"""The text a widget draws but does not expose, listed under its element (kernel/opaque_text.py):
+Thunar's icon view, whose accessible has no children, on a real image (Pillow, DejaVu) read by
+Debian's tesseract.
+
+* the widget's names are read, a selected one's white name on its highlight too (marked
+  ``[highlighted]``: vision/highlights.py), in reading order;
+* they are listed under the element the host named, with ids after the host's and ``[ocr]``,
+  the other elements untouched;
+* an action on one of them goes to the host as a click at its text's centre with the host's
+  version, an action on a host element as it is; the policy rates an ``[ocr]`` element as an
+  unknown target, as any OCR'd text.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from deskpilot.kernel.policy.context import policy_context_for
+from deskpilot.kernel.visual_tree import for_host, outlined
+from deskpilot.protocol.observed import ObservedState
+from deskpilot.protocol.session import TargetKind
+from deskpilot.protocol.tree import parse_tree
+from deskpilot.protocol.wire import (
+    ClickAction,
+    ExecuteAction,
+    ImageDescriptor,
+    InvokeElementAction,
+    OpaqueArea,
+    Point,
+    Rect,
+)
+from deskpilot.vision import ocr_ready
+from deskpilot.vision.incremental import window_reader
+
+from .backends import screen
+
+DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"  # Debian's fonts-dejavu-core
+TREE = """- window "files - Thunar" [1]
+  - button "Open Parent" [2]
+  - group "Icon view" [3]
+  - statusBar "3 files" [4]"""
+#: the icon view, in window coordinates (800 x 600 window, image at its own size)
+VIEW = Rect(x=200, y=100, width=560, height=300)
+BLUE = (53, 132, 228)
+
+
+def _frame() -> bytes:
+    """Three labels in a row, as an icon view draws them; the first selected: white on a
+    blue highlight with rounded corners."""
+    font = ImageFont.truetype(DEJAVU, 15)
+    img = Image.new("RGB", (800, 600), (246, 245, 244))
+    draw = ImageDraw.Draw(img)
+    draw.rectangle((VIEW.x, VIEW.y, VIEW.x + VIEW.width, VIEW.y + VIEW.height), fill="white")
+    for i, name in enumerate(("alpha.txt", "beta.txt", "gamma.txt")):
+        x = VIEW.x + 20 + 130 * i
+        if i == 0:
+            draw.rounded_rectangle((x - 8, VIEW.y + 12, x + 100, VIEW.y + 112), 6, fill=BLUE)
+        draw.rectangle((x + 30, VIEW.y + 24, x + 62, VIEW.y + 72), outline=(120, 120, 120))
+        ink = "white" if i == 0 else (40, 40, 40)
+        draw.text((x, VIEW.y + 84), name, font=font, fill=ink)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _state() -> ObservedState:
+    obs = screen(TREE, app="thunar", title="files - Thunar").model_copy(
+        update={
+            "frame_id": "f1",
+            "tree_version": "0123456789abcdef0123",
+            "image": ImageDescriptor(width=800, height=600, byte_length=1),
+            "opaque_regions": [OpaqueArea(element_id=3, rect=VIEW)],
+        }
+    )
+    return ObservedState(obs, _frame())
+
+
+@pytest.fixture(autouse=True)
+def _fresh_reader() -> None:
+    if not ocr_ready():
+        pytest.skip("no OCR engine (tesserocr, tesseract-ocr-eng)")
+    window_reader().forget()
+
+
+def _request(action: object, state: ObservedState) -> ExecuteAction:
+    return ExecuteAction.model_validate(
+        {
+            "id": 0,
+            "frame_id": state.observation.frame_id,
+            "tree_version": state.observation.tree_version,
+            "action": action,
+        }
+    )
+
+
+async def test_a_widgets_names_are_listed_under_its_element() -> None:
+    state = await outlined(_state())
+    lines = state.observation.tree.splitlines()
+    assert lines == [
+        '- window "files - Thunar" [1]',
+        '  - button "Open Parent" [2]',
+        '  - group "Icon view" [3]',
+        '    - text "alpha.txt" [highlighted] [ocr] [5]',
+        '    - text "beta.txt" [ocr] [6]',
+        '    - text "gamma.txt" [ocr] [7]',
+        '  - statusBar "3 files" [4]',
+    ]
+    assert state.observation.element_count == 7
+    assert state.observation.tree_version.startswith("visual-")
+    assert state.observation.tree_read.source == "accessibility"
+    assert state.visual is not None and state.visual.mixed
+    assert state.visual.host_tree_version == "0123456789abcdef0123"
+    assert sorted(state.visual.bounds) == [5, 6, 7]
+
+
+async def test_an_ocr_item_is_clicked_where_it_is_and_a_host_element_as_it_is() -> None:
+    state = await outlined(_state())
+    beta = for_host(state, _request(ClickAction(element_id=6), state))
+    assert beta.tree_version == "0123456789abcdef0123"
+    assert isinstance(beta.action, ClickAction) and beta.action.element_id is None
+    point = beta.action.point
+    assert isinstance(point, Point)
+    assert (
+        VIEW.x + 130 < point.x * 799 < VIEW.x + 260 and VIEW.y + 80 < point.y * 599 < VIEW.y + 110
+    )
+    ctrl = for_host(state, _request(ClickAction(element_id=7, modifiers=["ctrl"]), state))
+    assert isinstance(ctrl.action, ClickAction) and ctrl.action.modifiers == ["ctrl"]
+    host = for_host(state, _request(InvokeElementAction(element_id=2), state))
+    assert host.action == InvokeElementAction(element_id=2)
+    assert host.tree_version == "0123456789abcdef0123"
+
+
+async def test_the_policy_rates_an_ocr_item_as_an_unknown_target() -> None:
+    state = await outlined(_state())
+    obs = state.observation
+    assert parse_tree(obs.tree).elements[6].states >= {"ocr"}
+    item = policy_context_for(ClickAction(element_id=6), obs)
+    assert item.target_kind is TargetKind.UNKNOWN and "visual_tree" in item.signals
+    button = policy_context_for(ClickAction(element_id=2), obs)
+    assert button.target_kind is TargetKind.ELEMENT
