@@ -7,19 +7,17 @@ stored as Calc stores them (an ODF file not written by LibreOffice is not recalc
 load by default, so the stored values are what it shows).
 
 soffice starts once per test module (module-scoped fixtures in the test files), with its own
-profile under the module's temporary directory, the GTK 3 bridge (``SAL_USE_VCLPLUGIN=gtk3``:
-its accessibility goes through atk-bridge) and no first-start dialogs.
+profile under the module's temporary directory and the GTK 3 bridge, as
+tests/libreoffice_kit.py starts it; what is added here is the pid of the process that owns
+the window (``soffice`` is a script: the process on the accessibility bus is its child).
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextlib
 import os
 import re
 import shutil
-import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,7 +26,7 @@ from typing import Final
 from xml.sax.saxutils import escape
 
 from deskpilot.desktop import apps
-from deskpilot.host.atspi import AtspiClient
+from libreoffice_kit import libreoffice
 
 #: the fixture's cells, row by row: text, a number, or a formula with its stored value
 Cell = str | float | tuple[str, float]
@@ -127,55 +125,14 @@ class Calc:
 
 
 @contextlib.contextmanager
-def calc(document: Path, profile: Path, timeout: float = 90.0) -> Iterator[Calc]:
+def calc(document: Path, profile: Path) -> Iterator[Calc]:
     """LibreOffice Calc (GTK 3) showing ``document``, with its own ``profile`` directory,
-    once it is on the accessibility bus; stopped (by its process group) at the end."""
-    exe = soffice()
-    assert exe is not None, "LibreOffice is not installed"
-    argv = [
-        exe,
-        f"-env:UserInstallation={profile.resolve().as_uri()}",
-        "--norestore",
-        "--nologo",
-        "--nofirststartwizard",
-        str(document),
-    ]
-    app = apps.launch(argv, {**os.environ, "SAL_USE_VCLPLUGIN": "gtk3"})
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            pid = _soffice_bin(os.getsid(app.proc.pid))
-            if pid is not None:
-                try:
-                    left = deadline - time.monotonic()
-                    apps.wait_accessible(pid=pid, timeout=max(1.0, min(5.0, left)))
-                    break
-                except TimeoutError:
-                    pass  # a first start restarts itself with a new pid
-            if time.monotonic() > deadline:
-                raise TimeoutError("LibreOffice did not come up on the accessibility bus")
-            time.sleep(0.2)
-        _wait_for_window(pid, document.name, max(5.0, deadline - time.monotonic()))
+    once its window is on the accessibility bus (tests/libreoffice_kit.py starts it); stopped
+    (by its process group) at the end."""
+    with libreoffice(document, profile) as app:
+        pid = _soffice_bin(os.getsid(app.proc.pid))
+        assert pid is not None, "no soffice.bin in LibreOffice's process group"
         yield Calc(app, pid)
-    finally:
-        app.stop()
-
-
-def _wait_for_window(pid: int, name: str, timeout: float) -> None:
-    """Until the process shows a window titled after the document (it registers on the
-    accessibility bus before it opens the document), on a private event loop in a worker
-    thread (the caller may be inside a running one)."""
-
-    async def wait() -> None:
-        async with await AtspiClient.connect() as client:
-            deadline = time.monotonic() + timeout
-            while not any(f.title.startswith(name) for f in await client.frames(pid=pid)):
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"Calc showed no window for {name}")
-                await asyncio.sleep(0.2)
-
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        pool.submit(lambda: asyncio.run(wait())).result()
 
 
 def _soffice_bin(session: int) -> int | None:
