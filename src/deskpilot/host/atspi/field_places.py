@@ -23,7 +23,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
-from deskpilot.host.atspi.vocab import GENERIC_CONTAINER_ROLES, TEXT_LEAF_ROLES, State, bit
+from deskpilot.host.atspi.vocab import (
+    GENERIC_CONTAINER_ROLES,
+    LABELLED_ROLES,
+    TEXT_LEAF_ROLES,
+    State,
+    bit,
+)
 
 if TYPE_CHECKING:
     from deskpilot.host.atspi.collect import RawNode
@@ -42,13 +48,17 @@ _HOLDER_ROLES: Final = GENERIC_CONTAINER_ROLES - TEXT_LEAF_ROLES
 def placeholders(nodes: list[RawNode]) -> list[int]:
     """Named containers, visible, with nothing named below them and a child the tree does
     not reach in them: the widget drawn elsewhere (a node counting more children than it
-    gives)."""
+    gives) — or the unnamed field itself, where a walk reached it through the item."""
     named_below = [False] * len(nodes)
     hole_below = [False] * len(nodes)
     for i in range(len(nodes) - 1, 0, -1):
         n = nodes[i]
         if 0 <= len(n.children) < n.child_count:
             hole_below[i] = True
+        # a walk reaches the widget through the item that lists it as its child (its Parent
+        # says the window): the unnamed field is then below its placeholder, not missing
+        if n.role in LABELLED_ROLES and not n.name.strip() and i != 0:
+            hole_below[n.parent] = True
         if n.parent >= 0:
             if n.name.strip() or named_below[i]:
                 named_below[n.parent] = True

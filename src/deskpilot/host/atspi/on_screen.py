@@ -64,6 +64,8 @@ from deskpilot.host.atspi.vocab import ROLE_NUMBER, Iface, State, bit, iface_mas
 MAX_ON_SCREEN: Final = 1500
 #: how far inside a container's visible corners its objects are looked for (px)
 PROBE_INSET: Final = 2
+#: a container without Table with at most this many children has them all read
+ALL_ITEMS: Final = 200
 #: the parts of a cell made of cells read for its name
 _MAX_PARTS: Final = 8
 #: points down a table's left edge looked at when its top corners hit no cell
@@ -589,42 +591,52 @@ def _summary(
 
 
 async def _list(conn: Conn, top: RawNode, visible: Box, max_items: int) -> list[RawNode]:
-    """A container without Table (a long list, an icon view): its items between the ones at
-    its top-left and bottom-right visible corners, each with its subtree."""
-    x, y, w, h = visible
-    corners = [
-        (x + PROBE_INSET, y + PROBE_INSET),
-        (x + w - 1 - PROBE_INSET, y + h - 1 - PROBE_INSET),
-    ]
-    first, last = await _items_at(conn, top, corners)
+    """A container without Table: all its items when it has at most ``ALL_ITEMS`` (a
+    LibreOffice Writer document manages its descendants, and its children are the
+    paragraphs on screen: no summary then, it is all there is), else those between the ones
+    at its top-left and bottom-right visible corners (a long list, an icon view); each item
+    with its subtree."""
     total = top.child_count
-    if first is None:
-        top.screen = f"on screen: no items found ({total:,} items)" if total >= 0 else None
-        return []
-    if last is None or last < first:
-        last = total - 1 if total > 0 else first
-    count = min(last - first + 1, max_items)
+    if 0 <= total <= ALL_ITEMS:
+        first, count = 0, total
+    else:
+        x, y, w, h = visible
+        corners = [
+            (x + PROBE_INSET, y + PROBE_INSET),
+            (x + w - 1 - PROBE_INSET, y + h - 1 - PROBE_INSET),
+        ]
+        found_first, last = await _items_at(conn, top, corners)
+        if found_first is None:
+            top.screen = f"on screen: no items found ({total:,} items)"
+            return []
+        first = found_first
+        if last is None or last < first:
+            last = total - 1
+        count = min(last - first + 1, max_items)
+        top.screen = f"on screen: items {first + 1:,}–{first + count:,} of {total:,}"
     found = await conn.batch(
         [
             (top.bus, top.path, I_ACCESSIBLE, "GetChildAtIndex", "i", (k,))
             for k in range(first, first + count)
         ]
     )
+    refs = [
+        (first + k, str(got[0][0]) or top.bus, str(got[0][1]))
+        for k, got in enumerate(found)
+        if not isinstance(got, AtspiCallError) and got[0][1] not in _NULL_PATHS
+    ]
+    subs = await asyncio.gather(
+        *(collect.read_walk(conn, b, p, max_items, max_items) for _k, b, p in refs)
+    )
     out: list[RawNode] = []
-    for k, got in enumerate(found):
-        if isinstance(got, AtspiCallError) or got[0][1] in _NULL_PATHS:
-            continue
-        b, p = str(got[0][0]) or top.bus, str(got[0][1])
-        sub = await collect.read_walk(conn, b, p, max_items, max_items)
+    for (index, _b, _p), sub in zip(refs, subs, strict=True):
         if not sub:
             continue
-        sub[0].index = first + k
+        sub[0].index = index
         base = len(out) + 1  # the container is at 0 (_container links them)
         for node in sub:
             node.parent = node.parent + base if node.parent >= 0 else 0
             out.append(node)
-    of = f" of {total:,}" if total >= 0 else ""
-    top.screen = f"on screen: items {first + 1:,}–{first + count:,}{of}"
     return out
 
 
