@@ -63,7 +63,9 @@ class TreeReader:
         if strategy == "collection" or await collect.has_collection(conn, bus, root.path):
             self._strategy[bus] = "collection"
             try:
-                nodes = await collect.read_collection(conn, bus, root.path, limit, whole=chromium)
+                # GTK 2 (gail) marks no menu open: its menus are pruned by nothing (gtk2_menus)
+                whole = chromium or (info is not None and info.gtk2)
+                nodes = await collect.read_collection(conn, bus, root.path, limit, whole=whole)
                 return nodes, "collection"
             except AtspiCallError as exc:
                 if exc.gone:
