@@ -286,7 +286,13 @@ class FakeTreeClient:
         return self._frames
 
     async def snapshot(
-        self, ref: Any, *, max_elements: int, text_budget: int, deadline: float | None = None
+        self,
+        ref: Any,
+        *,
+        max_elements: int,
+        text_budget: int,
+        deadline: float | None = None,
+        after_action: bool = False,
     ) -> Any:
         from types import SimpleNamespace
 

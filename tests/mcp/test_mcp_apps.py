@@ -86,7 +86,7 @@ async def test_mousepad_type_and_save(dp_desktop: Any, tmp_path: Path) -> None:
         async with memory_client() as client:
             state = await client.call_tool("get_app_state", {"app": "mousepad"})
             assert not state.is_error, text_of(state)
-            editor = element_id(state, r'^\s*- textField = ""( \[[a-z]+\])* \[\d+\]$')
+            editor = element_id(state, r'^\s*- textField = ""( \[[a-z]+( \d+)?\])* \[\d+\]$')
             typed = await client.call_tool(
                 "type_text",
                 {"state_id": state_id_of(state), "element_id": editor, "text": "hello deskpilot"},

@@ -499,6 +499,8 @@ async def read_walk(
     limit: int,
     max_children: int,
     deadline: float | None = None,
+    *,
+    menus: bool = False,
 ) -> list[RawNode]:
     """Breadth-first, a level at a time, in three batches per level: the states of all its
     nodes; the name, child count and role of those that are not hidden (a hidden node is
@@ -506,7 +508,8 @@ async def read_walk(
     two thirds of its window's nodes are hidden or items of closed menus); the children
     of those that have any and may be asked for (never a virtual container's:
     :func:`virtual`). A hidden node keeps role ``UNREAD_ROLE`` and no name, unless it may
-    be a combo box's item (its name is the combo's value).
+    be a combo box's item (its name is the combo's value), or ``menus`` is set and it is a
+    menu's item (GTK 2: gail says no item of an open menu is showing, see ``gtk2_menus``).
 
     ``deadline`` (``loop.time()``): a level not answered by then is left unread — its
     parents count the children in ``RawNode.unread`` — and the levels read so far are the
@@ -536,7 +539,12 @@ async def read_walk(
             )
             node.index = idx
             nodes.append(node)
-            if parent < 0 or not is_hidden(node, flat[parent]) or _in_combo(flat, parent):
+            if (
+                parent < 0
+                or not is_hidden(node, flat[parent])
+                or _in_combo(flat, parent)
+                or (menus and flat[parent].role == _R_MENU)
+            ):
                 shown.append(node)
         calls: list[Call] = []
         for n in shown:

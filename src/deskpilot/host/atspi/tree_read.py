@@ -86,6 +86,8 @@ class TreeReader:
         strategy = self._strategy.get(bus)
         info = self._apps.known(bus)
         chromium = info is not None and info.chromium
+        # GTK 2 (gail) marks no item of an open menu showing: menus are read whole (gtk2_menus)
+        gtk2 = info is not None and info.gtk2
         if strategy is None or strategy == "cache":
             done, strategy = await self._from_cache(
                 conn, root, limit, max_children, strategy, deadline, chromium
@@ -97,7 +99,7 @@ class TreeReader:
         ):
             self._strategy[bus] = "collection"
             try:
-                nodes = await collect.read_collection(conn, bus, root.path, limit, whole=chromium)
+                nodes = await collect.read_collection(conn, bus, root.path, limit, whole=True)
                 return nodes, "collection"
             except AtspiCallError as exc:
                 if exc.gone:
@@ -105,7 +107,7 @@ class TreeReader:
         if strategy == "collection" and bus not in self._virtual:
             probe = min(limit, COLLECTION_PROBE)
             try:
-                nodes = await collect.read_collection(conn, bus, root.path, probe)
+                nodes = await collect.read_collection(conn, bus, root.path, probe, whole=gtk2)
             except AtspiCallError as exc:
                 if exc.gone:
                     raise
@@ -113,7 +115,9 @@ class TreeReader:
             if nodes and len(nodes) < probe and not any(collect.virtual(n) for n in nodes):
                 return nodes, "collection"
             self._virtual.add(bus)  # walked from now on (see ``read``)
-        nodes = await collect.read_walk(conn, bus, root.path, limit, max_children, deadline)
+        nodes = await collect.read_walk(
+            conn, bus, root.path, limit, max_children, deadline, menus=gtk2
+        )
         if (
             strategy == "walk"
             and bus not in self._virtual
