@@ -331,6 +331,23 @@ def test_an_unnamed_field_takes_the_name_of_the_placeholder_it_sits_on() -> None
     assert t.nodes[side].name == ""
 
 
+def test_a_walked_toolbar_item_places_the_field_below_it_and_no_other_container_does() -> None:
+    """A walk reaches LibreOffice's GTK combo box through the toolbar item listing it as its
+    child: the item is its place all the same. GTK's file chooser keeps its unnamed location
+    entry in a group named "Location Layer": that group names nothing."""
+    from deskpilot.host.atspi import field_places
+
+    t = Tree()
+    w = t.add(-1, "frame", "W")
+    bar = t.add(w, "tool bar", "Formatting")
+    font = t.add(bar, "panel", "Font Name")
+    combo = t.add(t.add(font, "filler"), "combo box")
+    t.add(combo, "text", value="Liberation Serif")
+    layer = t.add(t.add(w, "panel", "Browse Header Stack"), "panel", "Location Layer")
+    t.add(layer, "text", value="")
+    assert field_places.placeholders(t.nodes) == [font]
+
+
 # ---------------------------------------------------------------------------- the title
 
 

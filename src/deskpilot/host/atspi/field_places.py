@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Final
 from deskpilot.host.atspi.vocab import (
     GENERIC_CONTAINER_ROLES,
     LABELLED_ROLES,
+    ROLE_NUMBER,
     TEXT_LEAF_ROLES,
     State,
     bit,
@@ -41,6 +42,7 @@ MAX_PLACEHOLDERS: Final = 32
 MAX_AREA_RATIO: Final = 3
 
 _B_VISIBLE_ANY: Final = bit(State.VISIBLE) | bit(State.SHOWING)
+_R_TOOL_BAR: Final = ROLE_NUMBER["tool bar"]
 #: containers that can stand for a widget (labels and paragraphs are text, not places)
 _HOLDER_ROLES: Final = GENERIC_CONTAINER_ROLES - TEXT_LEAF_ROLES
 
@@ -48,22 +50,23 @@ _HOLDER_ROLES: Final = GENERIC_CONTAINER_ROLES - TEXT_LEAF_ROLES
 def placeholders(nodes: list[RawNode]) -> list[int]:
     """Named containers, visible, with nothing named below them and a child the tree does
     not reach in them: the widget drawn elsewhere (a node counting more children than it
-    gives) — or the unnamed field itself, where a walk reached it through the item."""
+    gives) — or, for a toolbar's item, the unnamed field itself, where a walk reached it
+    through the item (which lists it as its child while its Parent says the window). Only a
+    toolbar's: an unnamed field inside any other named container (GTK's file chooser's
+    location entry in its "Location Layer" group) is not named by it."""
     named_below = [False] * len(nodes)
     hole_below = [False] * len(nodes)
+    field_below = [False] * len(nodes)
     for i in range(len(nodes) - 1, 0, -1):
         n = nodes[i]
         if 0 <= len(n.children) < n.child_count:
             hole_below[i] = True
-        # a walk reaches the widget through the item that lists it as its child (its Parent
-        # says the window): the unnamed field is then below its placeholder, not missing
-        if n.role in LABELLED_ROLES and not n.name.strip() and i != 0:
-            hole_below[n.parent] = True
         if n.parent >= 0:
             if n.name.strip() or named_below[i]:
                 named_below[n.parent] = True
-            if hole_below[i]:
-                hole_below[n.parent] = True
+            hole_below[n.parent] |= hole_below[i]
+            unnamed_field = n.role in LABELLED_ROLES and not n.name.strip()
+            field_below[n.parent] |= field_below[i] or unnamed_field
     out = [
         i
         for i, n in enumerate(nodes)
@@ -71,7 +74,7 @@ def placeholders(nodes: list[RawNode]) -> list[int]:
         and n.role in _HOLDER_ROLES
         and n.name.strip()
         and not named_below[i]
-        and hole_below[i]
+        and (hole_below[i] or (field_below[i] and nodes[n.parent].role == _R_TOOL_BAR))
         and n.states & _B_VISIBLE_ANY
     ]
     return out[:MAX_PLACEHOLDERS]
