@@ -17,6 +17,7 @@ from deskpilot.protocol.wire import (
 from deskpilot.runtime.apps import resolve_app
 from deskpilot.runtime.coords import to_window_point
 from deskpilot.runtime.state_reuse import reuse_refusals
+from deskpilot.runtime.targets import resolve_in
 from deskpilot.runtime.tree import element_ids, in_popup, remap
 
 
@@ -260,3 +261,21 @@ def test_a_tree_that_could_not_be_read_is_not_reusable() -> None:
     prev = AppIdentity(pid=10, name="Calc")
     missing = _obs(truncation=Truncation(tree_unavailable=True))
     assert "tree_unavailable" in reuse_refusals(prev, missing, b"png")
+
+
+def test_an_app_with_another_process_dialog_over_it_is_that_dialog() -> None:
+    """GIMP's export plug-in is a process of its own: its "Export Image as PNG" dialog,
+    transient for GIMP's Export dialog, is what a person looking at GIMP answers next (a trial
+    agent asked for "gimp" got the covered dialog, every element disabled)."""
+    image = _win("0x10", 30, "photo.png - GIMP", executable="gimp-2.10")
+    export = _win("0x11", 30, "Export Image", executable="gimp-2.10")
+    export = export.model_copy(update={"transient_for": "0x10"})
+    png = _win("0x20", 31, "Export Image as PNG", executable="file-png")
+    png = png.model_copy(update={"transient_for": "0x11"})
+    listing = [png, export, image]
+    entry, window = resolve_in(listing, "gimp")
+    assert window.window_id == "0x20" and entry.pid == 31
+    # named by its own window id, a window is that window
+    assert resolve_in(listing, "0x11")[1].window_id == "0x11"
+    # without the plug-in's dialog, GIMP's own dialog
+    assert resolve_in([export, image], "gimp")[1].window_id == "0x11"

@@ -10,6 +10,7 @@ from deskpilot.runtime.apps import AppEntry, resolve_app
 from deskpilot.runtime.call import Call
 from deskpilot.runtime.context import ToolContext
 from deskpilot.runtime.refusals import refusal
+from deskpilot.runtime.window_lists import in_front
 
 
 async def list_windows(ctx: ToolContext, call: Call) -> list[WindowInfo]:
@@ -18,12 +19,24 @@ async def list_windows(ctx: ToolContext, call: Call) -> list[WindowInfo]:
 
 
 def resolve_in(windows: list[WindowInfo], app: str | int) -> tuple[AppEntry, WindowInfo]:
-    """The app named by ``app`` (pid, name, executable, window id …) and its main window."""
+    """The app named by ``app`` (pid, name, executable, window id …) and its main window —
+    or, when another process holds a dialog over that window (GIMP's export plug-ins are
+    processes of their own: "Export Image as PNG" is ``file-png``'s, transient for GIMP's
+    dialog), that dialog and its process: it is what a person looking at the app sees and
+    answers next. A window named by its id is that window."""
     entry = resolve_app(app, windows)
     window = entry.main_window()
     if window is None:
         raise refusal(ErrorCode.NO_WINDOWS_AVAILABLE, "That application has no window.")
+    if not _names_window(app, window):
+        front = in_front(window, windows)
+        if front.app.pid != window.app.pid:
+            return AppEntry(front.app.pid, front.app.model_copy(), [front]), front
     return entry, window
+
+
+def _names_window(app: str | int, window: WindowInfo) -> bool:
+    return isinstance(app, str) and app.strip().lower() == window.window_id.lower()
 
 
 async def resolve(ctx: ToolContext, call: Call, app: str | int) -> tuple[AppEntry, WindowInfo]:
