@@ -103,9 +103,9 @@ async def test_a_widgets_names_are_listed_under_its_element() -> None:
         '- window "files - Thunar" [1]',
         '  - button "Open Parent" [2]',
         '  - group "Icon view" [3]',
-        '    - text "alpha.txt" [highlighted] [ocr] [5]',
-        '    - text "beta.txt" [ocr] [6]',
-        '    - text "gamma.txt" [ocr] [7]',
+        '    - text "alpha.txt" [highlighted] [ocr] [1000000]',
+        '    - text "beta.txt" [ocr] [1000001]',
+        '    - text "gamma.txt" [ocr] [1000002]',
         '  - statusBar "3 files" [4]',
     ]
     assert state.observation.element_count == 7
@@ -113,12 +113,13 @@ async def test_a_widgets_names_are_listed_under_its_element() -> None:
     assert state.observation.tree_read.source == "accessibility"
     assert state.visual is not None and state.visual.mixed
     assert state.visual.host_tree_version == "0123456789abcdef0123"
-    assert sorted(state.visual.bounds) == [5, 6, 7]
+    # ids from SCREEN_TEXT_IDS on: never a host element's, now or later
+    assert sorted(state.visual.bounds) == [1000000, 1000001, 1000002]
 
 
 async def test_an_ocr_item_is_clicked_where_it_is_and_a_host_element_as_it_is() -> None:
     state = await outlined(_state())
-    beta = for_host(state, _request(ClickAction(element_id=6), state))
+    beta = for_host(state, _request(ClickAction(element_id=1000001), state))
     assert beta.tree_version == "0123456789abcdef0123"
     assert isinstance(beta.action, ClickAction) and beta.action.element_id is None
     point = beta.action.point
@@ -126,7 +127,7 @@ async def test_an_ocr_item_is_clicked_where_it_is_and_a_host_element_as_it_is() 
     assert (
         VIEW.x + 130 < point.x * 799 < VIEW.x + 260 and VIEW.y + 80 < point.y * 599 < VIEW.y + 110
     )
-    ctrl = for_host(state, _request(ClickAction(element_id=7, modifiers=["ctrl"]), state))
+    ctrl = for_host(state, _request(ClickAction(element_id=1000002, modifiers=["ctrl"]), state))
     assert isinstance(ctrl.action, ClickAction) and ctrl.action.modifiers == ["ctrl"]
     host = for_host(state, _request(InvokeElementAction(element_id=2), state))
     assert host.action == InvokeElementAction(element_id=2)
@@ -136,8 +137,8 @@ async def test_an_ocr_item_is_clicked_where_it_is_and_a_host_element_as_it_is() 
 async def test_the_policy_rates_an_ocr_item_as_an_unknown_target() -> None:
     state = await outlined(_state())
     obs = state.observation
-    assert parse_tree(obs.tree).elements[6].states >= {"ocr"}
-    item = policy_context_for(ClickAction(element_id=6), obs)
+    assert parse_tree(obs.tree).elements[1000001].states >= {"ocr"}
+    item = policy_context_for(ClickAction(element_id=1000001), obs)
     assert item.target_kind is TargetKind.UNKNOWN and "visual_tree" in item.signals
     button = policy_context_for(ClickAction(element_id=2), obs)
     assert button.target_kind is TargetKind.ELEMENT

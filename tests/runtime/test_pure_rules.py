@@ -279,3 +279,27 @@ def test_an_app_with_another_process_dialog_over_it_is_that_dialog() -> None:
     assert resolve_in(listing, "0x11")[1].window_id == "0x11"
     # without the plug-in's dialog, GIMP's own dialog
     assert resolve_in([export, image], "gimp")[1].window_id == "0x11"
+
+
+def test_in_a_tree_with_screen_text_host_ids_stay_and_items_go_by_their_text() -> None:
+    """Thunar's icon view: the kernel lists the file names it read off the screenshot as
+    ``[ocr]`` items. Their ids are places (from SCREEN_TEXT_IDS on), the host's are kept."""
+    old = (
+        '- window "files" [1]\n'
+        '  - group "Icon view" [3]\n'
+        '    - text "alpha.txt" [ocr] [1000000]\n'
+        '    - text "beta.txt" [ocr] [1000001]\n'
+        '  - statusBar "2 files" [4]'
+    )
+    new = (
+        '- window "files" [1]\n'
+        '  - label "Moved" [7]\n'
+        '  - group "Icon view" [3]\n'
+        '    - text "beta.txt" [ocr] [1000000]\n'
+        '  - statusBar "Beta" [4]'
+    )
+    # an item goes by its text (alpha.txt is gone; beta.txt moved up a place)
+    assert remap(old, new, 1000001, line_ids=True) == 1000000
+    assert remap(old, new, 1000000, line_ids=True) is None
+    # a host element keeps its id, whatever its name says now
+    assert remap(old, new, 4, line_ids=True) == 4

@@ -16,9 +16,13 @@ element, one line per item of text::
 * **Items**: the OCR pieces of the box, each split where its words lie more than a line height
   apart (the labels of an icon view's row are separate items; the words of one label are
   not), in reading order, at most ``MAX_ITEMS`` per box.
-* **Ids**: after the highest id of the host's tree (the host knows nothing of these); the
-  ``[ocr]`` mark tells an agent, and the policy, that the element is text read from the
-  screen (``visual_tree``: an unknown target, as any element of an OCR outline).
+* **Ids**: from ``SCREEN_TEXT_IDS`` (protocol/tree.py) on, in reading order: a block the
+  host's id book never gives, so an item's id never names a host element, in this state or a
+  later one (with ids after the host's highest, a host element that appeared later took an
+  id an item had had). They are the items' places, not their identities: an action quoting
+  one from an older state finds it again by its text (runtime/tree.py). The ``[ocr]`` mark
+  tells an agent, and the policy, that the element is text read from the screen
+  (``visual_tree``: an unknown target, as any element of an OCR outline).
 * **Version**: the tree's text changed, so its version is the visual recipe over the new text
   (``visual-…``: a step on it re-observes with a screenshot); the host's own version is kept
   to quote back (``VisualTree.host_tree_version``), with ``VisualTree.mixed``: an action on an
@@ -46,6 +50,7 @@ from PIL import Image
 from deskpilot.kernel.image_boxes import image_boxes, within
 from deskpilot.protocol.errors import DeskpilotError
 from deskpilot.protocol.observed import ObservedState, VisualTree
+from deskpilot.protocol.tree import SCREEN_TEXT_IDS
 from deskpilot.vision.evidence import OcrLine, OcrWord
 from deskpilot.vision.frames import decode_image
 from deskpilot.vision.highlights import INSET, highlights
@@ -219,7 +224,7 @@ def listed(state: ObservedState, found: Sequence[tuple[int, list[Item]]]) -> Obs
     its items) in its tree (see the module docstring)."""
     obs = state.observation
     lines = obs.tree.splitlines()
-    next_id = max((int(m.group(1)) for ln in lines if (m := _ID.search(ln))), default=0) + 1
+    next_id = SCREEN_TEXT_IDS
     bounds: dict[int, Box] = {}
     for element_id, items in found:
         at = _line_of(lines, element_id)

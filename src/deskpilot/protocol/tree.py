@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Final
 
 _LINE = re.compile(
     r"""^(?P<indent>\s*)-\s+(?P<role>[^\s"\[]+)
@@ -27,6 +28,10 @@ _TAG = re.compile(r"\[([^\]]*)\]")
 #: negative id (its line number, negated), role "…"
 MARKER = "- … "
 _ID_ONLY = re.compile(r"\[(\d+)\]\s*$")
+#: the first id of the text the kernel reads off the screenshot into a host's tree (``[ocr]``
+#: items: kernel/opaque_text.py): a block the host's id book never gives (host/atspi/
+#: element_ids.py), so such an item's id never names a host element, before or after
+SCREEN_TEXT_IDS: Final = 1_000_000
 
 
 def role_key(role: str) -> str:

@@ -7,9 +7,10 @@ id of an older state names the same element in a newer one, or no element at all
 gone, and never moved to another element.
 
 An OCR outline (a window with no accessibility tree, vision/outline.py) has no objects to keep
-ids by: its ids are line numbers. There, and only there, a *signature* (depth, role, name) is
-what lets an action be rebuilt against a fresh frame, and only when it picks out exactly one
-element.
+ids by: its ids are line numbers. There, and for the ``[ocr]`` items the kernel adds to a
+host's tree (text a widget draws but does not expose: their ids are their places), a
+*signature* (depth, role, name) is what lets an action be rebuilt against a fresh frame, and
+only when it picks out exactly one element.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ import re
 from dataclasses import dataclass
 
 _ID_AT_END = re.compile(r"\[(\d+)\]\s*$")
+#: what an element read off the screenshot into a host's tree has before its id
+#: (kernel/opaque_text.py): its id is its place, the host's elements keep theirs
+SCREEN_TEXT = " [ocr] ["
 _LINE = re.compile(r'^(?P<indent>\s*)- (?P<role>[^\s"\[]+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?')
 
 
@@ -94,6 +98,8 @@ def remap(old_tree: str, new_tree: str, element_id: int, *, line_ids: bool = Fal
         return None
     new_lines = element_lines(new_tree)
     here = new_lines.get(element_id)
+    if line_ids and SCREEN_TEXT not in old_line and SCREEN_TEXT in old_tree:
+        line_ids = False  # a host element of a tree with text read off the screen added
     if not line_ids:
         same = here is not None and (s := signature(here)) is not None and s.role == sig.role
         return element_id if same else None

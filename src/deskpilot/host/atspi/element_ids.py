@@ -32,6 +32,7 @@ from typing import Final
 
 from deskpilot.host.atspi.model import ElementRef, NodeRef, TreeSnapshot
 from deskpilot.host.atspi.snapshot import tree_version
+from deskpilot.protocol.tree import SCREEN_TEXT_IDS
 
 #: windows whose books are kept (the least recently read is dropped first)
 MAX_WINDOWS: Final = 64
@@ -105,6 +106,8 @@ class IdBook:
             if book_id is None or book_id in taken:
                 # new, or a second element with the same identity in one tree (which keeps
                 # the first one's id): a number not given before
+                if self._next == SCREEN_TEXT_IDS:  # the kernel's block for screen text
+                    self._next = 2 * SCREEN_TEXT_IDS
                 if book_id is None:
                     ids[key] = self._next
                 book_id = self._next
