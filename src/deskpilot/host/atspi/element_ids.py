@@ -210,4 +210,5 @@ def _with_ids(e: ElementRef, new: int, parent: int | None) -> ElementRef:
         e.index_in_parent,
         e.popup_at,
         e.identity,
+        e.shift,
     )

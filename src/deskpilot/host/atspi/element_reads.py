@@ -166,7 +166,8 @@ class ElementReads:
         except AtspiCallError:
             return None
         x, y, w, h = body[0]
-        return Rect(x=int(x), y=int(y), width=int(w), height=int(h))
+        dx, dy = element.shift or (0, 0)  # where the app's own coordinates are off
+        return Rect(x=int(x) + dx, y=int(y) + dy, width=int(w), height=int(h))
 
     async def live(self, element: ElementRef) -> ElementRef | None:
         """The element with the object that stands for it now: a sheet cell is found again

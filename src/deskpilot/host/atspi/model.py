@@ -47,6 +47,11 @@ class AppInfo:
         return self.kit == "gecko"
 
     @property
+    def libreoffice(self) -> bool:
+        """LibreOffice (its process is soffice.bin; its accessible name "soffice")."""
+        return self.name.lower() in ("soffice", "soffice.bin", "libreoffice")
+
+    @property
     def gtk2(self) -> bool:
         """GTK 2 (GIMP 2.10), whose bridge is gail: it says "GAIL" for its toolkit."""
         return self.kit == "gail"
@@ -99,6 +104,10 @@ class ElementRef:
     #: sheet's cell is built anew by the app for each read, so it is its table's path and
     #: its address. None: the object path names it (atspi/element_ids.py)
     identity: tuple[str, ...] | None = None
+    #: how far the app's own coordinates of this element are from the screen's (LibreOffice's
+    #: VCL area placed under a GTK menu bar it does not count: atspi/vcl_shift.py); its
+    #: extents read to aim at it are moved by it. None: none
+    shift: tuple[int, int] | None = None
 
     @property
     def bus_name(self) -> str:

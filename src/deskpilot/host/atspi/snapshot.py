@@ -24,7 +24,16 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Final
 
-from deskpilot.host.atspi import areas, collect, collector, gecko, gtk2_menus, on_screen, opaque
+from deskpilot.host.atspi import (
+    areas,
+    collect,
+    collector,
+    gecko,
+    gtk2_menus,
+    on_screen,
+    opaque,
+    vcl_shift,
+)
 from deskpilot.host.atspi.apps import Applications
 from deskpilot.host.atspi.bus import I_DOCUMENT, ROOT_PATH, AtspiCallError, Conn
 from deskpilot.host.atspi.collect import RawNode, is_hidden
@@ -350,8 +359,15 @@ class Snapshots:
         secure, url, read, drawn = await _finish(conn, nodes, out, reuse_url=in_place, url=snap.url)
         entry.secure = secure
         reread = {*plan.dirt.nodes, *todo, *read}
+        shifted = await vcl_shift.shifts(conn, nodes) if info and info.libreoffice else None
         elements = _elements(
-            nodes, out, snap.pid or 0, gtk4, kept=snap.elements if in_place else None, reread=reread
+            nodes,
+            out,
+            snap.pid or 0,
+            gtk4,
+            kept=snap.elements if in_place else None,
+            reread=reread,
+            shifts=shifted,
         )
         timings["finish"] = _ms_since(t2)
         return TreeSnapshot(
@@ -423,8 +439,14 @@ class Snapshots:
         except TimeoutError:
             details_cut = True  # interfaces of some shown elements, a secure field's bounds
             secure, url = [out.elements[i][0] for i in out.secure_ids], None
+        shifted = None
+        if info is not None and info.libreoffice and not details_cut:
+            try:
+                shifted = await collect.until(vcl_shift.shifts(conn, nodes), deadline)
+            except TimeoutError:
+                details_cut = True
         timings["finish"] = _ms_since(t3)
-        elements = _elements(nodes, out, pid or 0, gtk4)
+        elements = _elements(nodes, out, pid or 0, gtk4, shifts=shifted)
         regions = _sensitive_regions(nodes, secure, origin)
         truncation = _truncation(out)
         timings["total"] = _ms_since(t0)
@@ -615,6 +637,7 @@ def _elements(
     *,
     kept: dict[int, ElementRef] | None = None,
     reread: set[int] | None = None,
+    shifts: dict[int, tuple[int, int]] | None = None,
 ) -> dict[int, ElementRef]:
     """The shown elements by id, as the host keeps them to act on later.
 
@@ -625,9 +648,15 @@ def _elements(
     elements: dict[int, ElementRef] = {}
     for eid, (ni, parent_id) in out.elements.items():
         n = nodes[ni]
+        shift = shifts.get(ni) if shifts else None
         if kept is not None and (reread is None or ni not in reread):
             e = kept.get(eid)
-            if e is not None and e.parent_id == parent_id and e.ref.path == n.path:
+            if (
+                e is not None
+                and e.parent_id == parent_id
+                and e.ref.path == n.path
+                and (shifts is None or e.shift == shift)
+            ):
                 elements[eid] = e
                 continue
         identity = None
@@ -651,6 +680,7 @@ def _elements(
             parent_id=parent_id,
             index_in_parent=n.index if n.index >= 0 else None,
             identity=identity,
+            shift=shift,
         )
     return elements
 
