@@ -57,3 +57,36 @@ def test_text_into_gtk_fields_is_read_back(host: HostProcess) -> None:
         assert out.decode() == "Ada|Rome|s3cret\n"
     finally:
         zen.stop()
+
+
+def test_typing_over_a_selection_replaces_it_and_enter_is_a_key(host: HostProcess) -> None:
+    """A person's typing replaces what is selected, and their Enter in a one-line field is a
+    key (it submits), not a character. InsertText did neither: a trial's sentence selected
+    in Writer to be replaced stayed, the new one beside it; Calc's Name Box got a literal new
+    line and the result said confirmed."""
+    argv = ["zenity", "--forms", "--title=Keys", "--add-entry=Name", "--add-entry=City"]
+    zen = launch_accessible(argv, capture_stdout=True)
+    try:
+        obs = observe_until(host, {"pid": zen.pid}, r'textField "City"', "t1")
+        city = line_id(obs["tree"], r'textField "City"')
+        typed = _act(host, obs, {"kind": "type_text", "elementId": city, "text": "Paris"})
+        assert typed["effect"] == "confirmed", typed
+        obs = typed["observation"]
+        chosen = _act(host, obs, {"kind": "select_text", "elementId": city, "start": 0, "end": 2})
+        obs = chosen["observation"]
+        over = _act(host, obs, {"kind": "type_text", "elementId": city, "text": "Lo"})
+        assert over["effect"] == "confirmed", over
+        assert over["method"] != "semantic", over  # typed as keys, over the selection
+        obs = over["observation"]
+        assert re.search(r'textField "City" = "Loris"', obs["tree"]), obs["tree"]
+        name = line_id(obs["tree"], r'textField "Name"')
+        entered = _act(host, obs, {"kind": "type_text", "elementId": name, "text": "Ada\n"})
+        # Enter went as a key, not as a character of the name (which is all that stays)
+        assert entered["effect"] == "confirmed", entered
+        obs = entered["observation"]
+        ok = _act(host, obs, {"kind": "click", "elementId": line_id(obs["tree"], 'button "OK"')})
+        assert ok["type"] == "action_result"
+        out, _ = zen.proc.communicate(timeout=10)
+        assert out.decode() == "Ada|Loris\n"
+    finally:
+        zen.stop()

@@ -133,13 +133,14 @@ def _typed(before: FieldText, old: str, text: str) -> set[str]:
     """What the field may read after ``text`` went in: at the caret of a focused field (over
     its selection, as keys replace it; beside it, as InsertText leaves it), else at its end
     (where InsertText puts it, and where the keys go after ctrl+End)."""
-    if not (before.focused and 0 <= before.caret <= len(old)):
-        return {old + text}
-    c = before.caret
-    out = {old[:c] + text + old[c:]}
-    if before.selection is not None:
+    out: set[str] = set()
+    if before.selection is not None:  # typing replaces it (the focus step keeps it)
         start, end = before.selection
         out.add(old[:start] + text + old[end:])
+    if not (before.focused and 0 <= before.caret <= len(old)):
+        return out | {old + text}
+    c = before.caret
+    out.add(old[:c] + text + old[c:])
     return out
 
 

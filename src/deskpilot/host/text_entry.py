@@ -43,11 +43,18 @@ VERIFY_WAIT_S: Final = 1.0
 POLL_S: Final = 0.05
 
 
-def _field(element: ElementRef) -> bool:
-    """A text or password field, or a combo box that takes text (an address bar)."""
+def _field(element: ElementRef, text: str = "") -> bool:
+    """A text or password field, a combo box that takes text (an address bar), or an
+    editable paragraph (Writer's) for text that stays in it (a new line makes a new one)."""
     if element.role in TEXT_FIELD_ROLES:
         return True
+    if element.role == "paragraph":
+        return "editable" in element.states and not _CONTROL & set(text)
     return element.role == "comboBox" and "editable" in element.states
+
+
+#: characters a person types as keys that do something (Enter, Tab), not as text
+_CONTROL: Final = frozenset("\n\r\t")
 
 
 @dataclass(slots=True)
@@ -64,10 +71,13 @@ class TextEntry:
         """The field as it is before the action, with what the action should leave in it;
         None when it is no field (a terminal, a canvas, a document, a sheet's cell: what
         typing leaves there is not the field's text alone, or not yet)."""
-        if not _field(element):
+        if not _field(element, text):
             return None
         if self.p.accessibility is None:
             return None
+        if "multi_line" not in element.states:
+            # Enter and Tab leave no character in a one-line field: what stays is the rest
+            text = "".join(ch for ch in text if ch not in _CONTROL)
         before = await self.p.accessibility.field_text(element, len(text))
         return None if before is None else TextCheck(element, kind, text, before)
 
@@ -108,7 +118,9 @@ class TextEntry:
         """``text`` in at the caret (a field without the focus: at its end), semantically
         where that works, else by focus and keys; the outcome carries the read-back check."""
         check = await self.check_for(element, "insert", text)
-        done = await self.insert_semantically(element, text, check)
+        done = None
+        if not await self._as_keys(element, text, check):
+            done = await self.insert_semantically(element, text, check)
         if done is not None:
             return done
         how = await self.focus_for_typing(element, window, rect)
@@ -117,6 +129,21 @@ class TextEntry:
         return Outcome(
             method, f"{how.detail}; xtest typed {typed} characters", check=self.effect_of(check)
         )
+
+    async def _as_keys(self, element: ElementRef, text: str, check: TextCheck | None) -> bool:
+        """Whether the text must go in as a person types it rather than by ``InsertText``:
+        Enter or Tab in a one-line field (a person's Enter submits or moves on; InsertText
+        put a literal new line in Calc's Name Box, and called it confirmed), or a field with
+        a selection (select_text chose what the text replaces; InsertText put the text
+        beside the sentence a trial had selected to replace in Writer)."""
+        if _CONTROL & set(text) and "multi_line" not in element.states:
+            return True
+        if check is not None:
+            return check.before.selection is not None
+        if "Text" not in element.interfaces:
+            return False
+        acc = self.p.accessibility
+        return acc is not None and await acc.selection(element) is not None
 
     async def insert_semantically(
         self, element: ElementRef, text: str, check: TextCheck | None
@@ -160,15 +187,24 @@ class TextEntry:
         at the end of its text (where the app puts it on a focus grab differs: Chromium's
         address bar selects all with the caret at the start, Firefox's fields put it at the
         start, GTK's select all). A field that had the focus keeps its caret and selection
-        (the agent may have placed them with select_text)."""
+        (the agent may have placed them with select_text). So does one that did not have it
+        but had a selection: select_text selects without focusing, and the text typed next
+        is meant to replace it — a focus grab selects all (GTK) or moves the caret."""
+        field = element.role in TEXT_FIELD_ROLES and "focused" not in element.states
+        acc = self.p.accessibility
+        chosen = await acc.selection(element) if field and acc is not None else None
         how, detail = await self.p.focus_element(element, window, rect)
         method: Literal["semantic", "synthetic"] = "semantic" if how == "semantic" else "synthetic"
-        if element.role not in TEXT_FIELD_ROLES or "focused" in element.states:
+        if not field:
             return Outcome(method, detail)
         # keys sent before the field has the focus go to the one that had it (Firefox moves
         # the focus a moment after GrabFocus answers): wait until it says it has it
         if not await self._until_focused(element):
             detail = f"{detail}; the field did not say it has the focus"
+        if chosen is not None:
+            start, stop, _text = chosen
+            await self.p.semantic(element, SemanticOp(OpKind.SELECT_TEXT, start=start, end=stop))
+            return Outcome(method, f"{detail}; its selection kept ({start}-{stop})")
         end = await self.p.character_count(element)
         if end is None or end == 0:
             return Outcome(method, detail)
