@@ -67,3 +67,20 @@ def test_a_cell_that_can_expand_keeps_its_expand_action() -> None:
         == '    - cell "Docs" [collapsed] [actions: Expand or contract, Edit, Activate] [3]'
     )
     assert lines[3] == '    - cell "notes.txt" [actions: Edit, Activate] [4]'
+
+
+def test_a_check_box_cell_says_unchecked_and_offers_only_toggle() -> None:
+    """GTK's toggle cell has a text cell's states (CHECKED only when ticked) and lists its
+    text cell's actions after Toggle, named by their descriptions (zenity's checklist)."""
+    gtk_toggle = ("Toggle", "Expands or contracts the row in the tree view containing this cell")
+    t = Tree()
+    w = t.add(-1, "frame", "Toppings")
+    table = t.add(w, "table")
+    t.add(table, "table cell", "", actions=gtk_toggle)
+    t.add(table, "table cell", "cheese")
+    t.add(table, "table cell", "", states=VISIBLE | bit(State.CHECKED), actions=gtk_toggle)
+    t.add(table, "table cell", "basil")
+    lines = render(t.nodes).text.splitlines()[2:]
+    assert lines[0].startswith("    - cell [unchecked]") and "Expands" not in lines[0]
+    assert lines[2].startswith("    - cell [checked]") and "Expands" not in lines[2]
+    assert '- cell "cheese"' in lines[1]

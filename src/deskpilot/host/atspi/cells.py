@@ -27,6 +27,9 @@ R_TABLE_CELL: Final = ROLE_NUMBER["table cell"]
 _B_EXPANDABLE: Final = bit(State.EXPANDABLE)
 #: GTK's cells all offer this action, expandable or not: shown only where it does something
 EXPAND_ACTION: Final = "expand or contract"
+#: a check box drawn in a cell (GTK's toggle renderer) says so only by this action: its
+#: states are a text cell's, with CHECKED when ticked and nothing when not
+TOGGLE_ACTION: Final = "toggle"
 
 
 def merged_renderers(
@@ -62,8 +65,18 @@ def merged_renderers(
 
 def shown_cell_actions(node: RawNode) -> tuple[str, ...] | None:
     """A cell's actions without "expand or contract" unless it can expand (GTK lists it on
-    every cell of a tree view, a flat file list's too)."""
+    every cell of a tree view, a flat file list's too); a check box cell's only toggle."""
     actions = node.actions
+    if toggles(node):
+        # GTK's toggle cell lists its text cell's actions after Toggle, named by their
+        # descriptions ("Creates a widget in which the contents o…"): a check box toggles
+        return tuple(a for a in actions or () if a.lower() == TOGGLE_ACTION)
     if actions is None or node.role != R_TABLE_CELL or node.states & _B_EXPANDABLE:
         return actions
     return tuple(a for a in actions if a.lower() != EXPAND_ACTION)
+
+
+def toggles(node: RawNode) -> bool:
+    """A cell that is a check box (its ``[checked]``/``[unchecked]`` is its answer, even
+    with no text: zenity's checklist, a file chooser's options)."""
+    return node.role == R_TABLE_CELL and any(a.lower() == TOGGLE_ACTION for a in node.actions or ())

@@ -47,6 +47,7 @@ from typing import Any, Final
 from deskpilot.host.atspi import collect
 from deskpilot.host.atspi.bus import (
     I_ACCESSIBLE,
+    I_ACTION,
     I_COMPONENT,
     I_PROPERTIES,
     I_TABLE,
@@ -56,6 +57,7 @@ from deskpilot.host.atspi.bus import (
     Call,
     Conn,
 )
+from deskpilot.host.atspi.cells import toggles
 from deskpilot.host.atspi.collect import RawNode
 from deskpilot.host.atspi.doc_text import VALUE_MAX_CHARS
 from deskpilot.host.atspi.vocab import ROLE_NUMBER, Iface, State, bit, iface_mask, state_mask
@@ -81,7 +83,8 @@ _CLIPPING_ROLES: Final = frozenset(
 _B_FOCUSED: Final = bit(State.FOCUSED)
 _B_SELECTED: Final = bit(State.SELECTED)
 _B_TRANSIENT: Final = bit(State.TRANSIENT)
-#: states that make an empty cell worth a line (a check box cell, a tree's expander)
+#: states that make an empty cell worth a line (a ticked check box cell, a tree's expander;
+#: an unticked one is known by its action: :func:`.cells.toggles`)
 _B_MEANINGFUL: Final = bit(State.CHECKED) | bit(State.EXPANDABLE) | bit(State.INDETERMINATE)
 _ADDRESS: Final = re.compile(r"[A-Z]{1,3}[1-9][0-9]*")
 _NULL_PATHS: Final = frozenset({NULL_PATH, "/"})
@@ -446,7 +449,19 @@ async def _cells(conn: Conn, top: RawNode, rows: Span, cols: Span, sheet: bool) 
         await _formulas(conn, [c for c in cells if c.path and c.value])
     else:
         await _renderers(conn, [c for c in cells if c.path and c.child_count > 0])
+        await _actions(conn, [c for c in cells if c.path and _empty(c)])
     return cells
+
+
+async def _actions(conn: Conn, cells: list[RawNode]) -> None:
+    """The actions of cells that look empty: a check box cell says it is one only by its
+    ``toggle`` action (:func:`.cells.toggles`), and is then worth a line."""
+    if not cells:
+        return
+    res = await conn.batch([(c.bus, c.path, I_ACTION, "GetActions", "", ()) for c in cells])
+    for cell, got in zip(cells, res, strict=True):
+        if not isinstance(got, AtspiCallError):
+            cell.actions = tuple(str(a[0]) for a in got[0][: collect.MAX_ACTIONS])
 
 
 async def _renderers(conn: Conn, cells: list[RawNode]) -> None:
@@ -521,6 +536,7 @@ def _empty(cell: RawNode) -> bool:
         and unnamed
         and not cell.formula
         and not cell.states & _B_MEANINGFUL
+        and not toggles(cell)
         and not any(p.name.strip() for p in cell.parts)
     )
 

@@ -37,7 +37,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Final
 
-from deskpilot.host.atspi.cells import R_TABLE_CELL, merged_renderers, shown_cell_actions
+from deskpilot.host.atspi.cells import R_TABLE_CELL, merged_renderers, shown_cell_actions, toggles
 from deskpilot.host.atspi.collect import RawNode, is_hidden
 from deskpilot.host.atspi.combo_view import ComboView, combo_view
 from deskpilot.host.atspi.text_render import DocumentBounds, above_line, below_line, text_words
@@ -207,7 +207,9 @@ def state_words(n: RawNode, expanded: bool | None = None) -> list[str]:
         out.append("checked")
     if st & _B_PRESSED and role in _TOGGLE_ROLES:
         out.append("pressed")
-    elif not st & (_B_MIXED | _B_CHECKED) and (role in CHECKABLE_ROLES or st & _B_CHECKABLE):
+    elif not st & (_B_MIXED | _B_CHECKED) and (
+        role in CHECKABLE_ROLES or st & _B_CHECKABLE or toggles(n)
+    ):
         out.append("unchecked")
     if expanded is None:
         if st & _B_EXPANDED:
