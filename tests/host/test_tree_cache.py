@@ -179,7 +179,9 @@ async def test_unchanged_window_is_a_hit_and_a_changed_label_a_patch(
         assert again.cache_state == "hit"
         assert (again.text, again.tree_version) == (first.text, first.tree_version)
         assert again.elements.keys() == first.elements.keys()
-        assert again.timings_ms["total"] < first.timings_ms["total"]
+        # served from the cache: the tree was not read again (how much faster that is, is
+        # measured in benchmarks/, not asserted on a loaded machine)
+        assert "read" in first.timings_ms and "read" not in again.timings_ms
 
         await window.send("label Changed text")
         await cached.settle(frame.ref.bus_name, first_ms=300)
