@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from dbus_fast import Message, MessageType
 from dbus_fast.aio import MessageBus
 from Xlib import display as xdisplay
@@ -44,6 +45,7 @@ async def _is_enabled(address: str) -> bool:
         bus.disconnect()
 
 
+@pytest.mark.desktop  # starts desktops of its own
 def test_up_env_down_ends_exactly_what_up_started() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS")}
     bystander = subprocess.Popen(["sleep", "60"])  # must survive `down`
@@ -110,6 +112,7 @@ def test_fixture_desktop_is_usable(desktop: object) -> None:
         d.close()
 
 
+@pytest.mark.desktop  # starts desktops of its own
 def test_a_bare_down_never_guesses_and_dead_desktops_are_forgotten(tmp_path: Path) -> None:
     """Several processes of one user keep desktops (a test suite, an agent): `down` without
     --display must not end another's, and a desktop that died is not reported as up."""
