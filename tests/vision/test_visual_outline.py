@@ -125,8 +125,16 @@ def test_a_rendered_terminal_screen_reads_as_one_block_of_lines() -> None:
         engine.close()
     tree = parse_tree(out.text)
     blocks = [e for e in tree.elements.values() if e.role == "block"]
-    texts = [e for e in tree.elements.values() if e.role == "text"]
+    texts = [e for e in tree.elements.values() if e.role == "text" and e.name]
     assert len(blocks) == 1 and len(texts) == 4
+    # a piece tesseract could not read ("-rw-r--r--" on a page read, under the confidence
+    # floor) is there as unreadable, on its row, not left out in silence
+    for e in tree.elements.values():
+        if "unreadable" in e.states:
+            assert not e.name and e.parent == 1
+            assert (
+                out.bounds[texts[1].id][1] - 8 <= out.bounds[e.id][1] < out.bounds[texts[2].id][1]
+            )
     assert all(t.parent == blocks[0].id for t in texts)
     assert "notes.txt" in texts[1].name and texts[3].name.endswith("done")
     # every line's box lies inside the block's, every word's inside its line's
@@ -135,3 +143,42 @@ def test_a_rendered_terminal_screen_reads_as_one_block_of_lines() -> None:
             x, y, w, h = out.bounds[e.id]
             px, py, pw, ph = out.bounds[e.parent]
             assert px <= x and py <= y and x + w <= px + pw and y + h <= py + ph, e
+
+
+@pytest.mark.skipif(not ocr_ready(), reason="no OCR engine")
+def test_a_line_too_unclear_to_read_is_there_as_unreadable_never_left_out() -> None:
+    """A smudged line under the confidence floor: not read as garbage, not dropped in
+    silence, but an element with its place (a reader told nothing would take the screen for
+    one without it); vision_read's evidence says so too."""
+    from PIL import ImageFilter
+    from vision_images import font
+
+    img = Image.new("RGB", (600, 120), "white")
+    ImageDraw.Draw(img).text((10, 10), "A clear line of text here", font=font(18), fill="black")
+    smudge = Image.new("RGB", (600, 40), "white")
+    ImageDraw.Draw(smudge).text((10, 5), "smudged words nobody reads", font=font(18), fill="black")
+    img.paste(smudge.filter(ImageFilter.GaussianBlur(3.0)), (0, 60))
+    buf = io.BytesIO()
+    img.save(buf, "PNG")
+    result = OcrEngine().read(buf.getvalue())
+    assert [ln.text for ln in result.lines] == ["A clear line of text here"]
+    ((x, y, w, h),) = result.unread
+    assert 55 <= y <= 75 and w > 100, result.unread  # where the smudge is
+    out = build_outline(result, "Notes")
+    last = out.text.splitlines()[-1]
+    n = out.element_count  # the window, the clear line's block, line and words, then this
+    assert last == f"  - text [unreadable] [{n}]", out.text
+    assert out.bounds[n] == (x, y, w, h) and out.unread == 1
+    assert parse_tree(out.text).elements[n].states == frozenset({"unreadable"})
+    assert "1 lines of text too unclear to read, at [" in result.evidence()
+
+
+def test_unread_lines_of_a_popup_are_placed_in_the_frame() -> None:
+    popup = OcrResult((), 200, 100, 1.0, 50.0, unread=((5, 10, 80, 14),))
+    from deskpilot.vision.outline import PopupReading
+
+    out = build_outline(
+        reading(line("File Edit", 0, 0)), "App", popups=[PopupReading(popup, (300, 200, 200, 100))]
+    )
+    assert out.text.splitlines()[-2:] == ["- popup [6]", "  - text [unreadable] [7]"]
+    assert out.bounds[7] == (305, 210, 80, 14) and out.unread == 1

@@ -57,6 +57,10 @@ class OcrResult:
     height: int
     elapsed_ms: float
     min_confidence: float
+    #: lines of text found but too unclear to read (under ``min_confidence``): their boxes
+    #: ``(x, y, width, height)``, top to bottom. Said, never dropped in silence: a reader
+    #: told nothing would take the screen for one without them
+    unread: tuple[tuple[int, int, int, int], ...] = ()
 
     @property
     def text(self) -> str:
@@ -74,6 +78,9 @@ class OcrResult:
         ]
         if question:
             out.append("# OCR reads all the text; the question was not used")
+        if self.unread:
+            boxes = " ".join(f"[{x},{y},{w},{h}]" for x, y, w, h in self.unread)
+            out.append(f"# {len(self.unread)} lines of text too unclear to read, at {boxes}")
         if not self.lines:
             out.append("(no text recognised)")
         for line in self.lines:

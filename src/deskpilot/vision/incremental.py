@@ -104,6 +104,7 @@ class IncrementalReader:
             img.height,
             elapsed,
             reading.result.min_confidence,
+            reading.result.unread,
         )
         with self._lock:
             self._last[key] = _Last(engine.psm, gray, result)
@@ -132,16 +133,27 @@ class IncrementalReader:
         top, bottom = engine.widened(top, bottom, gray.height)
         if bottom - top > MAX_PATCH * gray.height:
             return self._full(engine, img)
-        band = engine.recognize(img.crop((0, top, img.width, bottom)), top=top)
+        band, band_unread = engine.read_lines(img.crop((0, top, img.width, bottom)), top=top)
         kept = [ln for ln in last.result.lines if ln.y + ln.height <= top or ln.y >= bottom]
         lines = reading_order([*kept, *(_shifted(ln, top) for ln in band)])
-        result = OcrResult(tuple(lines), img.width, img.height, 0.0, engine.min_confidence)
+        unread = sorted(
+            [
+                *(b for b in last.result.unread if b[1] + b[3] <= top or b[1] >= bottom),
+                *((x, y + top, w, h) for x, y, w, h in band_unread),
+            ],
+            key=lambda b: (b[1], b[0]),
+        )
+        result = OcrResult(
+            tuple(lines), img.width, img.height, 0.0, engine.min_confidence, tuple(unread)
+        )
         return Reading(result, "patched", bottom - top)
 
     @staticmethod
     def _full(engine: OcrEngine, img: Image.Image) -> Reading:
-        lines = engine.recognize(img)
-        result = OcrResult(tuple(lines), img.width, img.height, 0.0, engine.min_confidence)
+        lines, unread = engine.read_lines(img)
+        result = OcrResult(
+            tuple(lines), img.width, img.height, 0.0, engine.min_confidence, tuple(unread)
+        )
         return Reading(result, "full", img.height)
 
 

@@ -59,7 +59,14 @@ if TYPE_CHECKING:
     from tesserocr import PyTessBaseAPI
 
 #: Lines whose (length-weighted) word confidence is under this are dropped as garbage.
+#: a box in pixels of the image given: x, y, width, height
+Box = tuple[int, int, int, int]
+
 MIN_CONFIDENCE = 50.0
+#: a line dropped under MIN_CONFIDENCE is said as unread when it had at least this many
+#: characters: the artefacts a page read finds (the edge of a dark bar read as "cr", an
+#: icon's outline) are one to three; "-rw-r--r--" dropped from a listing is ten
+MIN_UNREAD_CHARS = 4
 #: Tesseract's page segmentation modes used here: "sparse text" for screenshots (scattered
 #: labels), "a single uniform block of text" for a terminal's grid of text (read whole lines,
 #: in half the time; docs/vision.md, "Visual trees")
@@ -116,7 +123,7 @@ class OcrEngine:
         """OCR of encoded image bytes (PNG, JPEG, WebP, BMP). Blocking: use off the loop."""
         started = time.perf_counter()
         img = decode_image(image)
-        lines = self.recognize(img)
+        lines, unread = self.read_lines(img)
         elapsed = (time.perf_counter() - started) * 1000.0
         return OcrResult(
             lines=tuple(lines),
@@ -124,16 +131,32 @@ class OcrEngine:
             height=img.height,
             elapsed_ms=elapsed,
             min_confidence=self.min_confidence,
+            unread=tuple(unread),
         )
 
     def recognize(self, img: Image.Image, *, top: int = 0) -> list[OcrLine]:
         """The lines of a decoded image, in reading order. ``top``: the image is a band of a
         frame starting at that row (a terminal's grid is then where the frame's was)."""
+        return self.read_lines(img, top=top)[0]
+
+    def read_lines(self, img: Image.Image, *, top: int = 0) -> tuple[list[OcrLine], list[Box]]:
+        """:meth:`recognize`'s lines, and the boxes of the lines of text found but too
+        unclear to read (at least ``MIN_UNREAD_CHARS`` characters other than border glyphs,
+        under ``min_confidence``), top to bottom."""
         gray = self.prepared(img)
         raw = read_grid(self, gray, self.glyphs, top=top) if self.glyphs is not None else None
         if raw is None:  # no glyph cache, or no grid of cells: the frame as a page
             raw = self._recognize_page(gray)
-        return join_fragments([line for line in (self._line(r) for r in raw) if line is not None])
+        lines: list[OcrLine] = []
+        unread: list[Box] = []
+        for r in raw:
+            line = self._line(r)
+            if line is not None:
+                lines.append(line)
+            elif _text_chars(r) >= MIN_UNREAD_CHARS:
+                left, top_, right, bottom = r.box
+                unread.append((left, top_, right - left, bottom - top_))
+        return join_fragments(lines), sorted(unread, key=lambda b: (b[1], b[0]))
 
     def prepared(self, img: Image.Image) -> Image.Image:
         """``img`` as tesseract is given it: grayscale, dark text on light, the cursor
@@ -287,6 +310,12 @@ class OcrEngine:
         )
         confidence = round(_confidence(kept), 1)
         return OcrLine(text, confidence, left, top, right - left, bottom - top, words)
+
+
+def _text_chars(raw: RawLine) -> int:
+    """The characters of a line's words other than border glyphs (a frame's edge read as
+    ``|`` is no text)."""
+    return sum(len(w.text) for w in raw.words if w.text and not set(w.text) <= _BORDER_GLYPHS)
 
 
 def _confidence(words: list[Word]) -> float:

@@ -68,6 +68,10 @@ TERMINALS = frozenset(
     }
 )
 
+#: a line of text the OCR found but could not read (under its confidence floor): its place
+#: is known, its words are not (zoom in, or read the screenshot)
+UNREAD_ROLE = "text [unreadable]"
+
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\x7f\u2028\u2029]')
 
@@ -84,6 +88,8 @@ class Outline:
     omitted: int = 0
     #: the OCR lines found (0: the screenshot shows no text)
     lines: int = 0
+    #: lines of text found but too unclear to read (each a ``text [unreadable]`` element)
+    unread: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,19 +137,22 @@ def build_outline(
                 if len(line.words) > 1:
                     for w in line.words:
                         add(3, "word", w.text, _moved((w.x, w.y, w.width, w.height), dx, dy))
+        for box in reading.unread:  # there, but not read: said, never left out in silence
+            add(1, UNREAD_ROLE, None, _moved(box, dx, dy))
 
     add(0, "window", title, (0, 0, result.width, result.height))
     add_text(result, 0, 0)
-    lines = len(result.lines)
+    lines, unread = len(result.lines), len(result.unread)
     for popup in reversed(popups):
         add(0, POPUP_ROLE, None, popup.box)
         add_text(popup.result, popup.box[0], popup.box[1])
         lines += len(popup.result.lines)
+        unread += len(popup.result.unread)
     if omitted:
         rows.append(f"[truncated: {omitted} elements omitted]")
     text = "\n".join(rows) + "\n"
     count = len(bounds)
-    return Outline(text, count, visual_version(text, count), bounds, omitted, lines)
+    return Outline(text, count, visual_version(text, count), bounds, omitted, lines, unread)
 
 
 def _moved(box: Box, dx: int, dy: int) -> Box:
