@@ -8,6 +8,8 @@ by the system python3, which has gi).
   nothing moves the X focus to it) has an entry and a "Close" button; Escape closes it too.
 * "Nothing" is a button without a handler: a click on it changes nothing, now or later.
 * "Short" is an entry of at most 5 characters: a longer value cannot replace its text.
+* "Address" is an entry whose Enter replaces its text with ``https://TEXT/`` (an address
+  bar's way).
 * Every change of an entry's text is printed on stdout (``changed NAME TEXT``), and, once the
   window is shown, where the "Short" entry is in it (``short X Y W H``, window pixels): a test
   of a window without a tree reads the app's side from there.
@@ -39,7 +41,12 @@ short.set_text("ab")
 short.get_accessible().set_name("Short")
 later = Gtk.Button(label="Open later")
 nothing = Gtk.Button(label="Nothing")
-for widget in (short, later, nothing):
+address = Gtk.Entry()
+address.get_accessible().set_name("Address")
+# Enter makes the text an address, as a browser's address bar does: what the field shows
+# after the Enter is the app's, not what was typed
+address.connect("activate", lambda e: e.set_text(f"https://{e.get_text()}/"))
+for widget in (short, later, nothing, address):
     box.pack_start(widget, False, False, 0)
 window.add(box)
 
@@ -49,6 +56,7 @@ def said(name: str, entry: Gtk.Entry) -> None:
 
 
 short.connect("changed", lambda e: said("Short", e))
+address.connect("changed", lambda e: said("Address", e))
 
 
 def show_dialog() -> bool:

@@ -13,6 +13,8 @@ effects come late (tests/host/late_gtk_app.py):
 * ``set_value`` that cannot replace a field's text (an entry of 5 characters) says so
   (``action_unconfirmed``, ``not_seen``), one that can says its effect was confirmed
   (host/effect_checks.py), the app's own side agreeing;
+* text that ends in Enter, into a field whose Enter makes its text something else (an
+  address bar), is read back before the Enter: confirmed, not "changed, but not as typed";
 * on a window without a tree, keys without a place are refused (``focus_unknown``) and go
   where a point of the image says (runtime/text_targets.py).
 """
@@ -214,3 +216,29 @@ async def test_keys_without_a_place_on_a_window_without_a_tree(
     assert [s["kind"] for s in typed["diagnostic"]["steps"]] == ["click", "type_text"]
     assert out.wait_for("changed Short abhi") == "changed Short abhi"  # the entry had "ab"
     assert not later["isError"]
+
+
+async def test_text_ending_in_enter_is_read_back_before_the_enter(
+    late: tuple[App, Output],
+) -> None:
+    """A trial typed an address with its Enter into Firefox's address bar and was told the
+    text did not land: after the Enter the bar shows the page's address, not what was
+    typed. The field is read back before the Enter goes."""
+    app, out = late
+    _, typed = await calls(
+        ("get_app_state", {"app": app.pid}),
+        (
+            "type_text",
+            {
+                "state_id": "$state",
+                "element_id": '$element:textField "Address"',
+                "text": "example.org\n",
+            },
+        ),
+    )
+    # the Enter went, as a key: the app made the text an address
+    assert out.wait_for("changed Address https://") == "changed Address https://example.org/"
+    assert not typed["isError"], typed["text"]
+    d = typed["diagnostic"]
+    assert d["effect"] == "confirmed" and "code" not in d, d
+    assert 'textField "Address" = "https://example.org/"' in typed["text"], typed["text"]

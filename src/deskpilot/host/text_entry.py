@@ -57,6 +57,19 @@ def _field(element: ElementRef, text: str = "") -> bool:
 _CONTROL: Final = frozenset("\n\r\t")
 
 
+def _one_line_field(element: ElementRef) -> bool:
+    return _field(element) and element.role != "paragraph" and "multi_line" not in element.states
+
+
+def _known(effect: Effect) -> EffectCheck:
+    """An effect check whose answer was read already (before keys that changed the field)."""
+
+    async def known() -> Effect:
+        return effect
+
+    return known
+
+
 @dataclass(slots=True)
 class TextEntry:
     """Text into fields, with the dispatcher's primitives."""
@@ -116,7 +129,19 @@ class TextEntry:
         self, element: ElementRef, text: str, window: XWindow, rect: Rect
     ) -> Outcome:
         """``text`` in at the caret (a field without the focus: at its end), semantically
-        where that works, else by focus and keys; the outcome carries the read-back check."""
+        where that works, else by focus and keys; the outcome carries the read-back check.
+
+        Text that ends in Enter or Tab for a one-line field (``"example.org\n"`` into an
+        address bar) is read back before those keys go: what the field shows after them is
+        the app's (a page's address, the next field's text), not what was typed."""
+        head = text.rstrip("".join(_CONTROL))
+        if head != text and head and not _CONTROL & set(head) and _one_line_field(element):
+            first = await self.type_into(element, head, window, rect)
+            effect = await first.check() if first.check is not None else None
+            keys = await asyncio.to_thread(self.p.input().type_text, text[len(head) :])
+            first.detail = f"{first.detail}; read back, then {keys} Enter/Tab keys"
+            first.check = None if effect is None else _known(effect)
+            return first
         check = await self.check_for(element, "insert", text)
         done = None
         if not await self._as_keys(element, text, check):
