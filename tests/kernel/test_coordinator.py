@@ -7,9 +7,12 @@ import asyncio
 import pytest
 
 from deskpilot.kernel import Kernel
+from deskpilot.kernel.coordinator import DesktopCoordinator
+from deskpilot.kernel.lease import DisplayLease
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.session import CancelReason, SessionState
 from deskpilot.protocol.wire import ScrollAction
+from deskpilot.store.db import Database
 
 from .backends import RecordedBackend
 
@@ -135,3 +138,31 @@ async def test_a_stopped_sessions_refusals_are_marked_as_nothing_dispatched(
     assert later.value.details["refusedBy"] == "session_state"
     assert kernel.session_ended(a1) == kernel.session_ended(a2) == "desktop_claimed"
     assert kernel.session_ended(b1) is None
+
+
+async def test_a_claim_on_another_display_stops_no_one(kernel: Kernel, db: Database) -> None:
+    """Two servers on one data dir driving two displays are two desktops: a claim on one
+    never stops the other's agents (a trial's second session on a private display stopped
+    the first one's with ``desktop_claimed``). On one display the last claim still wins."""
+    a = await kernel.open_session("agent-a")
+    b = await kernel.open_session("agent-b")
+    c = await kernel.open_session("agent-c")
+    stopped: list[str] = []
+
+    async def stop(session_id: str, reason: CancelReason) -> None:
+        stopped.append(session_id)
+
+    on_91 = DesktopCoordinator(db, stop, lease=DisplayLease(":91"))
+    on_92 = DesktopCoordinator(db, stop, lease=DisplayLease(":92"))
+    try:
+        await on_91.claim(a, "agent-a")
+        other = await on_92.claim(b, "agent-b")
+        assert other.stopped == () and stopped == []
+        assert on_91.holds(a) and on_92.holds(b)
+        assert (on_91.lane, on_92.lane) == ("desktop@:91", "desktop@:92")
+        same = await on_91.claim(c, "agent-c")
+        assert same.stopped == (a,) and stopped == [a]
+        assert on_92.holds(b)
+    finally:
+        on_91.close()
+        on_92.close()

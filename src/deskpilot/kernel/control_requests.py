@@ -304,7 +304,7 @@ class ControlClient:
                 raise
         Takeover(self.db).end(row.id, "stopped")
         ConfirmationRepository(self.db).expire_session(row.id)
-        LeaseRepository(self.db).release("desktop", row.id)
+        LeaseRepository(self.db).release_lanes(row.id)
         return ended
 
 

@@ -5,7 +5,9 @@ session only transfers the lane (an agent's delegated task and its own atomic cl
 claim from a different agent session stops the previous holder and every sibling session of that
 agent, with the cancel reason ``desktop_claimed``. Claims are serialised by a lock, so two
 agents racing end with exactly one holder. The holder is mirrored in the ``leases`` table
-(resource ``desktop``), which is also what a second kernel process on the same data dir sees.
+(resource ``desktop@DISPLAY``: one lane per display, store/leases.py ``desktop_lane``), which
+is also what a second kernel process on the same data dir sees; a process driving another
+display has a lane of its own and stops no one here.
 
 Actions themselves are serialised by :attr:`action_lock`: even two sessions of one agent never
 interleave input on the desktop.
@@ -35,10 +37,9 @@ from typing import Any
 from deskpilot.kernel.lease import DisplayLease
 from deskpilot.protocol.session import CancelReason
 from deskpilot.store.db import Database
-from deskpilot.store.leases import LeaseRepository, LeaseRow
+from deskpilot.store.leases import LeaseRepository, LeaseRow, desktop_lane
 from deskpilot.store.session_rows import SessionRepository
 
-DESKTOP = "desktop"
 #: how long a process keeps the display lease after its last action ended
 LEASE_LINGER_SECONDS = 30.0
 
@@ -99,6 +100,9 @@ class DesktopCoordinator:
         self._claim_lock = asyncio.Lock()
         self.action_lock = _ActionLane(self)
         self.lease = lease or DisplayLease(linger_s=LEASE_LINGER_SECONDS)
+        #: this process's display's lane in the ``leases`` table (its display as it was when
+        #: the kernel started: the one its host drives)
+        self.lane = desktop_lane(self.lease.display)
         self._lease_for: tuple[str, str] | None = None
         self._linger: asyncio.TimerHandle | None = None
         self._acting = 0
@@ -107,7 +111,7 @@ class DesktopCoordinator:
     def _take_lease(self, *, acting: bool = False) -> None:
         who = self._lease_for
         if who is None:
-            row = self._leases.get(DESKTOP)
+            row = self._leases.get(self.lane)
             who = (row.session_id, row.agent_session_id) if row else ("unknown", "unknown")
         self.lease.acquire(*who)  # raises actuator_lease_conflict, naming the holder
         if acting:
@@ -150,17 +154,17 @@ class DesktopCoordinator:
         self.lease.release()
 
     def holder(self) -> LeaseRow | None:
-        lease = self._leases.get(DESKTOP)
+        lease = self._leases.get(self.lane)
         if lease is None:
             return None
         row = self._sessions.get(lease.session_id)
         if row is None or row.terminal:
-            self._leases.release(DESKTOP, lease.session_id)
+            self._leases.release(self.lane, lease.session_id)
             return None
         return lease
 
     def holds(self, session_id: str) -> bool:
-        lease = self._leases.get(DESKTOP)
+        lease = self._leases.get(self.lane)
         return lease is not None and lease.session_id == session_id
 
     async def claim(self, session_id: str, agent_session_id: str) -> ClaimResult:
@@ -172,10 +176,10 @@ class DesktopCoordinator:
                 self._action_ended_later()
             current = self.holder()
             if current is None or current.session_id == session_id:
-                self._leases.put(DESKTOP, session_id, agent_session_id)
+                self._leases.put(self.lane, session_id, agent_session_id)
                 return ClaimResult(session_id, agent_session_id, None, ())
             if current.agent_session_id == agent_session_id:
-                self._leases.put(DESKTOP, session_id, agent_session_id)
+                self._leases.put(self.lane, session_id, agent_session_id)
                 return ClaimResult(session_id, agent_session_id, current.session_id, ())
             # a different agent: stop the holder and all its siblings, then take the lane
             victims = [current.session_id] + [
@@ -190,7 +194,7 @@ class DesktopCoordinator:
                     continue
                 await self._stop(victim, CancelReason.DESKTOP_CLAIMED)
                 stopped.append(victim)
-            self._leases.put(DESKTOP, session_id, agent_session_id)
+            self._leases.put(self.lane, session_id, agent_session_id)
             return ClaimResult(session_id, agent_session_id, current.session_id, tuple(stopped))
 
     def _action_ended_later(self) -> None:
@@ -198,7 +202,7 @@ class DesktopCoordinator:
         self._action_ended()
 
     def release(self, session_id: str) -> bool:
-        released = self._leases.release(DESKTOP, session_id)
+        released = self._leases.release(self.lane, session_id)
         if self._lease_for is not None and self._lease_for[0] == session_id:
             self._lease_for = None
             if not self._acting:

@@ -35,7 +35,7 @@ from deskpilot.oversight.banner import clock, halt_cause
 from deskpilot.oversight.error_table import describe, link
 from deskpilot.oversight.i18n import TABLE, translate
 from deskpilot.store.db import Database
-from deskpilot.store.leases import LeaseRepository
+from deskpilot.store.leases import LeaseRepository, desktop_lane
 
 log = logging.getLogger(__name__)
 
@@ -464,7 +464,7 @@ def _lease_rows(db: Database, locale: str) -> list[Row]:
     if status.get("display"):
         rows.append(Row("display", t("readiness.row.display"), str(status["display"])))
     rows.append(Row("holder", t("readiness.row.holder"), value, tone))
-    lane = LeaseRepository(db).get("desktop")
+    lane = LeaseRepository(db).get(desktop_lane(status.get("display")))
     if lane is None:
         rows.append(Row("lane", t("readiness.row.lane"), t("readiness.lane.free")))
     else:

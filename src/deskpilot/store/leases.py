@@ -14,6 +14,13 @@ from dataclasses import dataclass
 from deskpilot.store.repo import Repository
 
 
+def desktop_lane(display: str | None) -> str:
+    """The resource name of one display's desktop lane. Per display: two servers on one data
+    dir driving two displays (a person's and a private one) are two desktops, and a claim on
+    one must not stop the other's agents (``desktop_claimed``; a trial saw just that)."""
+    return f"desktop@{display}" if display else "desktop"
+
+
 @dataclass(frozen=True, slots=True)
 class LeaseRow:
     resource: str
@@ -49,6 +56,17 @@ class LeaseRepository(Repository):
         return LeaseRow(
             r["resource"], r["session_id"], r["agent_session_id"], float(r["acquired_at"])
         )
+
+    def release_lanes(self, session_id: str) -> int:
+        """Every desktop lane ``session_id`` holds let go (a stopped session's, whichever
+        display it drove)."""
+        with self._tx(None) as c:
+            cur = c.execute(
+                "DELETE FROM leases WHERE session_id = ? AND "
+                "(resource = 'desktop' OR resource LIKE 'desktop@%')",
+                (session_id,),
+            )
+            return cur.rowcount
 
     def release(
         self, resource: str, session_id: str, *, conn: sqlite3.Connection | None = None
