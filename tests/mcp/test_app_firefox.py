@@ -8,6 +8,8 @@ records what it receives.
 * **act**: every text field filled with ``type_text`` by element id (Firefox's EditableText
   answers true and types nothing: the host types by focus and keys), an option chosen with
   ``set_value``, the box ticked, the form sent — and the server received exactly that.
+* **the address bar**: ``set_value`` of an address (Firefox ignores a semantic value: the
+  keys a person types go instead, read back) and Return: the page loads.
 
 Firefox starts once for the module (a throwaway profile; accessibility comes on because the
 private desktop's bus says so)."""
@@ -42,9 +44,14 @@ FORM = """<!doctype html><html><head><meta charset="utf-8"><title>Register</titl
 """
 
 
+NEXT = """<!doctype html><html><head><title>Next page</title></head>
+<body><h1>Arrived</h1></body></html>
+"""
+
+
 @pytest.fixture(scope="module")
 def form_site(dp_desktop: object) -> Iterator[Site]:
-    with site({"/": FORM}) as served:
+    with site({"/": FORM, "/next": NEXT}) as served:
         yield served
 
 
@@ -138,3 +145,29 @@ async def test_a_form_is_read_filled_and_sent(firefox: App, form_site: Site) -> 
         "terms": ["yes"],
         "notes": ["first program"],
     }, post
+
+
+async def test_set_value_into_the_address_bar_is_typed_and_read_back(
+    firefox: App, form_site: Site
+) -> None:
+    """A trial's set_value on the address bar was sent semantically, changed nothing and
+    had no other way in: an editable combo box is a field, typed into as a person does."""
+    address = f"{form_site.url.rstrip('/')}/next"
+    calls = [
+        {"name": "get_app_state", "arguments": {"app": firefox.pid}},
+        {
+            "name": "set_value",
+            "arguments": {
+                "state_id": "$state",
+                "element_id": '$element:comboBox "Search',
+                "value": address,
+            },
+        },
+        {"name": "press_key", "arguments": {"state_id": "$state", "keys": ["Return"]}},
+    ]
+    report = await run_ts_script(TS_CALLS, stdio_config(), json.dumps(calls))
+    _state, set_, entered = report["results"]
+    assert set_["diagnostic"]["effect"] == "confirmed", set_["diagnostic"]
+    assert set_["diagnostic"]["steps"][0]["method"] != "semantic", set_["diagnostic"]
+    assert re.search(r'comboBox "[^"]*" = "[^"]*/next"', _ok(set_)), set_["text"]
+    assert 'Window=(title="Next page' in _ok(entered), entered["text"]

@@ -20,7 +20,7 @@ from deskpilot.host.element_states import TEXT_FIELD_ROLES, read_only
 from deskpilot.host.outcome import Outcome
 from deskpilot.host.primitives import Primitives, test_hang_target
 from deskpilot.host.sheet_cells import typed_effect, typing_target
-from deskpilot.host.text_entry import TextEntry
+from deskpilot.host.text_entry import TextEntry, takes_field_text
 from deskpilot.host.x11.keymap import parse_chord
 from deskpilot.host.x11.windows import XWindow
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
@@ -144,8 +144,10 @@ class KeyboardActions:
         )
         if done is not None:
             return done
-        if element.role not in TEXT_FIELD_ROLES:
-            # a number (slider, spin button), or text into something else that has it
+        if element.role not in TEXT_FIELD_ROLES and not takes_field_text(element):
+            # a number (slider, spin button), or text into something else that has it (an
+            # editable combo box is a field: Firefox's address bar ignores a semantic value,
+            # and the field's rules fall back to the keys a person types)
             done = await self._p.semantic(element, SemanticOp(OpKind.SET_VALUE, value=action.value))
             if done is not None:
                 done.check = self._p.value_check(element, action.value)

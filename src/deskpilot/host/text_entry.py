@@ -53,6 +53,12 @@ def _field(element: ElementRef, text: str = "") -> bool:
     return element.role == "comboBox" and "editable" in element.states
 
 
+def takes_field_text(element: ElementRef) -> bool:
+    """Whether ``element`` is a field whose text these rules put in and read back: a text
+    field, an editable combo box (an address bar), an editable paragraph."""
+    return _field(element)
+
+
 #: characters a person types as keys that do something (Enter, Tab), not as text
 _CONTROL: Final = frozenset("\n\r\t")
 
