@@ -57,7 +57,11 @@ async def test_zenity_list_click_selects_and_says_so_count_2_activates(dp_deskto
             )
             assert not again.is_error, text_of(again)
             assert "The double click activated the item (its activate action)." in text_of(again)
-            assert diag_of(again)["observationOutcome"] == "unavailable"  # zenity is gone
+            # zenity exits on the activation. The state after it is read once the app
+            # settled, which on a loaded machine may come before the exit: then it shows the
+            # row it activated, and the exit is checked by the app's own output below
+            if diag_of(again)["observationOutcome"] != "unavailable":
+                assert re.search(r'cell "c" \[selected\]', text_of(again)), text_of(again)
         assert app.proc.stdout is not None
         out, _ = app.proc.communicate(timeout=10)
         # printed once, on the double click, and the row double-clicked (not the selected one)
