@@ -248,6 +248,25 @@ def test_hundred_thousand_elements_render() -> None:
     assert capped.element_count + capped.omitted == 100_001 - 500 * 100
 
 
+def test_the_pages_of_tabs_not_selected_are_hidden() -> None:
+    """GTK's notebook keeps every page VISIBLE; only the current one is SHOWING (GIMP's
+    dock listed the Channels, Paths and Undo pages behind Layers). A background tab's own
+    parts that are on screen (Firefox's close button) say SHOWING and stay."""
+    t = Tree()
+    w = t.add(-1, "frame", "Dock")
+    tabs = t.add(w, "page tab list")
+    current = t.add(tabs, "page tab", "Layers", states=VISIBLE | bit(State.SELECTED))
+    t.add(current, "push button", "New layer", actions=("click",))
+    behind = t.add(tabs, "page tab", "Channels")
+    page = t.add(behind, "panel", "", states=bit(State.VISIBLE) | bit(State.SENSITIVE))
+    t.add(page, "push button", "New channel", actions=("click",))
+    browser_tab = t.add(tabs, "page tab", "Page B")
+    t.add(browser_tab, "push button", "Close tab", actions=("click",))  # SHOWING
+    text = render(t.nodes).text
+    assert '- tab "Channels"' in text and "New channel" not in text, text
+    assert '- button "New layer"' in text and '- button "Close tab"' in text, text
+
+
 def test_items_of_a_closed_menu_are_hidden() -> None:
     t = Tree()
     w = t.add(-1, "frame", "Editor")

@@ -83,6 +83,8 @@ _EDITABLE: Final = bit(State.EDITABLE)
 _MANAGES_DESCENDANTS: Final = bit(State.MANAGES_DESCENDANTS)
 _SHOWING: Final = bit(State.SHOWING)
 _R_MENU: Final = ROLE_NUMBER["menu"]
+_R_PAGE_TAB: Final = ROLE_NUMBER["page tab"]
+_SELECTED: Final = bit(State.SELECTED)
 #: a container reporting more children than this is never asked for them (docs/host-tree.md,
 #: "Big and virtual containers"): what is on screen of it is read instead
 MAX_CHILDREN_ASKED: Final = 4000
@@ -180,17 +182,26 @@ def _visible(n: RawNode) -> bool:
 
 def is_hidden(node: RawNode, parent: RawNode) -> bool:
     """Neither visible nor showing; or an item of a closed menu (GTK3 keeps those visible,
-    only an open menu's items are showing). The menu rule needs the menu itself to be
-    showing: GTK 4.8 sets SHOWING on nothing, and an open GTK4 popover's items are as
-    un-showing as a closed GTK3 menu's (a closed popover is not visible at all). Hidden
-    nodes are never shown (:mod:`.render`), and a walk does not read below them.
+    only an open menu's items are showing); or the page of a tab that is not selected. The
+    menu rule needs the menu itself to be showing: GTK 4.8 sets SHOWING on nothing, and an
+    open GTK4 popover's items are as un-showing as a closed GTK3 menu's (a closed popover is
+    not visible at all). Hidden nodes are never shown (:mod:`.render`), and a walk does not
+    read below them.
 
     By the states alone: which nodes' details are read is decided before any extents are
     (a node with no area, ``RawNode.empty``, is left out by the render: areas.py)."""
     st = node.states
     if not st & _VISIBLE_MASK:
         return True
-    return parent.role == _R_MENU and not st & _SHOWING and bool(parent.states & _SHOWING)
+    if st & _SHOWING:
+        return False
+    if parent.role == _R_PAGE_TAB:
+        # the page of a tab that is not the current one (GTK's notebook: a tab's child is
+        # its page, kept VISIBLE while another page is on screen; GIMP's dock listed every
+        # page). A background tab's own parts that are on screen say SHOWING (Firefox's
+        # close buttons); a GTK 4 page says SHOWING nowhere and is hidden the same way
+        return not parent.states & _SELECTED
+    return parent.role == _R_MENU and bool(parent.states & _SHOWING)
 
 
 def virtual(n: RawNode) -> bool:
