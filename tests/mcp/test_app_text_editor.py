@@ -102,6 +102,7 @@ async def test_append_a_line_and_save(todo: Path) -> None:
     assert f"[caret {caret + len(chr(10) + 'fourth line')}]" in _view(after), after
     assert 'label "•"' in after, after  # unsaved changes: the title bar's marker
     assert 'label "•"' not in _ok(saved), saved["text"]
+    assert saved["diagnostic"]["effect"] == "confirmed", saved["diagnostic"]  # the file
     assert await asyncio.to_thread(_saved, todo) == TEXT + "fourth line\n"
 
 

@@ -129,6 +129,8 @@ async def test_select_a_word_make_it_bold_and_save(writer: Path) -> None:
     bolds = [line for line in _ok(plain).splitlines() if 'toggleButton "Bold"' in line]
     assert bolds and all("[unchecked]" in line for line in bolds), (bolds, plain["text"][:400])
     _ok(saved)
+    # the save is confirmed by the file: the one Writer was started with, named by its title
+    assert saved["diagnostic"]["effect"] == "confirmed", saved["diagnostic"]
     content = await asyncio.to_thread(_saved_content, writer, before)
     assert re.search(r"<text:span text:style-name=\"(T\d+)\">brown</text:span>", content), content
     style = re.search(r'<text:span text:style-name="(T\d+)">brown</text:span>', content)

@@ -244,7 +244,10 @@ class ActionDispatcher:
             baseline = self._post.baseline(request, target)
             tree = target.binding.tree
             saving = save_effects.watch(
-                request.action, target.element, tree.snapshot.elements if tree else {}
+                request.action,
+                target.element,
+                tree.snapshot.elements if tree else {},
+                target.window,
             )
             since = time.monotonic()
             outcome = await self._dispatch(request, target)

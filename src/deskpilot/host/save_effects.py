@@ -10,11 +10,19 @@ modification time is taken before the action is sent and again after
 (``ActionResult.effect``): ``confirmed`` when the file was written, ``unconfirmed`` (with
 why) when it was not, which is what a dialog asking how to save (Keep current format?)
 looks like.
+
+Where the tree names no file (LibreOffice Writer names its document "report - LibreOffice
+Document"; a text editor names none), the file is the one the app was started with whose name
+the window's title begins with ("report.odt - LibreOffice Writer", "• todo.txt"): an
+argument on the app process's command line (relative ones from its working directory).
+A document opened later from a dialog is not found this way, and its save is not checked
+(the result says nothing of it, rather than something untrue).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
@@ -22,11 +30,14 @@ from urllib.parse import unquote, urlparse
 
 from deskpilot.host.atspi.model import ElementRef
 from deskpilot.host.outcome import Effect, EffectCheck
+from deskpilot.host.x11.windows import XWindow
 from deskpilot.protocol.wire import ClickAction, InvokeElementAction, PressKeyAction
 
 #: the names of the elements whose click saves the document (case-insensitive, exact)
 SAVE_NAMES: Final = frozenset({"save"})
 SAVE_KEYS: Final = frozenset({"ctrl+s", "control+s"})
+#: the folder a title names after the file (GNOME Text Editor: "todo.txt (~/notes)")
+_FOLDER: Final = re.compile(r"\s+\([^()]*\)$")
 
 
 def document_file(elements: Mapping[int, ElementRef]) -> Path | None:
@@ -47,6 +58,30 @@ def document_file(elements: Mapping[int, ElementRef]) -> Path | None:
     return None
 
 
+def started_with(pid: int | None, title: str) -> Path | None:
+    """The file among the process's command-line arguments whose name the window's title
+    begins with (before " - ", past a modified mark, without a folder in brackets); None
+    when there is none."""
+    # "report.odt - LibreOffice Writer", "• todo.txt (~/notes) - Text Editor"
+    name = _FOLDER.sub("", title.split(" - ", 1)[0].lstrip("•* ")).strip()
+    if pid is None or not name:
+        return None
+    try:
+        args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:]
+        cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+    except OSError:
+        return None
+    for raw in args:
+        arg = raw.decode(errors="replace")
+        if not arg or arg.startswith("-"):
+            continue
+        path = Path(unquote(urlparse(arg).path)) if arg.startswith("file://") else Path(arg)
+        path = path if path.is_absolute() else cwd / path
+        if path.name == name and path.is_file():
+            return path
+    return None
+
+
 def saves(action: object, element: ElementRef | None) -> bool:
     """Whether ``action`` is a person's way to save: a left click (or the default action) on
     an element named "Save", or ctrl+s."""
@@ -60,13 +95,18 @@ def saves(action: object, element: ElementRef | None) -> bool:
 
 
 def watch(
-    action: object, element: ElementRef | None, elements: Mapping[int, ElementRef]
+    action: object,
+    element: ElementRef | None,
+    elements: Mapping[int, ElementRef],
+    window: XWindow | None = None,
 ) -> EffectCheck | None:
     """The check of a save's effect, its "before" taken now; None for any other action or
-    when the tree names no document file."""
+    when neither the tree nor the app's command line names the document's file."""
     if not saves(action, element):
         return None
     path = document_file(elements)
+    if path is None and window is not None:
+        path = started_with(window.pid, window.title)
     if path is None:
         return None
     before = _mtime(path)
