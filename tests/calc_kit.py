@@ -14,10 +14,12 @@ the window (``soffice`` is a script: the process on the accessibility bus is its
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
 import shutil
+import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ from typing import Final
 from xml.sax.saxutils import escape
 
 from deskpilot.desktop import apps
+from deskpilot.host.atspi import AtspiClient
 from libreoffice_kit import libreoffice
 
 #: the fixture's cells, row by row: text, a number, or a formula with its stored value
@@ -132,7 +135,21 @@ def calc(document: Path, profile: Path) -> Iterator[Calc]:
     with libreoffice(document, profile) as app:
         pid = _soffice_bin(os.getsid(app.proc.pid))
         assert pid is not None, "no soffice.bin in LibreOffice's process group"
+        asyncio.run(_loaded(document.name))
         yield Calc(app, pid)
+
+
+async def _loaded(file_name: str, timeout: float = 60) -> None:
+    """Until the sheet has its current cell: Calc's window is on the bus before the document
+    finished loading, and a first look then found no cell focused (tests/FLAKES.md)."""
+    deadline = time.monotonic() + timeout
+    async with await AtspiClient.connect() as client:
+        while True:
+            frames = [f for f in await client.frames() if file_name in f.title]
+            if frames and "current cell" in (await client.snapshot(frames[0].ref)).text:
+                return
+            assert time.monotonic() < deadline, f"Calc never showed a current cell: {file_name}"
+            await asyncio.sleep(0.3)
 
 
 def _soffice_bin(session: int) -> int | None:
