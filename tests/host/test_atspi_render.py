@@ -278,3 +278,27 @@ def test_items_of_a_closed_menu_are_hidden() -> None:
     text = render(t.nodes).text
     assert '- menu "File"' in text and "Quit" not in text
     assert '- menuItem "Undo"' in text
+
+
+def test_a_closed_menu_under_a_button_and_a_collapsed_section_are_hidden() -> None:
+    """LibreOffice's sidebar keeps its "Menu" button's closed menu items as the button's
+    children, and GIMP lists what a collapsed expander holds: both VISIBLE, not SHOWING,
+    under a SHOWING parent (a trial found both listed). A combo box's options stay its own."""
+    not_showing = bit(State.VISIBLE) | bit(State.SENSITIVE) | bit(State.ENABLED)
+    t = Tree()
+    w = t.add(-1, "frame", "Sidebar")
+    menu = t.add(w, "toggle button", "Menu", actions=("press",))
+    t.add(menu, "menu item", "Undock", states=not_showing, actions=("click",))
+    section = t.add(w, "toggle button", "Dynamics Options", states=VISIBLE | bit(State.EXPANDABLE))
+    t.add(section, "check box", "Reverse", states=not_showing, actions=("click",))
+    opened = t.add(
+        w,
+        "toggle button",
+        "Paint Options",
+        states=VISIBLE | bit(State.EXPANDABLE) | bit(State.EXPANDED),
+    )
+    t.add(opened, "check box", "Jitter", actions=("click",))
+    text = render(t.nodes).text
+    assert '- toggleButton "Menu"' in text and "Undock" not in text, text
+    assert "Dynamics Options" in text and "Reverse" not in text, text
+    assert '- checkBox "Jitter"' in text, text

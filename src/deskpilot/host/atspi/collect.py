@@ -84,6 +84,12 @@ _MANAGES_DESCENDANTS: Final = bit(State.MANAGES_DESCENDANTS)
 _SHOWING: Final = bit(State.SHOWING)
 _R_MENU: Final = ROLE_NUMBER["menu"]
 _R_PAGE_TAB: Final = ROLE_NUMBER["page tab"]
+_MENU_ITEM_ROLES: Final = frozenset(
+    ROLE_NUMBER[r]
+    for r in ("menu item", "check menu item", "radio menu item", "tearoff menu item", "menu")
+)
+_EXPANDABLE: Final = bit(State.EXPANDABLE)
+_EXPANDED: Final = bit(State.EXPANDED)
 _SELECTED: Final = bit(State.SELECTED)
 #: a container reporting more children than this is never asked for them (docs/host-tree.md,
 #: "Big and virtual containers"): what is on screen of it is read instead
@@ -182,7 +188,9 @@ def _visible(n: RawNode) -> bool:
 
 def is_hidden(node: RawNode, parent: RawNode) -> bool:
     """Neither visible nor showing; or an item of a closed menu (GTK3 keeps those visible,
-    only an open menu's items are showing); or the page of a tab that is not selected. The
+    only an open menu's items are showing; LibreOffice's sidebar keeps a closed menu's items
+    under a button); what a collapsed section holds; or the page of a tab that is not
+    selected. The
     menu rule needs the menu itself to be showing: GTK 4.8 sets SHOWING on nothing, and an
     open GTK4 popover's items are as un-showing as a closed GTK3 menu's (a closed popover is
     not visible at all). Hidden nodes are never shown (:mod:`.render`), and a walk does not
@@ -201,7 +209,18 @@ def is_hidden(node: RawNode, parent: RawNode) -> bool:
         # page). A background tab's own parts that are on screen say SHOWING (Firefox's
         # close buttons); a GTK 4 page says SHOWING nowhere and is hidden the same way
         return not parent.states & _SELECTED
-    return parent.role == _R_MENU and bool(parent.states & _SHOWING)
+    if not parent.states & _SHOWING:
+        return False  # a toolkit that sets SHOWING on nothing (GTK 4.8) says nothing here
+    if parent.role == _R_MENU:
+        return True  # a closed menu's items
+    if parent.role in COMBO_ROLES:
+        return False  # a combo box's options are its own to list (atspi/combo_view.py)
+    if node.role in _MENU_ITEM_ROLES:
+        # a closed menu's items where their parent is no menu (LibreOffice's sidebar keeps
+        # its "Menu" button's items as that button's children)
+        return True
+    # what a collapsed section holds (GIMP's "Dynamics Options" expander)
+    return bool(parent.states & _EXPANDABLE) and not parent.states & _EXPANDED
 
 
 def virtual(n: RawNode) -> bool:
