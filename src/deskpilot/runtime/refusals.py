@@ -161,8 +161,11 @@ REASON_ADVICE: dict[str, str] = {
     "start the server again: retrying the call cannot help.",
     "offscreen": "The element is outside the visible part of the window: scroll it into view, "
     "read the state again, then act on it.",
-    "no_extents": "The element has no position on screen: try invoke_element, or click the "
-    "point on the image.",
+    "no_extents": "The element has no position on screen to click. If a click was refused, "
+    "invoke_element uses the element's own action where it has one; if invoke_element was "
+    "refused too, it has neither (an icon-only tab of GIMP's docks): reach it by keyboard "
+    "(focus a neighbour in its list, then arrow keys or ctrl+Page_Down for tabs) or click "
+    "its point on the image.",
     "no_value_interface": "set_value works on editable text fields, on elements with a "
     "value (sliders, spin buttons) and on combo boxes (the text of one of their options); "
     "click, select or type instead.",
