@@ -24,6 +24,7 @@ from deskpilot.protocol.wire import (
     TreeRead,
     TypeTextAction,
 )
+from deskpilot.runtime.action_results import CONFIRMED_BY
 from deskpilot.runtime.call import ToolOutcome
 from deskpilot.runtime.implicit_sessions import atomic_contract
 from deskpilot.runtime.runtime import Runtime, RuntimeConfig
@@ -498,7 +499,7 @@ async def test_an_effect_the_host_confirmed_is_said_and_is_no_noop(
     out = await act(runtime, "click", state_id=state, element_id=4)
     d = diag(out)
     assert "code" not in d and not d.get("noop") and d["effect"] == "confirmed"
-    assert out.text.splitlines()[0].endswith("; effect confirmed (read back once the app settled)")
+    assert out.text.splitlines()[0].endswith(f"; effect confirmed ({CONFIRMED_BY})")
     assert runtime.status(AGENT)["session"]["consecutiveNoops"] == 0
 
 

@@ -80,6 +80,14 @@ async def after_action(
     return _result(ctx, call, record, observed, windows, summary, extra)
 
 
+#: what "effect confirmed" rests on, said with it: the agent may not see it in the tree (a
+#: save leaves LibreOffice's tree as it was; a trial asked what had been confirmed)
+CONFIRMED_BY = (
+    "read back once the app settled: the field's text or the value where it was typed or "
+    "set, the document's file where it was saved"
+)
+
+
 def _told(call: Call, sess: ImplicitSession, verdict: Verdict, summary: str) -> str:
     """The verdict in the diagnostic and the session's no-op count; the summary with its
     words in front."""
@@ -91,7 +99,9 @@ def _told(call: Call, sess: ImplicitSession, verdict: Verdict, summary: str) -> 
     if verdict.silent_ms is not None:
         call.diag.extra["appUnresponsiveMs"] = verdict.silent_ms
     if verdict.effect == "confirmed" and not verdict.text:
-        return summary + "; effect confirmed (read back once the app settled)"
+        # what was read back: a field's text or a value, or a saved document's file
+        # (host/effect_checks.py, host/save_effects.py); never the text itself
+        return summary + "; effect confirmed (" + CONFIRMED_BY + ")"
     return f"{verdict.text}\n{summary}" if verdict.text else summary
 
 
