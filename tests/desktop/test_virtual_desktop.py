@@ -46,8 +46,12 @@ async def _is_enabled(address: str) -> bool:
 
 
 @pytest.mark.desktop  # starts desktops of its own
-def test_up_env_down_ends_exactly_what_up_started() -> None:
+def test_up_env_down_ends_exactly_what_up_started(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS")}
+    # its own record of desktops: the second `down` below names a display that, once this
+    # desktop ended, another process's new desktop may have taken (a test worker's: the
+    # suite's next tests there all failed), and `down --display` ends whatever is on it
+    env["XDG_RUNTIME_DIR"] = str(tmp_path)
     bystander = subprocess.Popen(["sleep", "60"])  # must survive `down`
     try:
         out = subprocess.run(
