@@ -153,6 +153,14 @@ async def test_set_value_into_the_address_bar_is_typed_and_read_back(
     """A trial's set_value on the address bar was sent semantically, changed nothing and
     had no other way in: an editable combo box is a field, typed into as a person does."""
     address = f"{form_site.url.rstrip('/')}/next"
+    # the page in the tab has loaded (the form's answer, after the test above): a load
+    # that ends while the address is typed puts the page's address back in the bar
+    looked = [{"name": "get_app_state", "arguments": {"app": firefox.pid}}]
+    for _ in range(60):
+        report = await run_ts_script(TS_CALLS, stdio_config(), json.dumps(looked))
+        now = report["results"][0]["text"]
+        if "[busy]" not in now and re.search(r'^Window=\(title="(Received|Register) ', now, re.M):
+            break
     calls = [
         {"name": "get_app_state", "arguments": {"app": firefox.pid}},
         {
