@@ -335,8 +335,11 @@ def test_observe_after_carries_the_settled_state_that_the_next_action_uses(
         result, png = act_observing(host, obs, {"kind": "click", "elementId": button}, "carry")
         assert result["type"] == "action_result", result
         assert result["settled"] is True
-        # GTK emits clicked 250 ms after answering DoAction: reported as the toolkit's delay
-        assert result["toolkitDelayMs"] >= 100, result["toolkitDelayMs"]
+        # GTK emits clicked 250 ms after answering DoAction: reported as the toolkit's delay.
+        # Not for Clear Display: on a display that is clear already it changes nothing, so
+        # no event comes to time (a fresh calculator on one worker: tests/FLAKES.md)
+        if key != "Clear Display":
+            assert result["toolkitDelayMs"] >= 100, result.get("toolkitDelayMs")
         carried = result["observation"]
         assert carried is not None and carried["frameId"] != obs["frameId"]
         assert carried["app"]["pid"] == calculator.pid

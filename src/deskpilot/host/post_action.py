@@ -148,12 +148,13 @@ class PostAction:
             settled, post, bound = await self._settle(
                 request, window, element.bus_name, outcome.events_since, None, first
             )
+            ended = time.monotonic()
             delay = None
             if outcome.answered_at is not None:
                 delay = self.settler.toolkit_delay_ms(
-                    element.bus_name, outcome.events_since, outcome.answered_at
+                    element.bus_name, outcome.events_since, outcome.answered_at, ended
                 )
-            return Settling(settled, since, post, delay, bound, time.monotonic())
+            return Settling(settled, since, post, delay, bound, ended)
         if bus is not None and self.settler.accessibility is not None:
             settled, post, bound = await self._settle(request, window, bus, since, target.rect)
             return Settling(settled, since, post, wait_bound=bound, ended=time.monotonic())
