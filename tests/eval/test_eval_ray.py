@@ -116,6 +116,9 @@ class ActorKiller(threading.Thread):
 def lost_actor_run(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[Path, str, dict[str, Any]]]:
+    """Tasks run on two Ray actors while one actor is killed mid-run. Over 20 s (≈ 27 s):
+    an embedded Ray cluster starts (≈ 10 s on 2 cores) and each actor brings up a private
+    desktop; run once for the module's tests to read."""
     out = tmp_path_factory.mktemp("eval-ray")
     killer = ActorKiller()
     killer.start()

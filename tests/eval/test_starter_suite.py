@@ -57,6 +57,10 @@ def results(out: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def solved(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The whole starter suite solved once, by the reference solver through MCP, on two
+    private desktops of its own: over 20 s (≈ 100 s on 2 cores) because it is every starter
+    task end to end — the apps start, are driven and checked — and it is run once for the
+    module's tests to read."""
     out = tmp_path_factory.mktemp("eval-solved")
     proc = eval_cli(
         str(STARTER), "--desktops", "2", "--agent", solver_agent(), "--out", str(out), "--json"
@@ -112,7 +116,8 @@ def test_the_reference_solver_solves_every_task(solved: Path) -> None:
 
 @pytest.mark.timeout(RUN_TIMEOUT_S + 60)
 def test_doing_nothing_fails_every_task(tmp_path: Path) -> None:
-    """``--agent none``: the setup, then the check at once — no criterion holds yet."""
+    """``--agent none``: the setup, then the check at once — no criterion holds yet. About
+    20 s: every task's setup still starts its app on one of two private desktops."""
     proc = eval_cli(
         str(STARTER), "--desktops", "2", "--agent", "none", "--out", str(tmp_path), "--json"
     )

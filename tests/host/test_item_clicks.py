@@ -95,6 +95,47 @@ def test_zenity_multiple_list_click_selects_only_that_row(host: HostProcess) -> 
         zen.stop()
 
 
+def test_zenity_checklist_one_click_on_the_box_ticks_it(host: HostProcess) -> None:
+    """A person's click on a check box cell flips the box (GTK's toggle renderer); it must not
+    merely select the row, and never activate it (the dialog would return)."""
+    zen = launch_accessible(
+        [
+            "zenity",
+            "--list",
+            "--checklist",
+            "--title=Toppings",
+            "--column=Pick",
+            "--column=Topping",
+            "FALSE",
+            "cheese",
+            "FALSE",
+            "basil",
+            "FALSE",
+            "olives",
+        ],
+        capture_stdout=True,
+    )
+    try:
+        target = {"pid": zen.pid}
+        obs = observe_until(host, target, r'cell "basil"', "zc")
+        box = line_id(obs["tree"], r'cell "basil"') - 1  # the row's box comes before its name
+        assert re.search(rf"- cell \[unchecked\].* \[{box}\]$", obs["tree"], re.M), obs["tree"]
+        result = click(host, obs, box, "zc")
+        assert (result["itemClick"], result["method"]) == ("toggle", "semantic"), result
+        assert result["detail"].startswith("toggled the check box: action 'Toggle'"), result
+        after = result["observation"]
+        assert after is not None and re.search(
+            rf"- cell \[checked\].* \[{box}\]$", after["tree"], re.M
+        )
+        assert zen.proc.poll() is None, "a single click must not end the dialog"
+        ok = line_id(after["tree"], r'button "(_)?OK"')
+        act(host, after, {"kind": "click", "elementId": ok}, "zc")
+        out, _ = zen.proc.communicate(timeout=10)
+        assert out.decode() == "basil\n"  # zenity's own word: only the ticked row
+    finally:
+        zen.stop()
+
+
 # ------------------------------------------------------------------------------ GTK 4
 
 # No GTK 4 app with a list ships on the test machine, but libgtk-4 does: a GtkListBox through

@@ -233,6 +233,10 @@ class Compare:
 async def test_chromium_page_mutations_cached_equals_full(
     desktop: DesktopState, page_url: str
 ) -> None:
+    """Chromium, ``STEPS`` random steps of up to three changes each, both trees read after
+    every one. Over 20 s (≈ 90–150 s on 2 cores): two full reads of a page of a few hundred
+    nodes per step, 1,000 steps by default — the random walk needs that many to reach the
+    rare orders of events that broke the cache before (the module docstring)."""
     async with await AtspiClient.connect() as cached, await AtspiClient.connect() as full:
         full.tree_cache.enabled = False
         app = dapps.launch_chromium(page_url)  # after connecting: its events are all seen
@@ -296,6 +300,8 @@ async def test_chromium_page_loaded_before_the_host_is_cached_at_once_and_stays_
 
 @needs_gtk3
 async def test_gtk3_mutations_cached_equals_full(desktop: DesktopState) -> None:
+    """GTK 3, ``STEPS`` random steps, both trees read after each. Over 20 s (≈ 40–60 s on 2
+    cores) for the same reason as the Chromium walk: the step count, not any wait."""
     async with await AtspiClient.connect() as cached, await AtspiClient.connect() as full:
         full.tree_cache.enabled = False
         window = await start_gtk(SEED)
@@ -348,7 +354,9 @@ async def test_chromium_page_mutating_by_itself_cached_equals_full(
     """The page changes on its own (a fetch answer): no input, no focus change, one mutation
     per step, so the only events are the mutation's own — and a check box added inside a
     ``<label>`` sends none at all. Hits that skipped the shape check when no event had come
-    failed this within 20 steps: an unchanged-looking Chromium window is checked anyway."""
+    failed this within 20 steps: an unchanged-looking Chromium window is checked anyway.
+    Over 20 s (≈ 35 s): a fifth of ``STEPS``, each waiting for the page's own change to
+    arrive before both reads."""
     async with await AtspiClient.connect() as cached, await AtspiClient.connect() as full:
         full.tree_cache.enabled = False
         TICKS.wanted = TICKS.done = 0

@@ -137,23 +137,36 @@ def _result(item_click: str | None, method: str) -> ActionResult:
     )
 
 
+def _notes(what: str, element_id: int, before: str, after: str) -> tuple[str, str, str]:
+    """A semantic item click's note when the new state changed, did not, and is missing."""
+    click = ItemClick.of(_result(what, "semantic"), element_id)
+    assert click is not None
+    return click.note(before, after), click.note(before, before), click.note(before, None)
+
+
 def test_the_item_click_note_checks_the_new_state() -> None:
     before = '- dialog "D" [1]\n  - table [2]\n    - cell "a" [3]\n    - cell "b" [4]'
-    after = before.replace('cell "b" [4]', 'cell "b" [selected] [4]')
-    click = ItemClick.of(_result("select", "semantic"), 4)
-    assert click is not None
-    assert "selected the item through accessibility" in click.note(before, after)
-    assert click.note(before, after).endswith("The new state shows it [selected].")
-    assert "does not show it [selected]" in click.note(before, before)
-    assert "could not be checked" in click.note(before, None)
+    changed, same, missing = _notes(
+        "select", 4, before, before.replace('cell "b" [4]', 'cell "b" [selected] [4]')
+    )
+    assert "selected the item through accessibility" in changed
+    assert changed.endswith("The new state shows it [selected].")
+    assert "does not show it [selected]" in same and "could not be checked" in missing
     pointer = ItemClick.of(_result("select", "synthetic"), 4)
-    assert pointer is not None and "real single click" in pointer.note(before, after)
+    assert pointer is not None and "real single click" in pointer.note(before, before)
     # the row of a cell counts (Chromium grids select rows)
     grid = '- table "G" [1]\n  - row "Ada 36" [selected] [2]\n    - cell "Ada" [3]'
     assert ItemClick("select", True, 3).note(grid, grid).endswith("shows it [selected].")
     activated = ItemClick.of(_result("activate", "semantic"), 4)
     assert activated is not None and "activated the item" in activated.note(before, None)
     assert ItemClick.of(_result(None, "semantic"), 4) is None
+    # a check box cell: the note says what the box shows now
+    boxes = '- dialog "D" [1]\n  - table [2]\n    - cell [unchecked] [3]\n    - cell "a" [4]'
+    changed, same, missing = _notes("toggle", 3, boxes, boxes.replace("[unchecked]", "[checked]"))
+    assert "flipped the check box" in changed
+    assert changed.endswith("The new state shows it [checked].")
+    assert "still shows it [unchecked]: the app did not take the toggle" in same
+    assert "could not be checked" in missing
 
 
 def test_a_disabled_field_is_never_the_field_suggested() -> None:

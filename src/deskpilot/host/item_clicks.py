@@ -5,6 +5,9 @@ default AT-SPI action is not a click — a GTK tree-view cell's is "Activate", w
 ``zenity --list`` return as if the row had been double-clicked (see
 ``vocab.SELECT_ON_CLICK_ROLES``). So, for the roles there:
 
+* **count 1 on a check box cell → toggle**: a cell that is a check box (zenity's checklist,
+  a file chooser's options: its ``toggle`` action, atspi/cells.py ``toggles``) flips, as a
+  person's click on the box does in GTK; it is not merely its row selected.
 * **count 1 → select**: the nearest ancestor with Selection selects the item (a table cell:
   its table selects the cell's row, as GTK does); else the item's own "select" action
   (Chromium's list box options); else a pointer click at the item's centre — a real single
@@ -14,8 +17,9 @@ default AT-SPI action is not a click — a GTK tree-view cell's is "Activate", w
   and rows act on the selection); else a real double click at its centre.
 * **count 3** is no item gesture: the caller sends the pointer triple click.
 
-The result carries ``item_click`` ("select" / "activate") so the runtime can tell the agent
-what the click did and check the new state for ``[selected]``.
+The result carries ``item_click`` ("select" / "activate" / "toggle") so the runtime can tell
+the agent what the click did and check the new state for ``[selected]`` or the box's new
+``[checked]``/``[unchecked]``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
+from deskpilot.host.atspi.cells import R_TABLE_CELL, TOGGLE_ACTION
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
 from deskpilot.host.atspi.vocab import (
     ACTIVATE_ACTIONS,
@@ -83,12 +88,25 @@ class ItemClicks:
     action_names: NamesFn
 
     async def click(self, item: ElementRef, rect: Rect, count: int) -> Outcome | None:
-        """Select (count 1) or activate (count 2); None for a count that is no item gesture."""
+        """Toggle a check box cell or select (count 1), or activate (count 2); None for a
+        count that is no item gesture."""
         if count == 1:
-            return await self.select(item, rect)
+            return await self.toggle(item) or await self.select(item, rect)
         if count == 2:
             return await self.activate(item, rect)
         return None
+
+    async def toggle(self, item: ElementRef) -> Outcome | None:
+        """A check box cell's own toggle action; None for any other item (or one whose
+        toggle the app refused: then it is selected like any cell)."""
+        name = named_action(item.actions, (TOGGLE_ACTION,))
+        if name is None or item.atspi_role != R_TABLE_CELL:
+            return None
+        done = await self.semantic(item, SemanticOp.invoke(name))
+        if done is not None:
+            done.item_click = "toggle"
+            done.detail = f"toggled the check box: {done.detail}"
+        return done
 
     async def select(self, item: ElementRef, rect: Rect) -> Outcome:
         done = await self._select_semantically(item)

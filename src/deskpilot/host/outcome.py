@@ -35,8 +35,9 @@ class Outcome:
     events_since: float | None = None
     #: when the app answered that op's call (the toolkit's delay is counted from here)
     answered_at: float | None = None
-    #: a click on a list/table/tree item: "select" (a single click) or "activate" (count 2)
-    item_click: Literal["select", "activate"] | None = None
+    #: a click on a list/table/tree item: "select" (a single click), "activate" (count 2) or
+    #: "toggle" (a single click on a check box cell)
+    item_click: Literal["select", "activate", "toggle"] | None = None
     #: how its effect is checked once the UI settled (None: it is not)
     check: EffectCheck | None = None
     #: select_text: the selection read back from the element once settled (its text is

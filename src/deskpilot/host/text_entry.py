@@ -43,9 +43,10 @@ VERIFY_WAIT_S: Final = 1.0
 POLL_S: Final = 0.05
 
 
-def _field(element: ElementRef, text: str = "") -> bool:
-    """A text or password field, a combo box that takes text (an address bar), or an
-    editable paragraph (Writer's) for text that stays in it (a new line makes a new one)."""
+def takes_field_text(element: ElementRef, text: str = "") -> bool:
+    """Whether these rules put ``text`` into ``element`` and read it back: a text or
+    password field, a combo box that takes text (an address bar), or an editable paragraph
+    (Writer's) for text that stays in it (a new line makes a new one)."""
     if element.role in TEXT_FIELD_ROLES:
         return True
     if element.role == "paragraph":
@@ -53,18 +54,16 @@ def _field(element: ElementRef, text: str = "") -> bool:
     return element.role == "comboBox" and "editable" in element.states
 
 
-def takes_field_text(element: ElementRef) -> bool:
-    """Whether ``element`` is a field whose text these rules put in and read back: a text
-    field, an editable combo box (an address bar), an editable paragraph."""
-    return _field(element)
-
-
 #: characters a person types as keys that do something (Enter, Tab), not as text
 _CONTROL: Final = frozenset("\n\r\t")
 
 
 def _one_line_field(element: ElementRef) -> bool:
-    return _field(element) and element.role != "paragraph" and "multi_line" not in element.states
+    return (
+        takes_field_text(element)
+        and element.role != "paragraph"
+        and "multi_line" not in element.states
+    )
 
 
 def _known(effect: Effect) -> EffectCheck:
@@ -90,7 +89,7 @@ class TextEntry:
         """The field as it is before the action, with what the action should leave in it;
         None when it is no field (a terminal, a canvas, a document, a sheet's cell: what
         typing leaves there is not the field's text alone, or not yet)."""
-        if not _field(element, text):
+        if not takes_field_text(element, text):
             return None
         if self.p.accessibility is None:
             return None

@@ -566,8 +566,9 @@ class ActionResult(_Response):
     #: caller sees a dialog or window the action opened without listing them again
     windows: list[WindowInfo] | None = None
     #: a click on a list, table or tree item: "select" (a single click selects it, it does
-    #: not activate it) or "activate" (count 2); None for every other action
-    item_click: Literal["select", "activate"] | None = None
+    #: not activate it), "activate" (count 2) or "toggle" (a single click on a check box
+    #: cell flips it, as a person's does); None for every other action
+    item_click: Literal["select", "activate", "toggle"] | None = None
     #: where the action aimed, in screen pixels: the element's extents in the tree the action
     #: was checked against, or a 1×1 rectangle at a positional action's point (a drag's
     #: start); None for keys and window focus. The ledger keeps it with the outcome, so the

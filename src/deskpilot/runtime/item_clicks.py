@@ -1,11 +1,12 @@
 """What a click on a list, table or tree item did, told to the agent in the result.
 
 The host decides what a left click on an item means (``host/item_clicks.py``): one click
-selects it, two activate it; it reports which (``ActionResult.item_click``) and, through the
-method, whether that went through accessibility or had to be a real pointer click. The agent
-is told so in words, and for a selection the new state is checked: the item (or the row of a
-cell, the row of a label) must show ``[selected]`` there, and when it does not the result
-says so rather than letting the agent assume it.
+selects it, two activate it, one on a check box cell flips the box; it reports which
+(``ActionResult.item_click``) and, through the method, whether that went through
+accessibility or had to be a real pointer click. The agent is told so in words, and the new
+state is checked: for a selection the item (or the row of a cell, the row of a label) must
+show ``[selected]`` there, for a toggle the box must show the other of ``[checked]`` /
+``[unchecked]``; when it does not the result says so rather than letting the agent assume it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from deskpilot.runtime.tree import remap
 class ItemClick:
     """A click the host treated as a click on an item."""
 
-    what: Literal["select", "activate"]
+    what: Literal["select", "activate", "toggle"]
     semantic: bool
     element_id: int
 
@@ -35,6 +36,12 @@ class ItemClick:
     def note(self, old_tree: str, new_tree: str | None) -> str:
         """One or two sentences for the result: what the click did, and for a selection
         whether the new state shows it."""
+        if self.what == "toggle":
+            said = (
+                "The click flipped the check box in the cell (its toggle action), as a "
+                "person's click on the box does; it did not select or activate the row."
+            )
+            return f"{said} {self._toggle_shown(old_tree, new_tree)}"
         if self.what == "activate":
             how = "its activate action" if self.semantic else "a real double click at its centre"
             return f"The double click activated the item ({how})."
@@ -62,6 +69,33 @@ class ItemClick:
             "The new state does not show it [selected]: check the state before relying on "
             "the selection."
         )
+
+    def _toggle_shown(self, old_tree: str, new_tree: str | None) -> str:
+        before = _checked(old_tree, self.element_id)
+        new_id = remap(old_tree, new_tree, self.element_id) if new_tree is not None else None
+        after = _checked(new_tree, new_id) if new_tree is not None and new_id is not None else None
+        if after is None:
+            return "Whether the box changed could not be checked in a new state."
+        shown = "[checked]" if after else "[unchecked]"
+        if before is None or before != after:
+            return f"The new state shows it {shown}."
+        return (
+            f"The new state still shows it {shown}: the app did not take the toggle. Check "
+            "the state before relying on it."
+        )
+
+
+def _checked(tree: str, element_id: int) -> bool | None:
+    """Whether the element shows ``[checked]`` (True) or ``[unchecked]`` (False); None when
+    it is not in the tree or shows neither."""
+    node = parse_tree(tree).elements.get(element_id)
+    if node is None:
+        return None
+    if "checked" in node.states:
+        return True
+    if "unchecked" in node.states:
+        return False
+    return None
 
 
 def _selected(tree: str, element_id: int) -> bool:

@@ -123,7 +123,8 @@ _SPECS = [
         action_tools.act,
         "Click an element (element_id) or a point (x, y in pixels of the last image you "
         "saw). A left single click on a list, table or tree row selects it (count 2 "
-        "activates/opens it); on other elements it runs the element's own action. button: "
+        "activates/opens it), on a check box cell flips the box; on other elements it runs "
+        "the element's own action. button: "
         "left|right|middle; count: 1-3." + _STATE_HINT,
         "act",
     ),

@@ -24,7 +24,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from PIL import Image, ImageChops, ImageDraw
@@ -98,14 +98,7 @@ class IncrementalReader:
             last = None
         reading = self._read(engine, img, gray, last)
         elapsed = (time.perf_counter() - started) * 1000.0
-        result = OcrResult(
-            reading.result.lines,
-            img.width,
-            img.height,
-            elapsed,
-            reading.result.min_confidence,
-            reading.result.unread,
-        )
+        result = replace(reading.result, width=img.width, height=img.height, elapsed_ms=elapsed)
         with self._lock:
             self._last[key] = _Last(engine.psm, gray, result)
             self._last.move_to_end(key)

@@ -741,6 +741,12 @@ def needs_detail(n: RawNode, is_root: bool) -> bool:
     )
 
 
+def action_names(answer: Any) -> tuple[str, ...]:
+    """The names in an answer to ``Action.GetActions`` (its triples' first fields), at most
+    ``MAX_ACTIONS``: one reading for every reader of a node's actions."""
+    return tuple(str(a[0]) for a in answer[0][:MAX_ACTIONS])
+
+
 async def enrich(
     conn: Conn,
     nodes: list[RawNode],
@@ -826,7 +832,7 @@ async def enrich(
             continue
         n = nodes[i]
         if kind == "actions":
-            n.actions = tuple(str(a[0]) for a in r[0][:MAX_ACTIONS])
+            n.actions = action_names(r)
         elif kind == "name0":
             n.actions = (str(r[0]),)
         elif kind == "number":

@@ -461,7 +461,7 @@ async def _actions(conn: Conn, cells: list[RawNode]) -> None:
     res = await conn.batch([(c.bus, c.path, I_ACTION, "GetActions", "", ()) for c in cells])
     for cell, got in zip(cells, res, strict=True):
         if not isinstance(got, AtspiCallError):
-            cell.actions = tuple(str(a[0]) for a in got[0][: collect.MAX_ACTIONS])
+            cell.actions = collect.action_names(got)
 
 
 async def _renderers(conn: Conn, cells: list[RawNode]) -> None:

@@ -24,7 +24,9 @@ events since:
 Chromium's tree was seen to change shape without any event (a check box added to a container
 in the same task as other changes, found by the randomized test), so a hit or patch of a
 Chromium window first checks the kept nodes are still exactly the tree's
-(``tree_patch.same_shape``: one ``Collection.GetMatches``).
+(``tree_patch.same_shape``: one ``Collection.GetMatches``), and that its tabs keep their
+names (Chromium renames a tab with no event: its memory use, shown while the pointer rests on
+the tab strip).
 
 It is never trusted where it cannot be (``off``, and ``cache_note`` says why):
 

@@ -34,6 +34,7 @@ from deskpilot.host.atspi.vocab import (
     DOCUMENT_ROLES,
     LABEL_ROLES,
     LABELLED_ROLES,
+    ROLE_NUMBER,
     State,
     bit,
     state_mask,
@@ -43,6 +44,9 @@ _VISIBLE_MASK: Final = bit(State.VISIBLE) | bit(State.SHOWING)
 _B_FOCUSED: Final = bit(State.FOCUSED)
 #: most nodes whose states are checked before a hit (root, documents, focused nodes)
 _MAX_PROBES: Final = 16
+#: a browser window's tabs whose names a hit checks (:func:`_same_tab_names`)
+_MAX_TABS: Final = 32
+_R_PAGE_TAB: Final = ROLE_NUMBER["page tab"]
 #: a Collection rule matching the nodes with FOCUSED (states as two 32-bit words, ALL)
 _FOCUSED_RULE: Final[tuple[Any, ...]] = (
     [_B_FOCUSED & 0xFFFFFFFF, _B_FOCUSED >> 32],
@@ -346,17 +350,38 @@ async def same_shape(conn: Conn, nodes: list[RawNode], limit: int) -> bool:
     """Whether the app's tree under the kept root still has exactly the kept nodes, in the
     same order: one ``Collection.GetMatches`` (the first call of a Collection read, a
     fraction of its cost). For Chromium, whose tree the randomized test saw change without
-    any event (a check box added to a container in the same task as other changes)."""
+    any event (a check box added to a container in the same task as other changes). Its
+    tabs' names are asked for beside it (:func:`_same_tab_names`)."""
     root = nodes[0]
+    names = asyncio.ensure_future(_same_tab_names(conn, nodes))
     try:
         found = await collect.get_matches(
             conn, root.bus, root.path, collect._MATCH_ALL_RULE, limit - 1
         )
     except AtspiCallError:
+        names.cancel()
         return False
     paths = [p for _b, p in found]
-    return len(paths) == len(nodes) - 1 and all(
+    shape = len(paths) == len(nodes) - 1 and all(
         p == n.path for p, n in zip(paths, nodes[1:], strict=True)
+    )
+    return await names and shape
+
+
+async def _same_tab_names(conn: Conn, nodes: list[RawNode]) -> bool:
+    """Whether the kept tabs (at most ``_MAX_TABS``) still have their kept names. Chromium
+    renames a tab with no event: while the pointer rests on the tab strip its name carries
+    the page's memory use ("Mutating page - Memory usage - 31.2 MB"), which changes by
+    itself (the randomized test served a stale figure)."""
+    tabs = [n for n in nodes if n.role == _R_PAGE_TAB][:_MAX_TABS]
+    if not tabs:
+        return True
+    res = await conn.batch(
+        [(n.bus, n.path, I_PROPERTIES, "Get", "ss", (I_ACCESSIBLE, "Name")) for n in tabs]
+    )
+    return all(
+        not isinstance(r, AtspiCallError) and str(r[0].value) == n.name
+        for r, n in zip(res, tabs, strict=True)
     )
 
 
