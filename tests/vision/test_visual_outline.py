@@ -182,3 +182,26 @@ def test_unread_lines_of_a_popup_are_placed_in_the_frame() -> None:
     )
     assert out.text.splitlines()[-2:] == ["- popup [6]", "  - text [unreadable] [7]"]
     assert out.bounds[7] == (305, 210, 80, 14) and out.unread == 1
+
+
+def test_words_read_with_low_confidence_are_marked_uncertain() -> None:
+    """A word under the uncertain floor (a terminal's bitmap font read "report-2026.txt" as
+    "report-2028.txt" at 56) is marked, and so is its line; a sure line is not."""
+    sure = line("total 48", 10, 10)
+    shaky = line("-rw-r--r-- 1 root 312 report-2028.txt", 10, 30)
+    words = tuple(
+        OcrWord(w.text, w.x, w.y, w.width, w.height, 56.0 if w.text.endswith(".txt") else 91.0)
+        for w in shaky.words
+    )
+    shaky = OcrLine(shaky.text, 80.0, shaky.x, shaky.y, shaky.width, shaky.height, words)
+    out = build_outline(reading(sure, shaky), "bash")
+    rows = out.text.splitlines()
+    assert rows[2] == '    - text "total 48" [3]', out.text
+    assert '    - text "-rw-r--r-- 1 root 312 report-2028.txt" [uncertain] [6]' in rows
+    assert '      - word "report-2028.txt" [uncertain] [11]' in rows
+    assert '      - word "root" [9]' in rows
+    nodes = parse_tree(out.text).elements
+    assert nodes[6].name.endswith("report-2028.txt") and nodes[6].states == {"uncertain"}
+    # a line without words goes by its own confidence
+    lone = OcrLine("maybe", 60.0, 10, 60, 40, 14)
+    assert '- text "maybe" [uncertain]' in build_outline(reading(lone), "x").text

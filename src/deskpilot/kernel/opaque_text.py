@@ -261,7 +261,7 @@ def _runs(line: OcrLine) -> list[list[OcrWord]]:
     a new one (two labels of a row that tesseract read as one piece)."""
     words = sorted(line.words, key=lambda wd: wd.x) if line.words else []
     if not words:
-        return [[OcrWord(line.text, line.x, line.y, line.width, line.height)]]
+        return [[OcrWord(line.text, line.x, line.y, line.width, line.height, line.confidence)]]
     runs: list[list[OcrWord]] = [[words[0]]]
     for wd in words[1:]:
         last = runs[-1][-1]

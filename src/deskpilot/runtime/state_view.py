@@ -19,6 +19,7 @@ from deskpilot.runtime.context import ToolContext
 from deskpilot.runtime.diagnostics import ObservationOutcome
 from deskpilot.runtime.state_ids import AppKey, StateRecord
 from deskpilot.vault.images import model_frame as paint_model_frame
+from deskpilot.vision.outline import UNSURE_MARK
 
 
 @dataclass(frozen=True)
@@ -148,9 +149,15 @@ def tree_read_lines(obs: ObservationBody) -> list[str]:
     r = obs.tree_read
     lines: list[str] = []
     if r.source == "visual":
+        unsure = (
+            "; text marked [uncertain] was read with low confidence and may be misread: do "
+            "not copy it as exact"
+            if UNSURE_MARK + " [" in obs.tree
+            else ""
+        )
         lines.append(
             "tree=visual (no accessibility tree: an OCR outline of the screenshot; element ids "
-            "click the centre of their text; sensitive regions are not known)"
+            f"click the centre of their text; sensitive regions are not known{unsure})"
         )
     if r.partial is not None:
         details = (

@@ -16,13 +16,15 @@ OK_MARKER = "VISION_READ_OK"
 
 @dataclass(frozen=True)
 class OcrWord:
-    """One word of a line, with tesseract's word box (pixels of the image given)."""
+    """One word of a line, with tesseract's word box (pixels of the image given) and its
+    confidence (0–100)."""
 
     text: str
     x: int
     y: int
     width: int
     height: int
+    confidence: float = field(default=100.0, compare=False)
 
     @property
     def center(self) -> tuple[int, int]:

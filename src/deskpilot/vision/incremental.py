@@ -170,7 +170,9 @@ def _band(lines: tuple[OcrLine, ...], top: int, bottom: int, height: int) -> tup
 
 
 def _shifted(line: OcrLine, dy: int) -> OcrLine:
-    words = tuple(OcrWord(w.text, w.x, w.y + dy, w.width, w.height) for w in line.words)
+    words = tuple(
+        OcrWord(w.text, w.x, w.y + dy, w.width, w.height, w.confidence) for w in line.words
+    )
     return OcrLine(line.text, line.confidence, line.x, line.y + dy, line.width, line.height, words)
 
 

@@ -305,7 +305,14 @@ class OcrEngine:
                 right = min(right, kept[-1].box[2])
         text = " ".join(w.text for w in kept)
         words = tuple(
-            OcrWord(w.text, w.box[0], w.box[1], w.box[2] - w.box[0], w.box[3] - w.box[1])
+            OcrWord(
+                w.text,
+                w.box[0],
+                w.box[1],
+                w.box[2] - w.box[0],
+                w.box[3] - w.box[1],
+                round(w.confidence, 1),
+            )
             for w in kept
         )
         confidence = round(_confidence(kept), 1)

@@ -71,6 +71,11 @@ TERMINALS = frozenset(
 #: a line of text the OCR found but could not read (under its confidence floor): its place
 #: is known, its words are not (zoom in, or read the screenshot)
 UNREAD_ROLE = "text [unreadable]"
+#: a word read with less confidence than this is marked ``[uncertain]``, and so is its line:
+#: a terminal's small bitmap font read "report-2026.txt" as "report-2028.txt" at 56, where
+#: words read right come in at 80–97 (docs/vision.md, "Uncertain words")
+UNSURE_CONFIDENCE = 70.0
+UNSURE_MARK = " [uncertain]"
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\x7f\u2028\u2029]')
@@ -117,14 +122,14 @@ def build_outline(
     bounds: dict[int, Box] = {}
     omitted = 0
 
-    def add(depth: int, role: str, name: str | None, box: Box) -> bool:
+    def add(depth: int, role: str, name: str | None, box: Box, marks: str = "") -> bool:
         nonlocal omitted
         if len(bounds) >= max_elements:
             omitted += 1
             return False
         element_id = len(rows) + 1
         label = f' "{quote_name(name)}"' if name else ""
-        rows.append(f"{'  ' * depth}- {role}{label} [{element_id}]")
+        rows.append(f"{'  ' * depth}- {role}{label}{marks} [{element_id}]")
         bounds[element_id] = box
         return True
 
@@ -132,11 +137,14 @@ def build_outline(
         for block in group_blocks(text_rows(list(reading.lines))):
             add(1, "block", None, _moved(_union([ln for row in block for ln in row]), dx, dy))
             for line in (line for row in block for line in row):
-                if not add(2, "text", line.text, _moved(_box(line), dx, dy)):
+                marks = UNSURE_MARK if _unsure(line) else ""
+                if not add(2, "text", line.text, _moved(_box(line), dx, dy), marks):
                     continue
                 if len(line.words) > 1:
                     for w in line.words:
-                        add(3, "word", w.text, _moved((w.x, w.y, w.width, w.height), dx, dy))
+                        unsure = UNSURE_MARK if w.confidence < UNSURE_CONFIDENCE else ""
+                        box = _moved((w.x, w.y, w.width, w.height), dx, dy)
+                        add(3, "word", w.text, box, unsure)
         for box in reading.unread:  # there, but not read: said, never left out in silence
             add(1, UNREAD_ROLE, None, _moved(box, dx, dy))
 
@@ -223,6 +231,13 @@ def group_blocks(rows: list[list[OcrLine]]) -> list[list[list[OcrLine]]]:
         bottom = max(line.y + line.height for line in row)
         height = row_height
     return blocks
+
+
+def _unsure(line: OcrLine) -> bool:
+    """A line with a word read under ``UNSURE_CONFIDENCE`` (or, without words, read so)."""
+    if line.words:
+        return any(w.confidence < UNSURE_CONFIDENCE for w in line.words)
+    return line.confidence < UNSURE_CONFIDENCE
 
 
 def _joined(a: OcrLine, b: OcrLine) -> OcrLine:
