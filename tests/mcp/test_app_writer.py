@@ -85,6 +85,49 @@ async def test_writer_shows_its_paragraphs_caret_and_status(writer: Path) -> Non
     assert re.search(r'- toggleButton "Left" \[checked\]', tree), tree
 
 
+async def test_typing_into_a_paragraph_without_the_caret_goes_at_its_end(writer: Path) -> None:
+    """The paragraph named by id, not the one the caret is in, gets the text, at its end: a
+    focus grab puts Writer's caret at the paragraph's start, and a trial's " (draft)" went
+    before "Meeting notes" with "effect confirmed". Both ways in: InsertText, and keys (a new
+    line makes a new paragraph, so it goes as the Return key)."""
+    calls = [
+        {"name": "get_app_state", "arguments": {"app": "soffice"}},
+        {
+            "name": "type_text",
+            "arguments": {
+                "state_id": "$state",
+                "element_id": '$element:paragraph = "Third paragraph',
+                "text": " (draft)",
+            },
+        },
+        {
+            "name": "type_text",
+            "arguments": {
+                "state_id": "$state",
+                "element_id": '$element:paragraph = "Second paragraph',
+                "text": "\nAppendix",
+            },
+        },
+    ]
+    report = await run_ts_script(TS_CALLS, _config(), json.dumps(calls))
+    _state, semantic, keys = report["results"]
+    tree = _tree(_ok(semantic))
+    assert '- paragraph = "Third paragraph closes the document. (draft)"' in tree, tree
+    assert semantic["diagnostic"]["effect"] == "confirmed", semantic["diagnostic"]
+    paragraphs = [
+        line.strip().split('"')[1]
+        for line in _tree(_ok(keys)).splitlines()
+        if line.strip().startswith("- paragraph ")
+    ]
+    assert paragraphs == [
+        PARAGRAPHS[0],
+        PARAGRAPHS[1],
+        "Second paragraph with some words in it.",
+        "Appendix",
+        "Third paragraph closes the document. (draft)",
+    ], paragraphs
+
+
 async def test_select_a_word_make_it_bold_and_save(writer: Path) -> None:
     before = await asyncio.to_thread(lambda: writer.stat().st_mtime_ns)
     calls = [

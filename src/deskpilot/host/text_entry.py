@@ -165,8 +165,12 @@ class TextEntry:
         Enter or Tab in a one-line field (a person's Enter submits or moves on; InsertText
         put a literal new line in Calc's Name Box, and called it confirmed), or a field with
         a selection (select_text chose what the text replaces; InsertText put the text
-        beside the sentence a trial had selected to replace in Writer)."""
-        if _CONTROL & set(text) and "multi_line" not in element.states:
+        beside the sentence a trial had selected to replace in Writer). A new line into a
+        document's paragraph goes as Return too: a person's Enter makes a new paragraph, where
+        InsertText put a line break inside this one."""
+        if _CONTROL & set(text) and (
+            "multi_line" not in element.states or element.role == "paragraph"
+        ):
             return True
         if check is not None:
             return check.before.selection is not None
@@ -219,8 +223,12 @@ class TextEntry:
         start, GTK's select all). A field that had the focus keeps its caret and selection
         (the agent may have placed them with select_text). So does one that did not have it
         but had a selection: select_text selects without focusing, and the text typed next
-        is meant to replace it — a focus grab selects all (GTK) or moves the caret."""
-        field = element.role in TEXT_FIELD_ROLES and "focused" not in element.states
+        is meant to replace it — a focus grab selects all (GTK) or moves the caret. An editable
+        paragraph (Writer's) gets its caret at its own end (``Text.SetCaretOffset``: ctrl+End
+        would go to the end of the document; LibreOffice puts the caret at the paragraph's
+        start on a focus grab, and a trial's new line went before the paragraph's text)."""
+        paragraph = element.role == "paragraph"
+        field = (element.role in TEXT_FIELD_ROLES or paragraph) and "focused" not in element.states
         acc = self.p.accessibility
         chosen = await acc.selection(element) if field and acc is not None else None
         how, detail = await self.p.focus_element(element, window, rect)
@@ -238,6 +246,12 @@ class TextEntry:
         end = await self.p.character_count(element)
         if end is None or end == 0:
             return Outcome(method, detail)
+        if paragraph:
+            op = SemanticOp(OpKind.SET_CARET, start=end)
+            done = await self.p.semantic(element, op, settle=False)
+            if done is not None:
+                return Outcome(method, f"{detail}; caret at the paragraph's end ({done.detail})")
+            return Outcome(method, f"{detail}; the caret could not be put at its end")
         # the caret to the end by the key a person presses: keys are taken in the order they
         # are sent, so the text typed next lands after it (a semantic caret move raced
         # Firefox, which puts its caret at the start as the focus arrives)

@@ -228,11 +228,14 @@ async def action_names(conn: Conn, element: ElementRef) -> tuple[str, ...]:
 
 
 async def caret_or_end(conn: Conn, el: ElementRef) -> int:
-    """Where typing would land: the caret of a focused field, else the end of the text
-    (an unfocused field's caret is wherever it was last left)."""
+    """Where typing would land: the caret of a field that had the focus, else the end of
+    the text (an unfocused field's caret is wherever it was last left). Focused *as the
+    agent saw it* (``el.states``) and still now: a focus step before the typing gives the
+    field the focus and its app places the caret where it likes — LibreOffice Writer at
+    a paragraph's start, where a trial's " (draft)" went before "Meeting notes"."""
     props = await conn.get_all(el.bus_name, el.path, I_TEXT)
     end = int(props.get("CharacterCount", 0))
     caret = int(props.get("CaretOffset", -1))
     state = await conn.call(el.bus_name, el.path, I_ACCESSIBLE, "GetState")
-    focused = bool(state_mask(state[0]) & _B_FOCUSED)
+    focused = "focused" in el.states and bool(state_mask(state[0]) & _B_FOCUSED)
     return caret if focused and 0 <= caret <= end else end

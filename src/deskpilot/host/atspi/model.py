@@ -195,6 +195,7 @@ class OpKind(enum.StrEnum):
     SCROLL_TO = "scroll_to"  # Component.ScrollTo (anywhere)
     CHOOSE_OPTION = "choose_option"  # the element's own Selection.SelectChild(index)
     CLEAR_SELECTION = "clear_selection"  # the element's own Selection.ClearSelection
+    SET_CARET = "set_caret"  # Text.SetCaretOffset(start)
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,6 +106,13 @@ class Operations:
             return await self._select_text(conn, el, op, ifaces)
         if kind == OpKind.GRAB_FOCUS:
             return await self._grab_focus(conn, el, op, ifaces)
+        if kind == OpKind.SET_CARET:
+            if "Text" not in ifaces:
+                raise unsupported(op, el, "no Text interface")
+            body = await self._act(conn, el, I_TEXT, "SetCaretOffset", "i", (op.start or 0,))
+            if body is not None and not body[0]:
+                raise unsupported(op, el, "SetCaretOffset returned false")
+            return "Text.SetCaretOffset"
         if kind == OpKind.SCROLL_TO:
             if "Component" not in ifaces:
                 raise unsupported(op, el, "no Component interface")
