@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import pytest
 from host_harness import HostProcess, line_id, observe_until
 
 from calc_kit import SHOWN, Calc, calc, soffice, write_fixture
-from deskpilot.desktop import DesktopState
+from deskpilot.desktop import DesktopState, apps
 from deskpilot.host.atspi import AtspiClient, FrameInfo, TreeSnapshot, on_screen
 from deskpilot.host.atspi.bus import Conn
 from deskpilot.host.atspi.collect import read_walk
@@ -174,6 +175,11 @@ def _act(host: HostProcess, obs: dict[str, Any], action: dict[str, Any], session
     return response
 
 
+#: the Name Box: the Formula Tool Bar's first text field (its text is the current cell's
+#: address, or "Manage Names..." while Calc shows none)
+_NAME_BOX = re.compile(r'- toolbar "Formula Tool Bar" \[\d+\]\n\s*- textField[^\n]*\[(\d+)\]')
+
+
 def _cell_line(tree: str, address: str) -> str:
     found = re.search(rf'^\s*- cell "{address}".*$', tree, re.M)
     assert found is not None, (address, tree)
@@ -218,6 +224,51 @@ async def test_typing_into_a_cell_is_read_back(sheet: Calc) -> None:
         set_ = _act(host, completed["observation"], value, "type")
         assert set_.get("effect") == "confirmed", set_
         assert '= "42"' in _cell_line(set_["observation"]["tree"], "E4")
+
+
+def test_the_name_box_takes_an_address_and_its_enter(sheet: Calc) -> None:
+    """Text ending in Enter into the Name Box, started while another window has the
+    keyboard: the address goes in, then Enter goes to the Name Box itself (the field is
+    given the focus before the keys: a trial's Enter went to another window) and Calc moves
+    there."""
+    other = apps.launch(["xterm", "-geometry", "20x4+900+650"])
+    try:
+        with HostProcess() as host:
+            term = observe_until(host, {"pid": other.pid}, r"^", "term")  # no tree: any
+            _act(host, term, {"kind": "focus_window"}, "term")
+            obs = observe_until(host, {"pid": sheet.pid}, r'cell "A1" = "Item"', "name")
+            box = int(_NAME_BOX.findall(obs["tree"])[0])
+            empty = _act(host, obs, {"kind": "set_value", "elementId": box, "value": ""}, "name")
+            typed = {"kind": "type_text", "elementId": box, "text": "F9\n"}
+            went = _act(host, empty["observation"], typed, "name")
+            assert "current cell F9" in went["observation"]["tree"], went["observation"]["tree"]
+    finally:
+        other.stop()
+
+
+def test_a_click_on_a_covered_cell_brings_calc_up_and_makes_it_current(
+    sheet: Calc, tmp_path: Path
+) -> None:
+    """Another window over the sheet: a person brings Calc's window up and clicks the cell;
+    the result then says the cell is current (confirmed), never only "call returned"."""
+    cover = apps.launch(["xterm", "-geometry", "100x40+0+0"])
+    try:
+        with HostProcess() as host:
+            deadline = time.monotonic() + 20
+            while True:  # until the xterm is mapped over the sheet
+                obs = observe_until(host, {"pid": sheet.pid}, r'cell "A1" = "Item"', "cover")
+                if obs.get("coveredRegions"):
+                    break
+                assert time.monotonic() < deadline, "the xterm never covered Calc"
+                time.sleep(0.1)
+            b3 = line_id(obs["tree"], 'cell "B3"')
+            result = _act(host, obs, {"kind": "click", "elementId": b3}, "cover")
+            assert "current cell B3" in result["observation"]["tree"], result
+            # a person's click after bringing the window up (not a focus request Calc may
+            # ignore while another window is active)
+            assert result["detail"].startswith("xtest left x1 at the cell"), result["detail"]
+    finally:
+        cover.stop()
 
 
 async def test_a_cell_element_is_found_again_by_its_address(sheet: Calc) -> None:

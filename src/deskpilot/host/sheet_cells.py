@@ -36,7 +36,7 @@ from deskpilot.host.accessibility import Accessibility
 from deskpilot.host.atspi.model import ElementRef, OpKind, SemanticOp
 from deskpilot.host.atspi.on_screen import a1, parse_a1
 from deskpilot.host.atspi.sheet_reads import CellNow, sheet_cell, table_of
-from deskpilot.host.outcome import Effect, Outcome
+from deskpilot.host.outcome import Effect, EffectCheck, Outcome
 from deskpilot.host.primitives import Primitives
 from deskpilot.host.x11.windows import XWindow
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
@@ -74,10 +74,15 @@ class SheetCells:
         table = elements.get(cell.parent_id) if cell.parent_id is not None else None
         try:
             x, y = await self._aim(cell, table, window, rect)
-        except DeskpilotError:
-            if count != 1:
-                raise
-            return await self._make_current(cell, table)
+        except DeskpilotError as first:
+            # covered by another window: a person brings Calc's window up, then clicks
+            if first.details.get("reason") != "covered_point":
+                return await self._semantically(cell, table, count, first)
+            await self._p.bring_to_front(window)
+            try:
+                x, y = await self._aim(cell, table, window, rect)
+            except DeskpilotError as again:
+                return await self._semantically(cell, table, count, again)
         await asyncio.to_thread(self._p.input().click, x, y, "left", count)
         clicked = Outcome("synthetic", CLICK_DETAIL.format(count=count))
         if count != 1 or await self._became_current(cell):
@@ -88,6 +93,32 @@ class SheetCells:
         made.method = "mixed"
         made.detail = f"{clicked.detail} landed on another cell (the sheet moved); {made.detail}"
         return made
+
+    async def _semantically(
+        self, cell: ElementRef, table: ElementRef | None, count: int, why: DeskpilotError
+    ) -> Outcome:
+        """The cell made current without the pointer (a single click only); whether it
+        became current is read back once the app settled: Calc ignores the focus request
+        while its window is not the active one (another LibreOffice window used last), and
+        a trial's click on A1 then said only "call_returned"."""
+        if count != 1:
+            raise why
+        made = await self._make_current(cell, table)
+        made.check = self._current_check(cell)
+        return made
+
+    def _current_check(self, cell: ElementRef) -> EffectCheck:
+        async def check() -> Effect:
+            if await self._became_current(cell):
+                return Effect("confirmed", None)
+            return Effect(
+                "unconfirmed",
+                "the cell did not become the current cell (Calc ignored the request: its "
+                "window may not be the active one). Bring the window to the front and click "
+                "the cell again, or go to it through the Name Box",
+            )
+
+        return check
 
     async def _became_current(self, cell: ElementRef) -> bool:
         """Whether the cell says it is the current (focused) one within ``CURRENT_WAIT_S``

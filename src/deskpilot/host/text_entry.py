@@ -138,11 +138,14 @@ class TextEntry:
 
         Text that ends in Enter or Tab for a one-line field (``"example.org\n"`` into an
         address bar) is read back before those keys go: what the field shows after them is
-        the app's (a page's address, the next field's text), not what was typed."""
+        the app's (a page's address, the next field's text), not what was typed. The keys go
+        to the field: a head put in semantically left the keyboard where it was (Calc's
+        Name Box got "H40" and the Enter went to the sheet — or to another window)."""
         head = text.rstrip("".join(_CONTROL))
         if head != text and head and not _CONTROL & set(head) and _one_line_field(element):
             first = await self.type_into(element, head, window, rect)
             effect = await first.check() if first.check is not None else None
+            await self.p.focus_element(element, window, rect)
             keys = await asyncio.to_thread(self.p.input().type_text, text[len(head) :])
             first.detail = f"{first.detail}; read back, then {keys} Enter/Tab keys"
             first.check = None if effect is None else _known(effect)
