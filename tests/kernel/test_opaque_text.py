@@ -117,6 +117,24 @@ async def test_a_widgets_names_are_listed_under_its_element() -> None:
     assert sorted(state.visual.bounds) == [1000000, 1000001, 1000002]
 
 
+async def test_a_part_under_another_window_is_said_not_taken_for_empty() -> None:
+    """A window over the right half of the icon view: the names it hides are not read, and
+    the part is listed as covered (a trial took an icon view under another window for an
+    empty folder)."""
+    over = Rect(x=VIEW.x + 250, y=VIEW.y, width=400, height=VIEW.height)
+    base = _state()
+    obs = base.observation.model_copy(update={"covered_regions": [over]})
+    state = await outlined(ObservedState(obs, base.png))
+    lines = state.observation.tree.splitlines()
+    assert '    - text "alpha.txt" [highlighted] [ocr] [1000000]' in lines, lines
+    assert not any("gamma.txt" in line for line in lines), lines
+    covered = [line for line in lines if "[covered]" in line]
+    assert covered == ["    - text [covered] [ocr] [1000002]"], lines
+    assert state.visual is not None
+    x, y, w, h = state.visual.bounds[1000002]
+    assert (x, y, h) == (over.x, over.y, VIEW.height) and w == VIEW.x + VIEW.width - over.x
+
+
 async def test_an_ocr_item_is_clicked_where_it_is_and_a_host_element_as_it_is() -> None:
     state = await outlined(_state())
     beta = for_host(state, _request(ClickAction(element_id=1000001), state))

@@ -13,6 +13,10 @@ element, one line per item of text::
         - text "alpha.txt" [ocr] [114]
         - text "beta.txt" [ocr] [115]
 
+Where another window or a popup lies over part of the widget, that part is listed as
+``- text [covered] [ocr] [id]`` (its box): its text is not read there, and a widget under
+another window is not taken for an empty one.
+
 * **Items**: the OCR pieces of the box, each split where its words lie more than a line height
   apart (the labels of an icon view's row are separate items; the words of one label are
   not), in reading order, at most ``MAX_ITEMS`` per box.
@@ -62,6 +66,9 @@ from deskpilot.vision.outline import quote_name, visual_version
 OCR_STATE: Final = "ocr"
 #: the state word of an item drawn on a highlight (the colour a selection is drawn in)
 HIGHLIGHT_STATE: Final = "highlighted"
+#: the state word of the part of a widget another window or a popup lies over: its text is
+#: not read there (an icon view under another window looked like an empty folder)
+COVERED_STATE: Final = "covered"
 #: items listed per widget, at most (a folder of thousands shows a screenful anyway)
 MAX_ITEMS: Final = 200
 #: words of a piece farther apart than this many line heights are separate items
@@ -95,6 +102,8 @@ class Item:
     text: str
     box: Box
     highlighted: bool = False
+    #: the part of the widget that something lies over (no text: none was read there)
+    covered: bool = False
 
 
 #: widgets whose last items are kept (their pixels' digest → items)
@@ -124,7 +133,7 @@ async def with_text(state: ObservedState, engine: OcrEngine | None = None) -> Ob
     def read_all() -> list[tuple[int, list[Item]]]:
         image = decode_image(png)
         return [
-            (area.element_id, read_items(chosen, key, image, box, masked))
+            (area.element_id, read_items(chosen, key, image, box, masked) + _covered(box, masked))
             for area, box in zip(areas, boxes, strict=True)
         ]
 
@@ -196,6 +205,13 @@ def _read(
     return _reading_order([i for i in items if i.text])[:MAX_ITEMS]
 
 
+def _covered(box: Box, masked: Sequence[Box]) -> list[Item]:
+    """The parts of ``box`` that ``masked`` boxes lie over, as items without text: said, so
+    that a widget whose items are under another window is not taken for an empty one."""
+    parts = [b for m in masked if (b := within(m, box)) is not None]
+    return [Item("", (box[0] + x, box[1] + y, w, h), covered=True) for x, y, w, h in parts]
+
+
 def _item(words: list[OcrWord], dx: int, dy: int, highlighted: bool) -> Item:
     text = " ".join(wd.text for wd in words).strip()
     left, top = min(wd.x for wd in words), min(wd.y for wd in words)
@@ -237,9 +253,12 @@ def listed(state: ObservedState, found: Sequence[tuple[int, list[Item]]]) -> Obs
         added: list[str] = []
         indent = "  " * depth
         for item in items:
-            lit = f" [{HIGHLIGHT_STATE}]" if item.highlighted else ""
-            name = quote_name(item.text)
-            added.append(f'{indent}- text "{name}"{lit} [{OCR_STATE}] [{next_id}]')
+            if item.covered:
+                added.append(f"{indent}- text [{COVERED_STATE}] [{OCR_STATE}] [{next_id}]")
+            else:
+                lit = f" [{HIGHLIGHT_STATE}]" if item.highlighted else ""
+                name = quote_name(item.text)
+                added.append(f'{indent}- text "{name}"{lit} [{OCR_STATE}] [{next_id}]')
             bounds[next_id] = item.box
             next_id += 1
         lines[end:end] = added
