@@ -14,9 +14,11 @@ looks like.
 Where the tree names no file (LibreOffice Writer names its document "report - LibreOffice
 Document"; a text editor names none), the file is the one the app was started with whose name
 the window's title begins with ("report.odt - LibreOffice Writer", "• todo.txt"): an
-argument on the app process's command line (relative ones from its working directory).
-A document opened later from a dialog is not found this way, and its save is not checked
-(the result says nothing of it, rather than something untrue).
+argument on the app process's command line (relative ones from its working directory), else
+a file the process holds open by that name (LibreOffice keeps its documents open: a Writer
+document opened in the process Calc was started by is not on its command line, and a trial's
+five Writer saves were never confirmed). A document found neither way is not checked (the
+result says nothing of it, rather than something untrue).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from deskpilot.protocol.wire import ClickAction, InvokeElementAction, PressKeyAc
 #: the names of the elements whose click saves the document (case-insensitive, exact)
 SAVE_NAMES: Final = frozenset({"save"})
 SAVE_KEYS: Final = frozenset({"ctrl+s", "control+s"})
+#: open files looked at, at most (an app holds a few dozen)
+MAX_FDS: Final = 4096
 #: the folder a title names after the file (GNOME Text Editor: "todo.txt (~/notes)")
 _FOLDER: Final = re.compile(r"\s+\([^()]*\)$")
 
@@ -59,13 +63,17 @@ def document_file(elements: Mapping[int, ElementRef]) -> Path | None:
 
 
 def started_with(pid: int | None, title: str) -> Path | None:
-    """The file among the process's command-line arguments whose name the window's title
-    begins with (before " - ", past a modified mark, without a folder in brackets); None
-    when there is none."""
+    """The file whose name the window's title begins with (before " - ", past a modified
+    mark, without a folder in brackets): among the process's command-line arguments, else
+    among the files it holds open; None when there is none."""
     # "report.odt - LibreOffice Writer", "• todo.txt (~/notes) - Text Editor"
     name = _FOLDER.sub("", title.split(" - ", 1)[0].lstrip("•* ")).strip()
     if pid is None or not name:
         return None
+    return _argument(pid, name) or _held_open(pid, name)
+
+
+def _argument(pid: int, name: str) -> Path | None:
     try:
         args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:]
         cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
@@ -80,6 +88,25 @@ def started_with(pid: int | None, title: str) -> Path | None:
         if path.name == name and path.is_file():
             return path
     return None
+
+
+def _held_open(pid: int, name: str) -> Path | None:
+    """The one regular file named ``name`` the process holds open (None when none, or more
+    than one: which one the window shows cannot be told)."""
+    fds = Path(f"/proc/{pid}/fd")
+    found: set[Path] = set()
+    try:
+        links = list(fds.iterdir())
+    except OSError:
+        return None
+    for link in links[:MAX_FDS]:
+        try:
+            target = Path(os.readlink(link))
+        except OSError:
+            continue
+        if target.name == name and target.is_absolute() and target.is_file():
+            found.add(target)
+    return found.pop() if len(found) == 1 else None
 
 
 def saves(action: object, element: ElementRef | None) -> bool:
