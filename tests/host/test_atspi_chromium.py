@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import http.server
+import re
 import threading
 import time
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
+from typing import Final
 
 import pytest
 
@@ -73,6 +75,17 @@ def chromium(desktop: DesktopState, page_url: str) -> Iterator[dapps.App]:
     app.stop()
 
 
+#: Chromium 156 adds the page's memory use to its tab's name a few seconds after the page
+#: loads ("Deskpilot test page - Memory usage - 24.0 MB") and changes the figure as it
+#: likes, with no event: two reads a moment apart may differ there and nowhere else
+_MEMORY: Final = re.compile(r" - Memory usage - [\d.,]+ [KMGT]?B")
+
+
+def steady(text: str) -> str:
+    """A tree's text without the tab's memory figure (tests/FLAKES.md)."""
+    return _MEMORY.sub("", text)
+
+
 async def page_frame(client: AtspiClient, pid: int, timeout: float = 45.0) -> FrameInfo:
     deadline = time.monotonic() + timeout
     while True:
@@ -120,7 +133,8 @@ async def test_password_blanked_and_version_stable(chromium: dapps.App) -> None:
         await loaded_snapshot(client, frame)
         a = await client.snapshot(frame.ref)
         b = await client.snapshot(frame.ref)
-        assert a.tree_version == b.tree_version and a.text == b.text
+        assert steady(a.text) == steady(b.text)
+        assert a.tree_version == b.tree_version or a.text != b.text  # a version is the text's
         assert "hunter2" not in a.text
         secret = [e for e in a.elements.values() if e.secure]
         assert len(secret) == 1 and secret[0].role == "passwordField"
@@ -143,8 +157,9 @@ async def test_read_from_its_cache_equals_a_collection_read(chromium: dapps.App)
         via_collection = await b.snapshot(frame.ref)
         assert (via_cache.strategy, via_collection.strategy) == ("cache", "collection")
         assert via_cache.node_count == via_collection.node_count
-        assert via_cache.text == via_collection.text
-        assert via_cache.tree_version == via_collection.tree_version
+        assert steady(via_cache.text) == steady(via_collection.text)
+        if via_cache.text == via_collection.text:  # the figure did not move in between
+            assert via_cache.tree_version == via_collection.tree_version
 
 
 async def test_a_select_shows_the_option_a_script_chose(chromium: dapps.App) -> None:
