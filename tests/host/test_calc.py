@@ -249,24 +249,35 @@ def test_the_name_box_takes_an_address_and_its_enter(sheet: Calc) -> None:
 def test_a_click_on_a_covered_cell_brings_calc_up_and_makes_it_current(
     sheet: Calc, tmp_path: Path
 ) -> None:
-    """Another window over the sheet: a person brings Calc's window up and clicks the cell;
-    the result then says the cell is current (confirmed), never only "call returned"."""
+    """Another window over the sheet, and in front: a person brings Calc's window up and
+    clicks the cell; the result then shows the cell current and alone, never only "call
+    returned". Row 1 too: a click aimed by where Calc said the cell was, right after it was
+    raised, hit the column's header and selected the whole column (a trial)."""
     cover = apps.launch(["xterm", "-geometry", "100x40+0+0"])
     try:
         with HostProcess() as host:
-            deadline = time.monotonic() + 20
-            while True:  # until the xterm is mapped over the sheet
-                obs = observe_until(host, {"pid": sheet.pid}, r'cell "A1" = "Item"', "cover")
-                if obs.get("coveredRegions"):
-                    break
-                assert time.monotonic() < deadline, "the xterm never covered Calc"
-                time.sleep(0.1)
-            b3 = line_id(obs["tree"], 'cell "B3"')
-            result = _act(host, obs, {"kind": "click", "elementId": b3}, "cover")
-            assert "current cell B3" in result["observation"]["tree"], result
-            # a person's click after bringing the window up (not a focus request Calc may
-            # ignore while another window is active)
-            assert result["detail"].startswith("xtest left x1 at the cell"), result["detail"]
+            for address in ("B3", "D1"):
+                term = observe_until(host, {"pid": cover.pid}, r"^", "term")  # no tree
+                _act(host, term, {"kind": "focus_window"}, "term")  # raised over Calc
+                deadline = time.monotonic() + 20
+                while True:  # until the xterm lies over the sheet
+                    obs = observe_until(host, {"pid": sheet.pid}, r'cell "A1" = "Item"', "cover")
+                    if obs.get("coveredRegions"):
+                        break
+                    assert time.monotonic() < deadline, "the xterm never covered Calc"
+                    time.sleep(0.1)
+                cell = line_id(obs["tree"], f'cell "{address}"')
+                result = _act(host, obs, {"kind": "click", "elementId": cell}, "cover")
+                summary = next(
+                    line
+                    for line in result["observation"]["tree"].splitlines()
+                    if "on screen:" in line
+                )
+                assert f"current cell {address}" in summary, (result["detail"], summary)
+                assert "selected" not in summary, (result["detail"], summary)
+                # a person's click after bringing the window up (not a focus request Calc may
+                # ignore while another window is active)
+                assert result["detail"].startswith("xtest left x1 at the cell"), result["detail"]
     finally:
         cover.stop()
 

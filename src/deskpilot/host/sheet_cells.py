@@ -49,6 +49,8 @@ _SPACES: Final = re.compile(r"\s+")
 #: how long a click on a cell is given to make it the current one, and how often it is asked
 CURRENT_WAIT_S: Final = 0.4
 CURRENT_POLL_S: Final = 0.02
+#: how often a raised window's cell is asked where it is, until two answers agree
+LAYOUT_POLL_S: Final = 0.05
 
 CLICK_DETAIL: Final = (
     "xtest left x{count} at the cell's visible middle (a person's click: it becomes the "
@@ -79,20 +81,46 @@ class SheetCells:
             if first.details.get("reason") != "covered_point":
                 return await self._semantically(cell, table, count, first)
             await self._p.bring_to_front(window)
+            await self._laid_out(cell)
             try:
                 x, y = await self._aim(cell, table, window, rect)
             except DeskpilotError as again:
                 return await self._semantically(cell, table, count, again)
         await asyncio.to_thread(self._p.input().click, x, y, "left", count)
         clicked = Outcome("synthetic", CLICK_DETAIL.format(count=count))
-        if count != 1 or await self._became_current(cell):
+        if count != 1:
             return clicked
-        # the sheet moved under the pointer (Calc still laying out its window): the click
-        # made another cell current; this one is made current as the click meant
+        if self._p.accessibility is None:
+            return clicked
+        now = await self._current_now(cell)
+        if now is not None and now.focused and not now.selected:
+            return clicked
+        # the sheet moved under the pointer (Calc still laying out its window, or raised
+        # just now): the click made another cell current, or hit a column's header above
+        # row 1 and selected the whole column; this one is made current as the click meant
         made = await self._make_current(cell, table)
         made.method = "mixed"
-        made.detail = f"{clicked.detail} landed on another cell (the sheet moved); {made.detail}"
+        hit_header = now is not None and now.focused
+        missed = "selected a whole row or column" if hit_header else "landed on another cell"
+        made.detail = f"{clicked.detail} {missed} (the sheet moved); {made.detail}"
+        made.check = self._current_check(cell)
         return made
+
+    async def _laid_out(self, cell: ElementRef) -> None:
+        """Wait (up to ``CURRENT_WAIT_S``) until the cell's place holds still: a window just
+        raised lays itself out again, and a click aimed by the place it gave a moment before
+        hit row 1's column header (a trial: the whole column selected)."""
+        acc = self._p.accessibility
+        if acc is None:
+            return
+        deadline = time.monotonic() + CURRENT_WAIT_S
+        last = await acc.extents(cell)
+        while time.monotonic() < deadline:
+            await asyncio.sleep(LAYOUT_POLL_S)
+            now = await acc.extents(cell)
+            if now == last:
+                return
+            last = now
 
     async def _semantically(
         self, cell: ElementRef, table: ElementRef | None, count: int, why: DeskpilotError
@@ -121,17 +149,24 @@ class SheetCells:
         return check
 
     async def _became_current(self, cell: ElementRef) -> bool:
-        """Whether the cell says it is the current (focused) one within ``CURRENT_WAIT_S``
-        of the click (Calc answers the click within a few ms)."""
+        """Whether the cell says it is the current (focused) one, alone (not in a selected
+        row or column), within ``CURRENT_WAIT_S``."""
         if self._p.accessibility is None:
             return True
+        now = await self._current_now(cell)
+        return now is not None and now.focused and not now.selected
+
+    async def _current_now(self, cell: ElementRef) -> CellNow | None:
+        """The cell read until it says it is the current (focused) one, up to
+        ``CURRENT_WAIT_S`` of the click (Calc answers a click within a few ms); None without
+        accessibility or when the cell is gone."""
+        if self._p.accessibility is None:
+            return None
         deadline = time.monotonic() + CURRENT_WAIT_S
         while True:
             now = await self._p.accessibility.cell(cell)
-            if now is None or now.focused:
-                return now is not None
-            if time.monotonic() >= deadline:
-                return False
+            if now is None or now.focused or time.monotonic() >= deadline:
+                return now
             await asyncio.sleep(CURRENT_POLL_S)
 
     async def _aim(

@@ -28,18 +28,21 @@ from deskpilot.host.atspi.vocab import ROLE_NUMBER, State, bit, state_mask
 
 R_TABLE_CELL: Final = ROLE_NUMBER["table cell"]
 _B_FOCUSED: Final = bit(State.FOCUSED)
+_B_SELECTED: Final = bit(State.SELECTED)
 
 
 @dataclass(frozen=True, slots=True)
 class CellNow:
     """A cell as it is now: its shown text, its ``Formula`` attribute as the app gives it
     (``B2*C2``, cut at a ``\\`` where the bridge cut it; "" without a formula), and whether
-    it is the current cell."""
+    it is the current cell and whether it is part of a selection (a lone current cell is not:
+    Calc marks cells selected only in a range, a whole row or a whole column)."""
 
     address: str
     text: str
     formula: str
     focused: bool
+    selected: bool = False
 
 
 def sheet_cell(element: ElementRef) -> bool:
@@ -100,5 +103,7 @@ async def read_cell(conn: Conn, table: NodeRef, address: str) -> CellNow | None:
     formula = ""
     if not isinstance(attrs, AtspiCallError) and isinstance(attrs[0], dict):
         formula = str(attrs[0].get("Formula") or "")
-    focused = not isinstance(state, AtspiCallError) and bool(state_mask(state[0]) & _B_FOCUSED)
-    return CellNow(address, str(text[0]), formula, focused)
+    mask = 0 if isinstance(state, AtspiCallError) else state_mask(state[0])
+    return CellNow(
+        address, str(text[0]), formula, bool(mask & _B_FOCUSED), bool(mask & _B_SELECTED)
+    )
