@@ -18,6 +18,7 @@ import io
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
+from deskpilot.kernel import opaque_text
 from deskpilot.kernel.policy.context import policy_context_for
 from deskpilot.kernel.visual_tree import for_host, outlined
 from deskpilot.protocol.observed import ObservedState
@@ -33,6 +34,7 @@ from deskpilot.protocol.wire import (
     Rect,
 )
 from deskpilot.vision import ocr_ready
+from deskpilot.vision.evidence import OcrWord
 from deskpilot.vision.incremental import window_reader
 
 from .backends import screen
@@ -160,3 +162,24 @@ async def test_the_policy_rates_an_ocr_item_as_an_unknown_target() -> None:
     assert item.target_kind is TargetKind.UNKNOWN and "visual_tree" in item.signals
     button = policy_context_for(ClickAction(element_id=2), obs)
     assert button.target_kind is TargetKind.ELEMENT
+
+
+def test_an_item_read_with_low_confidence_is_marked_uncertain() -> None:
+    """An icon view's name with a word under the uncertain floor says so (a trial's
+    "budget-2026.0ds"); its highlight and its [ocr] mark stay."""
+    state = _state()
+    sure, shaky = (
+        OcrWord("alpha.txt", 220, 184, 70, 14, 93.0),
+        OcrWord("budget-2026.0ds", 350, 184, 110, 14, 58.0),
+    )
+    items = [
+        opaque_text._item([sure], 0, 0, True),
+        opaque_text._item([shaky], 0, 0, False),
+        opaque_text.Item("", (500, 100, 40, 40), covered=True),
+    ]
+    lines = opaque_text.listed(state, [(3, items)]).observation.tree.splitlines()
+    assert lines[3:6] == [
+        '    - text "alpha.txt" [highlighted] [ocr] [1000000]',
+        '    - text "budget-2026.0ds" [uncertain] [ocr] [1000001]',
+        "    - text [covered] [ocr] [1000002]",
+    ], lines

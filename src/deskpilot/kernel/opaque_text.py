@@ -60,7 +60,7 @@ from deskpilot.vision.frames import decode_image
 from deskpilot.vision.highlights import INSET, highlights
 from deskpilot.vision.incremental import Box, window_reader
 from deskpilot.vision.ocr import OcrEngine, default_engine, ocr_ready
-from deskpilot.vision.outline import quote_name, visual_version
+from deskpilot.vision.outline import UNSURE_CONFIDENCE, UNSURE_MARK, quote_name, visual_version
 
 #: the state word of an element read from the screenshot
 OCR_STATE: Final = "ocr"
@@ -104,6 +104,8 @@ class Item:
     highlighted: bool = False
     #: the part of the widget that something lies over (no text: none was read there)
     covered: bool = False
+    #: a word of it was read with low confidence (vision/outline.py ``UNSURE_CONFIDENCE``)
+    uncertain: bool = False
 
 
 #: widgets whose last items are kept (their pixels' digest → items)
@@ -217,7 +219,9 @@ def _item(words: list[OcrWord], dx: int, dy: int, highlighted: bool) -> Item:
     left, top = min(wd.x for wd in words), min(wd.y for wd in words)
     right = max(wd.x + wd.width for wd in words)
     bottom = max(wd.y + wd.height for wd in words)
-    return Item(text, (dx + left, dy + top, right - left, bottom - top), highlighted)
+    unsure = any(wd.confidence < UNSURE_CONFIDENCE for wd in words)
+    box = (dx + left, dy + top, right - left, bottom - top)
+    return Item(text, box, highlighted, uncertain=unsure)
 
 
 def _reading_order(items: list[Item]) -> list[Item]:
@@ -257,6 +261,7 @@ def listed(state: ObservedState, found: Sequence[tuple[int, list[Item]]]) -> Obs
                 added.append(f"{indent}- text [{COVERED_STATE}] [{OCR_STATE}] [{next_id}]")
             else:
                 lit = f" [{HIGHLIGHT_STATE}]" if item.highlighted else ""
+                lit += UNSURE_MARK if item.uncertain else ""
                 name = quote_name(item.text)
                 added.append(f'{indent}- text "{name}"{lit} [{OCR_STATE}] [{next_id}]')
             bounds[next_id] = item.box

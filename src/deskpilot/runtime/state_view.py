@@ -183,8 +183,9 @@ def tree_read_lines(obs: ObservationBody) -> list[str]:
         lines.append(
             "ocr=text some widgets draw but do not expose (elements marked [ocr], read from "
             "the screenshot: a click on one clicks the centre of its text; set_value and "
-            "select_text need an accessibility element; text [covered] [ocr] is a part "
-            "another window lies over: its items are not read there)"
+            "select_text need an accessibility element; [uncertain]: read with low confidence, "
+            "it may be misread; text [covered] [ocr] is a part another window lies over: its "
+            "items are not read there)"
         )
     if obs.covered_regions:
         n = len(obs.covered_regions)
