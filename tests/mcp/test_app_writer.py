@@ -108,9 +108,17 @@ async def test_typing_into_a_paragraph_without_the_caret_goes_at_its_end(writer:
                 "text": "\nAppendix",
             },
         },
+        {
+            "name": "type_text",
+            "arguments": {
+                "state_id": "$state",
+                "element_id": '$element:paragraph = "Quarterly report',
+                "text": " 2026",
+            },
+        },
     ]
     report = await run_ts_script(TS_CALLS, _config(), json.dumps(calls))
-    _state, semantic, keys = report["results"]
+    _state, semantic, keys, title = report["results"]
     tree = _tree(_ok(semantic))
     assert '- paragraph = "Third paragraph closes the document. (draft)"' in tree, tree
     assert semantic["diagnostic"]["effect"] == "confirmed", semantic["diagnostic"]
@@ -126,6 +134,14 @@ async def test_typing_into_a_paragraph_without_the_caret_goes_at_its_end(writer:
         "Appendix",
         "Third paragraph closes the document. (draft)",
     ], paragraphs
+    # one paragraph has the keyboard: the one typed into last (Writer left FOCUSED on the
+    # paragraph Enter had made)
+    focused = [
+        line.strip()
+        for line in _tree(_ok(title)).splitlines()
+        if line.strip().startswith("- paragraph ") and "[focused]" in line
+    ]
+    assert len(focused) == 1 and "Quarterly report 2026" in focused[0], focused
 
 
 async def test_select_a_word_make_it_bold_and_save(writer: Path) -> None:

@@ -151,6 +151,7 @@ class TextReads:
         """The second batch's calls: each node's text (the part shown), and a selection's
         text where the part shown does not hold it. Nodes with no text get their empty
         value (or name) here."""
+        self._one_focused(nodes)
         calls: list[Call] = []
         for i, kind in self._kind.items():
             n = nodes[i]
@@ -178,6 +179,23 @@ class TextReads:
                 calls.append((n.bus, n.path, I_TEXT, "GetText", "ii", (sel[0], s_end)))
                 self._slots.append((i, "selected", sel[0]))
         return calls
+
+    def _one_focused(self, nodes: list[RawNode]) -> None:
+        """Of several text nodes that say they have the keyboard focus, the ones without a
+        caret lose it when one has a caret: LibreOffice Writer leaves FOCUSED on a paragraph
+        the caret has left (a paragraph made by Enter kept it while the caret was in
+        another), and an agent would type where it is not."""
+        focused = [i for i in self._caret if nodes[i].states & _B_FOCUSED]
+        if len(focused) < 2:
+            return
+        count = self._count
+        caret = [i for i in focused if 0 <= self._caret[i] <= count.get(i, -1)]
+        if not caret:
+            return
+        for i in focused:
+            if i not in caret:
+                nodes[i].states &= ~_B_FOCUSED
+                del self._caret[i]
 
     def apply(self, nodes: list[RawNode], replies: list[Any]) -> None:
         """Put the second batch's answers in place."""
