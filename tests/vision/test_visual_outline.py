@@ -205,3 +205,21 @@ def test_words_read_with_low_confidence_are_marked_uncertain() -> None:
     # a line without words goes by its own confidence
     lone = OcrLine("maybe", 60.0, 10, 60, 40, 14)
     assert '- text "maybe" [uncertain]' in build_outline(reading(lone), "x").text
+
+
+def test_small_text_is_uncertain_under_a_higher_floor() -> None:
+    """A terminal's 6×13 bitmap font (lines 9–11 px): "14230" for 14:30 came in at 80, and a
+    word there is uncertain under 90; the same word in larger text is not."""
+    small = line("Meeting at 14230", 10, 10, height=10)
+    words = tuple(
+        OcrWord(w.text, w.x, w.y, w.width, w.height, 80.0 if w.text == "14230" else 95.0)
+        for w in small.words
+    )
+    small = OcrLine(small.text, 90.0, small.x, small.y, small.width, small.height, words)
+    large = OcrLine(small.text, 90.0, small.x, 60, small.width, 16, words)
+    rows = build_outline(reading(small, large), "xterm").text.splitlines()
+    assert '    - text "Meeting at 14230" [uncertain] [3]' in rows, rows
+    assert '      - word "14230" [uncertain] [6]' in rows, rows
+    assert '      - word "Meeting" [4]' in rows, rows
+    texts = [r for r in rows if '- text "Meeting at 14230"' in r]
+    assert len(texts) == 2 and "[uncertain]" not in texts[1], rows  # the large line

@@ -219,9 +219,10 @@ def _item(words: list[OcrWord], dx: int, dy: int, highlighted: bool) -> Item:
     left, top = min(wd.x for wd in words), min(wd.y for wd in words)
     right = max(wd.x + wd.width for wd in words)
     bottom = max(wd.y + wd.height for wd in words)
-    unsure = any(wd.confidence < UNSURE_CONFIDENCE for wd in words)
     box = (dx + left, dy + top, right - left, bottom - top)
-    return Item(text, box, highlighted, uncertain=unsure)
+    # a widget's names are a toolkit's UI font, not a terminal's bitmap one: the plain floor
+    doubt = any(wd.confidence < UNSURE_CONFIDENCE for wd in words)
+    return Item(text, box, highlighted, uncertain=doubt)
 
 
 def _reading_order(items: list[Item]) -> list[Item]:

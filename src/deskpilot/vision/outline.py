@@ -75,7 +75,20 @@ UNREAD_ROLE = "text [unreadable]"
 #: a terminal's small bitmap font read "report-2026.txt" as "report-2028.txt" at 56, where
 #: words read right come in at 80–97 (docs/vision.md, "Uncertain words")
 UNSURE_CONFIDENCE = 70.0
+#: text under this many pixels high (a terminal's 6×13 bitmap font: lines 9–11 px) is read
+#: far less reliably: a word there is uncertain under ``SMALL_UNSURE_CONFIDENCE`` (a trial
+#: saw "318,75" for 318.75 and "14230" for 14:30 come in above 70)
+SMALL_TEXT_PX = 12
+SMALL_UNSURE_CONFIDENCE = 90.0
 UNSURE_MARK = " [uncertain]"
+
+
+def unsure(confidence: float, height: int) -> bool:
+    """Whether a word read with ``confidence`` in text ``height`` pixels high is marked
+    ``[uncertain]``."""
+    floor = SMALL_UNSURE_CONFIDENCE if height < SMALL_TEXT_PX else UNSURE_CONFIDENCE
+    return confidence < floor
+
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\x7f\u2028\u2029]')
@@ -142,9 +155,9 @@ def build_outline(
                     continue
                 if len(line.words) > 1:
                     for w in line.words:
-                        unsure = UNSURE_MARK if w.confidence < UNSURE_CONFIDENCE else ""
+                        mark = UNSURE_MARK if unsure(w.confidence, line.height) else ""
                         box = _moved((w.x, w.y, w.width, w.height), dx, dy)
-                        add(3, "word", w.text, box, unsure)
+                        add(3, "word", w.text, box, mark)
         for box in reading.unread:  # there, but not read: said, never left out in silence
             add(1, UNREAD_ROLE, None, _moved(box, dx, dy))
 
@@ -234,10 +247,10 @@ def group_blocks(rows: list[list[OcrLine]]) -> list[list[list[OcrLine]]]:
 
 
 def _unsure(line: OcrLine) -> bool:
-    """A line with a word read under ``UNSURE_CONFIDENCE`` (or, without words, read so)."""
+    """A line with an uncertain word (:func:`unsure`; without words, its own confidence)."""
     if line.words:
-        return any(w.confidence < UNSURE_CONFIDENCE for w in line.words)
-    return line.confidence < UNSURE_CONFIDENCE
+        return any(unsure(w.confidence, line.height) for w in line.words)
+    return unsure(line.confidence, line.height)
 
 
 def _joined(a: OcrLine, b: OcrLine) -> OcrLine:
