@@ -49,11 +49,19 @@ def test_a_command_line_argument_is_found_relative_to_the_working_directory(
 ) -> None:
     (tmp_path / "todo.txt").write_text("x\n")
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; sys.stdin.read()", "todo.txt"],
+        [
+            sys.executable,
+            "-c",
+            "import sys; print('ready', flush=True); sys.stdin.read()",
+            "todo.txt",
+        ],
         cwd=tmp_path,
         stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
     )
     try:
+        # its command line is its own once it runs (read before, a CI run saw none of it)
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
         assert started_with(proc.pid, "todo.txt - Text Editor") == tmp_path / "todo.txt"
     finally:
         assert proc.stdin is not None
