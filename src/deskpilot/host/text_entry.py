@@ -211,6 +211,9 @@ class TextEntry:
         if "editable" not in element.states or "Text" not in element.interfaces:
             return None
         await self.p.focus_element(element, window, rect)
+        # select-all before the field has the focus selects the page (Firefox moves the focus
+        # a moment after GrabFocus answers): wait until it says it has it
+        await self._until_focused(element)
         xinput = self.p.input()
         await asyncio.to_thread(xinput.press_chord, parse_chord("ctrl+a"))
         if value:
