@@ -161,10 +161,17 @@ async def test_a_write_blocked_by_a_stopped_host_still_times_out(
             timeout=1.0,
         )
     )
-    await asyncio.sleep(0.3)
     host = client._host
     assert host is not None and host.stdin is not None
-    assert host.stdin.get_write_buffer_size() > 64 * 1024  # the write is stuck in drain()
+    # the write is stuck in drain(): waited for, not slept for (a loaded CI worker had not
+    # written yet 0.3 s after the call; tests/FLAKES.md), before the 1 s timeout ends it
+    deadline = time.monotonic() + 0.8
+    while True:
+        stuck = host.stdin.get_write_buffer_size()
+        if stuck > 64 * 1024 or time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(0.02)
+    assert stuck > 64 * 1024, stuck
     with pytest.raises(DeskpilotError) as info:
         await call
     assert info.value.code is ErrorCode.ACTION_TIMEOUT
