@@ -33,6 +33,10 @@ from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import Rect
 
 # an action's log lines keep one logger name, whichever of its parts writes them
+#: how long a window that was just given the X focus may take to say it is active
+ACTIVE_WAIT_S = 0.5
+ACTIVE_POLL_S = 0.02
+
 log = logging.getLogger("deskpilot.host.action_dispatch")
 
 HANG_ENV = "DESKPILOT_HOST_TEST_HANG"
@@ -216,7 +220,27 @@ class Primitives:
         refuse_if_menu_open(self.desktop, window)
         if self.desktop.has_focus(window):
             return None
-        return await asyncio.to_thread(self.desktop.focus, window)
+        how = await asyncio.to_thread(self.desktop.focus, window)
+        await self._until_active(window)
+        return how
+
+    async def _until_active(self, window: XWindow) -> None:
+        """Wait (up to ``ACTIVE_WAIT_S``) until the window's frame says it is active: keys
+        sent right after the X focus moved are dropped by an app that has not taken it in
+        yet (Chromium lost the first 35 characters of a text typed at once: tests/FLAKES.md).
+        No wait for a window without an accessible frame, or when it cannot be read."""
+        acc = self.accessibility
+        if acc is None:
+            return
+        deadline = time.monotonic() + ACTIVE_WAIT_S
+        while True:
+            try:
+                frame, _ = await acc.frames_for(window)
+            except Exception:  # a slow or gone app: the keys go as before
+                return
+            if frame is None or frame.active or time.monotonic() >= deadline:
+                return
+            await asyncio.sleep(ACTIVE_POLL_S)
 
     async def bring_to_front(self, window: XWindow) -> str:
         """The window raised and given the keyboard focus, as a person clicks a window before
