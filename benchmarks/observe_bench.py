@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import http.server
 import os
 import statistics
@@ -26,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -234,21 +235,29 @@ async def run(args: argparse.Namespace, state: vdesk.DesktopState, url: str) -> 
         chrome.stop()
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=11)
-    ap.add_argument("--baseline-runs", type=int, default=3)
-    args = ap.parse_args()
+@contextlib.contextmanager
+def page_desktop() -> Iterator[tuple[vdesk.DesktopState, str]]:
+    """A private 1280x800 desktop (its environment set in this process) and the bench page
+    served on loopback: the desktop and the page's URL; both ended afterwards."""
     state = vdesk.up(1280, 800)
     os.environ.update(state.env)
     site = Path(tempfile.mkdtemp(prefix="deskpilot-bench-site-"))
     (site / "index.html").write_text(page_html())
     server, url = serve(site)
     try:
-        asyncio.run(run(args, state, url))
+        yield state, url
     finally:
         server.shutdown()
         vdesk.down(state)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=11)
+    ap.add_argument("--baseline-runs", type=int, default=3)
+    args = ap.parse_args()
+    with page_desktop() as (state, url):
+        asyncio.run(run(args, state, url))
 
 
 if __name__ == "__main__":

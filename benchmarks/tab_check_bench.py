@@ -14,19 +14,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from deskpilot import desktop as vdesk
 from deskpilot.desktop import apps as dapps
 from deskpilot.host.atspi import AtspiClient, tree_patch
-from observe_bench import find_frame, page_html, serve
+from observe_bench import find_frame, page_desktop
 
 
 async def run(runs: int, url: str) -> None:
@@ -63,16 +60,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=41)
     args = ap.parse_args()
-    state = vdesk.up(1280, 800)
-    os.environ.update(state.env)
-    site = Path(tempfile.mkdtemp(prefix="deskpilot-bench-site-"))
-    (site / "index.html").write_text(page_html())
-    server, url = serve(site)
-    try:
+    with page_desktop() as (_state, url):
         asyncio.run(run(args.runs, url))
-    finally:
-        server.shutdown()
-        vdesk.down(state)
 
 
 if __name__ == "__main__":

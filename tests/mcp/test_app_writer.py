@@ -58,6 +58,20 @@ def _tree(text: str) -> str:
     return text[text.index("\n- window ") + 1 :]
 
 
+def _paragraphs(tree: str) -> list[str]:
+    """The tree's paragraph lines, stripped."""
+    return [line.strip() for line in tree.splitlines() if line.strip().startswith("- paragraph ")]
+
+
+def _type_into(paragraph: str, text: str) -> dict[str, Any]:
+    """A type_text call into the paragraph whose text starts with ``paragraph``."""
+    element = f'$element:paragraph = "{paragraph}'
+    return {
+        "name": "type_text",
+        "arguments": {"state_id": "$state", "element_id": element, "text": text},
+    }
+
+
 async def test_writer_shows_its_paragraphs_caret_and_status(writer: Path) -> None:
     report = await run_ts_script(
         TS_CALLS,
@@ -65,8 +79,7 @@ async def test_writer_shows_its_paragraphs_caret_and_status(writer: Path) -> Non
         json.dumps([{"name": "get_app_state", "arguments": {"app": "soffice"}}]),
     )
     tree = _tree(_ok(report["results"][0]))
-    lines = tree.splitlines()
-    paragraphs = [line.strip() for line in lines if line.strip().startswith("- paragraph ")]
+    paragraphs = _paragraphs(tree)
     assert [p.split('"')[1] for p in paragraphs] == PARAGRAPHS, tree
     # the caret is in the first paragraph when a document opens; one line has it
     assert sum("[caret " in p for p in paragraphs) == 1, tree
@@ -92,41 +105,16 @@ async def test_typing_into_a_paragraph_without_the_caret_goes_at_its_end(writer:
     line makes a new paragraph, so it goes as the Return key)."""
     calls = [
         {"name": "get_app_state", "arguments": {"app": "soffice"}},
-        {
-            "name": "type_text",
-            "arguments": {
-                "state_id": "$state",
-                "element_id": '$element:paragraph = "Third paragraph',
-                "text": " (draft)",
-            },
-        },
-        {
-            "name": "type_text",
-            "arguments": {
-                "state_id": "$state",
-                "element_id": '$element:paragraph = "Second paragraph',
-                "text": "\nAppendix",
-            },
-        },
-        {
-            "name": "type_text",
-            "arguments": {
-                "state_id": "$state",
-                "element_id": '$element:paragraph = "Quarterly report',
-                "text": " 2026",
-            },
-        },
+        _type_into("Third paragraph", " (draft)"),
+        _type_into("Second paragraph", "\nAppendix"),
+        _type_into("Quarterly report", " 2026"),
     ]
     report = await run_ts_script(TS_CALLS, _config(), json.dumps(calls))
     _state, semantic, keys, title = report["results"]
     tree = _tree(_ok(semantic))
     assert '- paragraph = "Third paragraph closes the document. (draft)"' in tree, tree
     assert semantic["diagnostic"]["effect"] == "confirmed", semantic["diagnostic"]
-    paragraphs = [
-        line.strip().split('"')[1]
-        for line in _tree(_ok(keys)).splitlines()
-        if line.strip().startswith("- paragraph ")
-    ]
+    paragraphs = [line.split('"')[1] for line in _paragraphs(_tree(_ok(keys)))]
     assert paragraphs == [
         PARAGRAPHS[0],
         PARAGRAPHS[1],
@@ -136,11 +124,7 @@ async def test_typing_into_a_paragraph_without_the_caret_goes_at_its_end(writer:
     ], paragraphs
     # one paragraph has the keyboard: the one typed into last (Writer left FOCUSED on the
     # paragraph Enter had made)
-    focused = [
-        line.strip()
-        for line in _tree(_ok(title)).splitlines()
-        if line.strip().startswith("- paragraph ") and "[focused]" in line
-    ]
+    focused = [line for line in _paragraphs(_tree(_ok(title))) if "[focused]" in line]
     assert len(focused) == 1 and "Quarterly report 2026" in focused[0], focused
 
 

@@ -32,11 +32,11 @@ from deskpilot.host.x11.windows import XWindow
 from deskpilot.protocol.errors import DeskpilotError, ErrorCode
 from deskpilot.protocol.wire import Rect
 
-# an action's log lines keep one logger name, whichever of its parts writes them
 #: how long a window that was just given the X focus may take to say it is active
 ACTIVE_WAIT_S = 0.5
 ACTIVE_POLL_S = 0.02
 
+# an action's log lines keep one logger name, whichever of its parts writes them
 log = logging.getLogger("deskpilot.host.action_dispatch")
 
 HANG_ENV = "DESKPILOT_HOST_TEST_HANG"
