@@ -49,7 +49,12 @@ from deskpilot.host.atspi.tree_cache import (
     Plan,
     TreeCache,
 )
-from deskpilot.host.atspi.tree_patch import focus_moved, patch_nodes, same_shape
+from deskpilot.host.atspi.tree_patch import (
+    focus_moved,
+    has_unnamed_fields,
+    patch_nodes,
+    same_shape,
+)
 from deskpilot.host.atspi.tree_read import TreeReader
 from deskpilot.host.atspi.vocab import (
     ALWAYS_SHOWN_ROLES,
@@ -268,15 +273,11 @@ class Snapshots:
             return None
         t0 = time.perf_counter()
         nodes = entry.nodes
-        have = [i for i, n in enumerate(nodes) if n.extents is not None]
         elements = snap.elements
-        if have:
-            before = [nodes[i].extents for i in have]
-            await collect.read_extents(conn, nodes, have)
-            if any(nodes[i].extents != b for i, b in zip(have, before, strict=True)):
-                if entry.derived:
-                    return None
-                elements = _moved(elements, nodes, entry.index)
+        if await _extents_changed(conn, nodes):
+            if _placed_by_position(entry):
+                return None
+            elements = _moved(elements, nodes, entry.index)
         regions = _sensitive_regions(nodes, entry.secure, origin)
         return dataclasses.replace(
             snap,
@@ -306,6 +307,12 @@ class Snapshots:
             return None
         t0 = time.perf_counter()
         if plan.dirt is None:
+            return None
+        if _placed_by_position(entry) and await _extents_changed(conn, entry.nodes):
+            # a name placed by position was found from extents read at other moments than
+            # the ones that changed: a patch would keep it (a hit after it would find the
+            # re-read extents unchanged and serve it too)
+            entry.drop()
             return None
         info = await self._apps.info(snap.root.bus_name, ROOT_PATH)
         chromium = info is not None and info.chromium
@@ -528,6 +535,24 @@ class Snapshots:
 
 
 # ---------------------------------------------------------------------------- the steps
+
+
+async def _extents_changed(conn: Conn, nodes: list[RawNode]) -> bool:
+    """Read again the extents of the nodes that have some (labels and fields placed by
+    position, secure fields, opaque widgets), and say whether any changed: a window moves,
+    and a layout settles, with no tree event at all."""
+    have = [i for i, n in enumerate(nodes) if n.extents is not None]
+    if not have:
+        return False
+    before = [nodes[i].extents for i in have]
+    await collect.read_extents(conn, nodes, have)
+    return any(nodes[i].extents != b for i, b in zip(have, before, strict=True))
+
+
+def _placed_by_position(entry: Entry) -> bool:
+    """Whether a kept name may depend on where nodes are: one was derived from other nodes,
+    or a field is unnamed (a label that moved beside it would name it)."""
+    return entry.derived or has_unnamed_fields(entry.nodes)
 
 
 async def _read_details(
