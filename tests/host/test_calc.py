@@ -314,3 +314,50 @@ def test_a_save_by_the_toolbar_is_confirmed_by_the_file(sheet: Calc) -> None:
         saved = _act(host, typed["observation"], {"kind": "click", "elementId": save}, "save")
         assert (saved.get("effect"), saved.get("effectNote")) == ("confirmed", None), saved
         assert doc.stat().st_mtime_ns != before
+
+
+def test_a_number_deleted_in_place_and_a_renamed_sheet_are_shown_as_they_are(sheet: Calc) -> None:
+    """Two things Calc 7.4 leaves stale in its tree, shown as a person sees them.
+
+    * Delete on the current cell (the cursor stays): Calc's object for that cell keeps its
+      old text and sends no event; the state must not show the old number as the cell's
+      content, but the number it holds now (atspi/stale_cells.py).
+    * A sheet renamed by Sheet ▸ Rename Sheet: the sheet's table keeps its first name; the
+      state names it after its tab (atspi/sheet_names.py).
+
+    Last in the module: it changes the sheet's name and C5 (and so D5 and D6)."""
+    with HostProcess() as host:
+        target = {"pid": sheet.pid}
+        obs = observe_until(host, target, r'cell "C5" = "1.25"', "stale")
+        c5 = line_id(obs["tree"], 'cell "C5"')
+        at = _act(host, obs, {"kind": "click", "elementId": c5}, "stale")
+        assert "current cell C5" in at["observation"]["tree"]
+        gone = _act(host, at["observation"], {"kind": "press_key", "keys": ["Delete"]}, "stale")
+        tree = gone["observation"]["tree"]
+        assert '= "0"' in _cell_line(tree, "D5"), tree  # the formula beside it: computed anew
+        line = _cell_line(tree, "C5")
+        assert "1.25" not in line and "[focused]" in line, line
+        assert "not brought up to date by the app; its number now: 0]" in line, line
+        # rename the sheet through its menu and dialog, as a person does
+        tree = gone["observation"]["tree"]
+        assert re.search(r'- table "Sheet Prices" ', tree), tree
+        menu = _act(
+            host,
+            gone["observation"],
+            {"kind": "click", "elementId": line_id(tree, r'- menu "Sheet" \[')},
+            "stale",
+        )
+        item = line_id(menu["observation"]["tree"], r'menuItem "Rename Sheet\.\.\."')
+        _act(host, menu["observation"], {"kind": "click", "elementId": item}, "stale")
+        dialog = observe_until(host, target, r'- textField .*= "Prices"', "stale")
+        field = line_id(dialog["tree"], r'- textField .*= "Prices"')
+        named = _act(
+            host,
+            dialog,
+            {"kind": "set_value", "elementId": field, "value": "Q1"},
+            "stale",
+        )
+        _act(host, named["observation"], {"kind": "press_key", "keys": ["Return"]}, "stale")
+        after = observe_until(host, target, r'- tab "Q1" \[selected\]', "stale")["tree"]
+        assert re.search(r'- table "Sheet Q1" ', after), after
+        assert "Prices" not in after.split("- tabList")[0].split("- document")[1], after

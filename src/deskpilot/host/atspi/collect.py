@@ -125,6 +125,7 @@ class RawNode:
         "path",
         "role",
         "screen",
+        "stale",
         "states",
         "text",
         "unread",
@@ -170,6 +171,9 @@ class RawNode:
         self.address: str | None = None
         #: that cell's formula as the app says it (``=B2*C2``; cut ones end in ``…``)
         self.formula: str | None = None
+        #: a current cell whose text the app did not bring up to date: the number it holds
+        #: now, shown instead of the old text (:mod:`.stale_cells`)
+        self.stale: str | None = None
         #: a cell of what is on screen made of cells (a tree view's renderers): its parts,
         #: read with it and grafted in as its children (:mod:`.on_screen`)
         self.parts: list[RawNode] = []

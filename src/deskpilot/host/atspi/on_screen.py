@@ -44,7 +44,7 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from deskpilot.host.atspi import collect
+from deskpilot.host.atspi import collect, stale_cells
 from deskpilot.host.atspi.bus import (
     I_ACCESSIBLE,
     I_ACTION,
@@ -447,6 +447,7 @@ async def _cells(conn: Conn, top: RawNode, rows: Span, cols: Span, sheet: bool) 
         cells.append(cell)
     if sheet:
         await _formulas(conn, [c for c in cells if c.path and c.value])
+        await stale_cells.mark_stale(conn, cells)
     else:
         await _renderers(conn, [c for c in cells if c.path and c.child_count > 0])
         await _actions(conn, [c for c in cells if c.path and _empty(c)])
@@ -533,6 +534,7 @@ def _empty(cell: RawNode) -> bool:
     unnamed = not cell.name or cell.name == cell.address
     return (
         not cell.value
+        and not cell.stale
         and unnamed
         and not cell.formula
         and not cell.states & _B_MEANINGFUL

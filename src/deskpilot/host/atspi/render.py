@@ -481,6 +481,8 @@ def _line(
         parts.append(f" [{w}]")
     if node.formula:
         parts.append(f' [formula: "{_quote(node.formula)}"]')
+    if node.stale is not None:
+        parts.append(f" [text not brought up to date by the app; its number now: {node.stale}]")
     if options:
         parts.append(_options_text(options))
     if node.text is not None:

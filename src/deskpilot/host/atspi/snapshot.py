@@ -32,6 +32,7 @@ from deskpilot.host.atspi import (
     gtk2_menus,
     on_screen,
     opaque,
+    sheet_names,
     vcl_shift,
 )
 from deskpilot.host.atspi.apps import Applications
@@ -576,9 +577,11 @@ async def _read_details(
 async def _toolkit_rules(conn: Conn, nodes: list[RawNode], info: AppInfo | None) -> None:
     """What a toolkit's own states get wrong, put right before anything is decided from
     them: Firefox keeps chrome it does not draw and background pages as showing
-    (atspi/gecko.py)."""
+    (atspi/gecko.py); Calc keeps a renamed sheet's old name (atspi/sheet_names.py)."""
     if info is not None and info.gecko:
         await gecko.hide_undrawn(conn, nodes)
+    if info is not None and info.libreoffice:
+        sheet_names.name_by_tab(nodes)
 
 
 async def _enrich(
