@@ -245,9 +245,13 @@ class Primitives:
     async def bring_to_front(self, window: XWindow) -> str:
         """The window raised and given the keyboard focus, as a person clicks a window before
         working in it: a list a covered Firefox window is asked to open does not open.
-        Refused first when another app's menu is open (host/menu_grab.py)."""
+        Refused first when another app's menu is open (host/menu_grab.py). Returns once the
+        window says it is active, as :meth:`ensure_focus` does: what follows a raise (a
+        click, keys) goes to a window that has taken the focus in."""
         refuse_if_menu_open(self.desktop, window)
-        return await asyncio.to_thread(self.desktop.focus, window)
+        how = await asyncio.to_thread(self.desktop.focus, window)
+        await self._until_active(window)
+        return how
 
     async def focus_element(
         self, element: ElementRef, window: XWindow, rect: Rect
