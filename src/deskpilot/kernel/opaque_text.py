@@ -134,10 +134,14 @@ async def with_text(state: ObservedState, engine: OcrEngine | None = None) -> Ob
 
     def read_all() -> list[tuple[int, list[Item]]]:
         image = decode_image(png)
-        return [
-            (area.element_id, read_items(chosen, key, image, box, masked) + _covered(box, masked))
-            for area, box in zip(areas, boxes, strict=True)
-        ]
+        found = []
+        for area, box in zip(areas, boxes, strict=True):
+            # the parts of the widget other windows lie over, in its own coordinates: painted
+            # out for the OCR, and listed as covered items
+            inside = [b for m in masked if (b := within(m, box)) is not None]
+            items = read_items(chosen, key, image, box, inside) + _covered(box, inside)
+            found.append((area.element_id, items))
+        return found
 
     try:
         found = await asyncio.to_thread(read_all)
@@ -164,17 +168,16 @@ def forget() -> None:
 
 
 def read_items(
-    engine: OcrEngine, key: str, image: Image.Image, box: Box, masked: Sequence[Box]
+    engine: OcrEngine, key: str, image: Image.Image, box: Box, inside: list[Box]
 ) -> list[Item]:
-    """The items of text in ``box`` of ``image`` (``masked``: boxes of the image lying over
-    it, painted out), in reading order. Blocking.
+    """The items of text in ``box`` of ``image`` (``inside``: the parts of it other windows
+    lie over, in the box's coordinates, painted out), in reading order. Blocking.
 
     The widget is read with its highlights painted out, and each highlight's inside on its
     own (vision/highlights.py): a selected item's white name on its highlight is read, and
     marked ``highlighted``."""
     x, y, w, h = box
     part = image.crop((x, y, x + w, y + h)).convert("RGB")
-    inside = [b for m in masked if (b := within(m, box)) is not None]
     key = f"{key}:opaque:{x},{y},{w},{h}"
     digest = hashlib.blake2b(part.tobytes() + repr(inside).encode(), digest_size=16).digest()
     with _LOCK:
@@ -207,11 +210,11 @@ def _read(
     return _reading_order([i for i in items if i.text])[:MAX_ITEMS]
 
 
-def _covered(box: Box, masked: Sequence[Box]) -> list[Item]:
-    """The parts of ``box`` that ``masked`` boxes lie over, as items without text: said, so
-    that a widget whose items are under another window is not taken for an empty one."""
-    parts = [b for m in masked if (b := within(m, box)) is not None]
-    return [Item("", (box[0] + x, box[1] + y, w, h), covered=True) for x, y, w, h in parts]
+def _covered(box: Box, inside: list[Box]) -> list[Item]:
+    """The covered parts of ``box`` (``inside``, in its coordinates) as items without text:
+    said, so that a widget whose items are under another window is not taken for an empty
+    one."""
+    return [Item("", (box[0] + x, box[1] + y, w, h), covered=True) for x, y, w, h in inside]
 
 
 def _item(words: list[OcrWord], dx: int, dy: int, highlighted: bool) -> Item:
