@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 from Xlib import X, Xatom, display, error
+from Xlib.ext import xtest
 
 from deskpilot.desktop.a11y_env import with_accessibility
 from deskpilot.desktop.apps import App
@@ -67,7 +68,23 @@ def launch_gimp(image: Path, *, bridge: bool) -> App:
     except BaseException:
         app.stop()
         raise
+    park_pointer()
     return app
+
+
+def park_pointer() -> None:
+    """The pointer to the screen's bottom-right corner, off GIMP's window. Where an earlier
+    test left it over GIMP's toolbox, GIMP shows that tool's tooltip — an override-redirect
+    window, read as a ``- popup`` — and a test's first look found a popup where it expected
+    none (tests/FLAKES.md). A person's pointer rests where they left it, not on a tool."""
+    d = display.Display(os.environ["DISPLAY"])
+    try:
+        screen = d.screen()
+        x, y = screen.width_in_pixels - 1, screen.height_in_pixels - 1
+        xtest.fake_input(d, X.MotionNotify, x=x, y=y)
+        d.sync()
+    finally:
+        d.close()
 
 
 def wait_for_title(pid: int, start: str, timeout: float = START_TIMEOUT_S) -> str:
