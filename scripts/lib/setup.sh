@@ -1,5 +1,6 @@
 # Idempotent set-up shared by scripts/run and scripts/test (sourced, not executed).
-# 1. Debian packages: the X server, D-Bus, AT-SPI and the apps the tests drive.
+# 1. Debian packages: the X server, D-Bus, AT-SPI, the apps the tests drive, and headless
+#    Mutter with PipeWire and GStreamer (the private Wayland desktop, docs/wayland.md).
 # 2. A .venv/ at the repo root with the project installed editable with its dev extras.
 # 3. (tests only) the outside MCP clients the suite drives deskpilot with, from the npm
 #    registry into tests/clients/node_modules/ (git-ignored), pinned by its package-lock.json.
@@ -13,6 +14,7 @@ DESKPILOT_APT_PACKAGES=(
   openssh-server openssh-client
   libreoffice-writer libreoffice-calc libreoffice-gtk3 gnome-text-editor
   thunar gimp libgail-common libatk-adaptor
+  mutter pipewire wireplumber gstreamer1.0-pipewire gstreamer1.0-tools
 )
 
 _dp_log() { printf '[setup] %s\n' "$*" >&2; }
