@@ -337,7 +337,10 @@ def test_a_number_deleted_in_place_and_a_renamed_sheet_are_shown_as_they_are(she
         assert '= "0"' in _cell_line(tree, "D5"), tree  # the formula beside it: computed anew
         line = _cell_line(tree, "C5")
         assert "1.25" not in line and "[focused]" in line, line
-        assert "not brought up to date by the app; its number now: 0]" in line, line
+        assert (
+            "[text out of date (the app did not update it): the cell is now empty, 0 or a text"
+            in line
+        ), line
         # rename the sheet through its menu and dialog, as a person does
         tree = gone["observation"]["tree"]
         assert re.search(r'- table "Sheet Prices" ', tree), tree

@@ -130,6 +130,10 @@ async def test_a_bad_element_id_does_not_spend_the_state_id(calculator: App) -> 
         typo = await client.call_tool("click", {"state_id": sid, "element_id": 9999})
         assert typo.is_error and diag_of(typo)["code"] == "invalid_request"
         assert diag_of(typo)["actionOutcome"] == "not_dispatched"
+        # says what to do, and nothing that reads as "ids count lines" (trial-6: "it has 149
+        # elements" for id 149 suggested 149 should be valid)
+        said = text_of(typo)
+        assert "Read the state again (get_app_state)" in said and "elements)" not in said, said
         good = {"state_id": sid, "element_id": element_id(state, '"1 1"')}
         ok = await client.call_tool("click", good)
         assert not ok.is_error, text_of(ok)

@@ -104,6 +104,11 @@ async def test_refused_type_text_into_a_pin_field_does_not_move_the_focus(dp_des
             # no step ran: the focus step was never dispatched
             assert all(s["outcome"] == "not_dispatched" for s in d.get("steps", [])), d
             assert "4321" not in text_of(refused)
+            # says what to do (trial-6: "ask the user to do this step or to allow it" named
+            # neither the field's class nor how)
+            assert "credential" in text_of(refused) and "type it into that field" in text_of(
+                refused
+            ), text_of(refused)
             now = await _state(client, app.pid)
             assert _focused_line(now) == before, text_of(now)
             # the refusal did not spend the state_id; keys without element_id go where the

@@ -90,8 +90,9 @@ class Plan:
         if element_id not in element_lines(self.record.tree):
             raise refusal(
                 ErrorCode.INVALID_REQUEST,
-                f"element_id {element_id} is not an element of this state "
-                f"(it has {self.record.element_count} elements).",
+                f"element_id {element_id} is not an element of this state: an element keeps "
+                "its id only while it exists, so it is gone (or never was). Read the state "
+                "again (get_app_state) and act on one of its ids.",
             )
 
         def current(frame: Frame) -> int:

@@ -231,6 +231,13 @@ REASON_ADVICE: dict[str, str] = {
     "paused_by_person": "Only the person resumes a session they paused (the dashboard or "
     "`deskpilot session resume`); nothing was changed. Do not retry now: wait for them "
     "(observing still works), then read the state again before acting.",
+    "data_class_not_allowed": "The text would go where the task's contract does not allow "
+    "it (details.dataClasses: credential — a password or other [secure] field —, financial "
+    "or health), so nothing was sent, and the state_id is still valid. Do not retry it and "
+    "do not type it elsewhere: ask the user to type it into that field themselves (they can "
+    "take the desktop over from the dashboard and hand it back), then read the state again. "
+    "An MCP client's session keeps the default contract (docs/policy.md); `deskpilot run` "
+    "takes a contract that can allow the class.",
     "desktop_claimed": "Another agent session of this deskpilot server (or of another "
     "deskpilot server on this desktop) took the desktop: its action stopped this agent's "
     "computer session, and nothing of this call was done. To continue, observe again "

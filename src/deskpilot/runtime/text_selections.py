@@ -20,6 +20,13 @@ def selection_note(result: ActionResult, element_id: int | None, start: int, end
     ``start``..``end``."""
     sel = result.selected
     where = f"element {element_id}" if element_id is not None else "the element"
+    if sel is None and start == end:
+        # an empty range: no selection is what was asked for (trial-6 placed a caret this way
+        # and was told the app "may not have taken the selection")
+        return (
+            f"No text of {where} is selected, as asked: an empty range ({start}-{end}) puts "
+            f"the caret at {start}; the state shows where the element's caret is."
+        )
     if sel is None:
         return (
             f"{where.capitalize()} reports no selected text after the call: it may not have "

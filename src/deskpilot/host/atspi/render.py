@@ -40,6 +40,7 @@ from typing import Final
 from deskpilot.host.atspi.cells import R_TABLE_CELL, merged_renderers, shown_cell_actions, toggles
 from deskpilot.host.atspi.collect import RawNode, is_hidden
 from deskpilot.host.atspi.combo_view import ComboView, combo_view
+from deskpilot.host.atspi.stale_cells import stale_words
 from deskpilot.host.atspi.text_render import DocumentBounds, above_line, below_line, text_words
 from deskpilot.host.atspi.vocab import (
     ALWAYS_SHOWN_ROLES,
@@ -482,7 +483,7 @@ def _line(
     if node.formula:
         parts.append(f' [formula: "{_quote(node.formula)}"]')
     if node.stale is not None:
-        parts.append(f" [text not brought up to date by the app; its number now: {node.stale}]")
+        parts.append(f" [{stale_words(node.stale)}]")
     if options:
         parts.append(_options_text(options))
     if node.text is not None:

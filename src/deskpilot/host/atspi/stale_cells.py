@@ -10,9 +10,11 @@ and the bus carried only the status bar's and the Undo menu's changes). The cell
 Delete), so where the text is a plain number and the value another number, the text is known
 to be old.
 
-Such a cell is not shown with its old text: the render shows the number it holds now and
-says the text was not brought up to date (``RawNode.stale``) — an empty cell and a 0 are the
-same number, so it never claims which. A text cell changed in place cannot be told this way
+Such a cell is not shown with its old text: the render says the text is out of date and what
+the value tells (:func:`stale_words`): the number, or — for 0, the value of an empty cell, a
+0 and a text alike — all three. A cell that held 0 and was emptied keeps text "0" and value
+0: nothing tells it apart from a cell that still holds 0 (trial-6), a limit noted in
+docs/host-tree.md. A text cell changed in place cannot be told this way
 (its value is 0 before and after): that is a limit of the app's accessibility, noted in
 docs/host-tree.md.
 """
@@ -46,6 +48,18 @@ async def mark_stale(conn: Conn, cells: list[RawNode]) -> None:
         if now is not None and is_stale(cell.value, now):
             cell.stale = _shown(now)
             cell.value = None
+
+
+def stale_words(number: str) -> str:
+    """What the state says of such a cell: never the old text, and never more than the value
+    tells — 0 is also the value of an empty cell and of a text (trial-6 read "its number now:
+    0" as "it holds 0" of a cell that was empty)."""
+    if number == "0":
+        return (
+            "text out of date (the app did not update it): the cell is now empty, 0 or a "
+            "text; it is read right once the cursor has moved"
+        )
+    return f"text out of date (the app did not update it): its number now: {number}"
 
 
 def is_stale(text: str, value: float) -> bool:
