@@ -91,6 +91,7 @@ _B_EXPANDED = bit(State.EXPANDED)
 _B_SENSITIVE = bit(State.SENSITIVE)
 _B_ENABLED = bit(State.ENABLED)
 _B_EDITABLE = bit(State.EDITABLE)
+_R_PARAGRAPH = ROLE_NUMBER["paragraph"]
 _B_READ_ONLY = bit(State.READ_ONLY)
 _B_REQUIRED = bit(State.REQUIRED)
 _B_INVALID = bit(State.INVALID_ENTRY)
@@ -293,13 +294,19 @@ def classify(
         if not below and not focused and node.role in TEXT_LEAF_ROLES:
             pname = context[i]
             if (
-                (not name and not node.value)
+                (not name and not node.value and not _blank_line(node))
                 or (name and pname and name in pname)
                 or (name.strip() in BULLETS and _in_list_item(nodes, i))
             ):
                 kind[i] = NOISE
                 continue
-        own = bool(name) or focused or bool(node.value) or node.role in ALWAYS_SHOWN_ROLES
+        own = (
+            bool(name)
+            or focused
+            or bool(node.value)
+            or node.role in ALWAYS_SHOWN_ROLES
+            or _blank_line(node)
+        )
         if not own:
             own = usable_actions(node)
         if not own:
@@ -310,6 +317,13 @@ def classify(
         if node.parent >= 0:
             shown_below[node.parent] = True
     return kind, names
+
+
+def _blank_line(node: RawNode) -> bool:
+    """An empty paragraph of an editable document whose text was read: a blank line a
+    person sees and can type into (Writer's empty paragraphs were left out unless the caret
+    was in one: trial-6 could fill "the blank line under the title" only by guessing)."""
+    return node.role == _R_PARAGRAPH and node.value == "" and bool(node.states & _B_EDITABLE)
 
 
 def _in_list_item(nodes: list[RawNode], i: int) -> bool:
