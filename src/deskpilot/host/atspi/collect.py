@@ -793,7 +793,7 @@ async def enrich(
             elif not n.children and not n.name and n.role not in ALWAYS_SHOWN_ROLES:
                 calls.append((n.bus, n.path, I_ACTION, "GetName", "i", (0,)))
                 slots.append((i, "name0"))
-        field = n.role in LABELLED_ROLES and not _has_name(n)
+        field = n.role in LABELLED_ROLES and (not _has_name(n) or _named_by_item(nodes, i))
         if field or n.role in COMBO_ROLES:
             calls.append((n.bus, n.path, I_ACCESSIBLE, "GetRelationSet", "", ()))
             slots.append((i, "relations"))
@@ -955,6 +955,8 @@ def _labels(
         if not text and i in best and best[i][0] == closest[best[i][1]]:
             text = _label_of(nodes, best[i][1])
         if text:
+            if _named_by_item(nodes, i):  # its name is its chosen item: that is its value
+                nodes[i].value = _squash(nodes[i].name)
             nodes[i].name = text
     for i in combos:
         n = nodes[i]
@@ -975,6 +977,20 @@ def _labels(
             and any(nodes[j].name == n.name for j in items)
         ):
             n.value, n.name = n.name, by_relation[i]
+
+
+def _named_by_item(nodes: list[RawNode], i: int) -> bool:
+    """A GTK 3 combo box named after its chosen item (its name is one of its items' names):
+    its label, found as an unnamed field's is, names it, and the item is its value. Once an
+    option was chosen in a zenity form the combo was named "Large", and "Size" was gone
+    (trial-6)."""
+    n = nodes[i]
+    name = n.name.strip()
+    return (
+        n.role in COMBO_ROLES
+        and bool(name)
+        and any(nodes[j].name.strip() == name for j in _items(nodes, i))
+    )
 
 
 def _has_name(n: RawNode) -> bool:
