@@ -38,6 +38,7 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>init</title></
 <button type="submit">Send</button>
 </form>
 <p><a href="/slow">slow page</a></p>
+<p>Read our <a href="#rules">club rules</a> before you join.</p>
 <script>
 let changes = 0;
 function report() {
@@ -111,6 +112,11 @@ def test_the_tree_is_what_is_on_screen(host: HostProcess, firefox: apps.App) -> 
     assert "menuItem" not in tree, tree
     assert re.search(r'checkBox "I agree" \[unchecked\] \[\d+\]$', tree, re.M), tree
     assert re.search(r'textField "City" = "Paris" \[\d+\]$', tree, re.M), tree
+    # a paragraph with a link in it: its words around the link are on screen, and in no
+    # other node (trial-6 saw only the link); the link stays an element of its own
+    para = re.search(r'^( *)- paragraph = "Read our club rules before you join\." \[\d+\]\n'
+                     r'\1  - link "club rules" \[\d+\]$', tree, re.M)  # fmt: skip
+    assert para, tree
 
 
 def test_the_open_list_is_shown_under_its_select(host: HostProcess, firefox: apps.App) -> None:

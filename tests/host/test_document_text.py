@@ -159,7 +159,11 @@ def test_paragraphs_show_their_text_the_caret_and_the_selection() -> None:
         '    - paragraph = "The quick brown fox." [focused] [selected] [editable] [caret 9] '
         '[selection 4-9: "quick"] [4]'
     )
-    assert len(lines) == 4  # an empty paragraph without the caret says nothing
+    # an empty paragraph of an editable document is a blank line a person sees (trial-6)
+    assert lines[4:] == ['    - paragraph = "" [editable] [5]'], lines
+    t.nodes[empty].states &= ~EDITABLE  # read only: said only with the caret in it
+    assert len(_lines(t)) == 4, _lines(t)
+    t.nodes[empty].states |= EDITABLE
     t.nodes[empty].states |= FOCUSED
     t.nodes[empty].text = TextState(caret=0)
     assert _lines(t)[-1] == '    - paragraph = "" [focused] [editable] [caret 0] [5]'

@@ -50,7 +50,7 @@ from deskpilot.host.atspi.bus import (
     Call,
     Conn,
 )
-from deskpilot.host.atspi.doc_text import TextReads, TextState, text_kind
+from deskpilot.host.atspi.doc_text import TextReads, TextState, embedded_paragraph, text_kind
 from deskpilot.host.atspi.vocab import (
     ALWAYS_SHOWN_ROLES,
     COMBO_ROLES,
@@ -734,14 +734,17 @@ def _preorder(flat: list[RawNode]) -> list[RawNode]:
 # ---------------------------------------------------------------------------- enrichment
 
 
-def needs_detail(n: RawNode, is_root: bool) -> bool:
-    """Whether rendering could need this node's actions or value (cheap pre-filter)."""
+def needs_detail(n: RawNode, is_root: bool, nodes: list[RawNode] | None = None) -> bool:
+    """Whether rendering could need this node's actions or value (cheap pre-filter);
+    ``nodes``: the tree ``n`` is in (a paragraph with a link in it has text of its own:
+    doc_text.py ``embedded_paragraph``)."""
     if is_root:
         return False
     return (
         n.role in ALWAYS_SHOWN_ROLES
         or n.role in NUMERIC_VALUE_ROLES
         or (not n.children and not n.name)
+        or (nodes is not None and embedded_paragraph(n, nodes))
     )
 
 
@@ -807,7 +810,7 @@ async def enrich(
                 slots.append((i, "attributes"))
         if n.role == R_PASSWORD_TEXT:
             continue  # a secure value is never read
-        texts.first(i, n, calls, slots)
+        texts.first(i, n, calls, slots, nodes)
         text = n.role in TEXT_VALUE_ROLES and n.ifaces & _IF_TEXT
         if n.role in NUMERIC_VALUE_ROLES and n.ifaces & _IF_VALUE:
             # one property at a time: Properties.GetAll on Value crashes Chromium 156

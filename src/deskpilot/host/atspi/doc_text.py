@@ -42,6 +42,7 @@ from deskpilot.host.atspi.bus import I_PROPERTIES, I_TEXT, AtspiCallError, Call
 from deskpilot.host.atspi.vocab import (
     R_PASSWORD_TEXT,
     TEXT_CONTENT_ROLES,
+    TEXT_LEAF_ROLES,
     TEXT_NAME_ROLES,
     TEXT_VALUE_ROLES,
     Iface,
@@ -86,15 +87,34 @@ class TextState:
     after: int = 0
 
 
-def text_kind(n: RawNode) -> str | None:
+def embedded_paragraph(n: RawNode, nodes: list[RawNode]) -> bool:
+    """An unnamed paragraph whose children are all embedded objects (links, images: no text
+    leaves), so its own text holds words no other node has (see :func:`text_kind`)."""
+    return (
+        n.role in TEXT_CONTENT_ROLES
+        and bool(n.children)
+        and not n.name.strip()
+        and not any(nodes[c].role in TEXT_LEAF_ROLES for c in n.children)
+    )
+
+
+def text_kind(n: RawNode, nodes: list[RawNode] | None = None) -> str | None:
     """How a node's text is shown: "name", "value" (a paragraph), "view" (a multi-line
-    field), "field" (other fields' values, as before); None: its text is not read."""
+    field), "field" (other fields' values, as before); None: its text is not read.
+
+    A paragraph whose children are all embedded objects (``nodes`` given: Firefox's ``<p>``
+    with a link in it holds "Read our \ufffc before you join." and the link as its child)
+    is read too: its words around the link are on screen and in no other node (trial-6 saw
+    only `link "club rules"`). One with text children (Chromium's static texts) is not: they
+    show its text already."""
     if n.role == R_PASSWORD_TEXT or not n.ifaces & _IF_TEXT or n.ifaces < 0:
         return None
     if n.role in TEXT_VALUE_ROLES:
         return "view" if n.states & _B_MULTI_LINE else "field"
-    if n.children or n.name.strip():
+    if n.name.strip():
         return None
+    if n.children:
+        return "value" if nodes is not None and embedded_paragraph(n, nodes) else None
     if n.role in TEXT_NAME_ROLES:
         return "name"
     if n.role in TEXT_CONTENT_ROLES:
@@ -114,10 +134,17 @@ class TextReads:
         # the second batch: (node, what) per call
         self._slots: list[tuple[int, str, int]] = []
 
-    def first(self, i: int, n: RawNode, calls: list[Call], slots: list[tuple[int, str]]) -> None:
+    def first(
+        self,
+        i: int,
+        n: RawNode,
+        calls: list[Call],
+        slots: list[tuple[int, str]],
+        nodes: list[RawNode] | None = None,
+    ) -> None:
         """Add node ``i``'s first-batch calls: its text's length, its caret (focused),
         its selection (focused, or a paragraph)."""
-        kind = text_kind(n)
+        kind = text_kind(n, nodes)
         if kind is None:
             return
         n.text = None  # read again below
@@ -203,8 +230,8 @@ class TextReads:
         for (i, what, start), r in zip(self._slots, replies, strict=True):
             if isinstance(r, AtspiCallError):
                 continue
-            text = str(r[0]).replace("\ufffc", "")
             n = nodes[i]
+            text = _with_embedded(str(r[0]), [nodes[c] for c in n.children] if start == 0 else [])
             if what == "selected":
                 _with_selected(n, text)
                 continue
@@ -215,6 +242,8 @@ class TextReads:
                 n.value = _cut(text, NAME_TEXT_MAX, count)
             elif kind == "field":
                 n.value = _cut(text, VALUE_MAX_CHARS, count)
+            elif kind == "value" and n.children and not str(r[0]).replace("\ufffc", "").strip():
+                n.value = None  # only its links' words: the links say them (a link alone)
             elif kind == "value":
                 n.value = _cut(text, PARAGRAPH_MAX, count)
             else:  # a text view: the part shown, never cut inside (its markers say the rest)
@@ -227,6 +256,20 @@ class TextReads:
             start, text = got
             if start <= sel[0] and sel[1] <= start + len(text):
                 _with_selected(n, text[sel[0] - start : sel[1] - start])
+
+
+def _with_embedded(text: str, children: list[RawNode]) -> str:
+    """``text`` with each object replacement character (an embedded child: a link, an
+    image) put back as that child's name, in order — the words a person reads there — or
+    dropped where there is no such child (a part read from the middle of the text)."""
+    if "\ufffc" not in text:
+        return text
+    parts = text.split("\ufffc")
+    out = [parts[0]]
+    for k, rest in enumerate(parts[1:]):
+        out.append(" ".join(children[k].name.split()) if k < len(children) else "")
+        out.append(rest)
+    return "".join(out)
 
 
 def _window(kind: str, count: int, caret: int | None) -> tuple[int, int]:

@@ -794,7 +794,7 @@ def _detail_candidates(nodes: list[RawNode], cap: int) -> list[int]:
         if p >= 0 and (hidden[p] or is_hidden(n, nodes[p])):
             hidden[i] = True
             continue
-        if collect.needs_detail(n, i == 0):
+        if collect.needs_detail(n, i == 0, nodes):
             out.append(i)
             if len(out) >= cap:
                 break

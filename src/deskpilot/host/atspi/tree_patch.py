@@ -104,7 +104,7 @@ async def reread(
             return None  # a derived name elsewhere may have been this text
         probe = RawNode(n.bus, n.path, role=n.role, name=name)
         probe.children = n.children
-        if collect.needs_detail(probe, i == 0) != (i in candidates):
+        if collect.needs_detail(probe, i == 0, nodes) != (i in candidates):
             return None
         fresh.append((i, name, desc, states, int(role[0]), count))
     for i, name, desc, states, role_now, count in fresh:
