@@ -85,6 +85,7 @@ def _fresh_reader() -> None:
     if not ocr_ready():
         pytest.skip("no OCR engine (tesserocr, tesseract-ocr-eng)")
     window_reader().forget()
+    opaque_text.forget()  # the items kept, and their ids: each test lists afresh
 
 
 def _request(action: object, state: ObservedState) -> ExecuteAction:
@@ -183,3 +184,30 @@ def test_an_item_read_with_low_confidence_is_marked_uncertain() -> None:
         '    - text "budget-2026.0ds" [uncertain] [ocr] [1000001]',
         "    - text [covered] [ocr] [1000002]",
     ], lines
+
+
+def test_an_item_keeps_its_id_and_a_new_text_never_gets_an_old_one() -> None:
+    """trial-6: a Thunar file listed at 1000006 was "f" one state later (ids were places in
+    reading order), and an id carried over clicked another file."""
+    state = _state()
+
+    def ids(*texts: str) -> dict[str, int]:
+        items = [opaque_text.Item(t, (10 * k, 0, 8, 8)) for k, t in enumerate(texts)]
+        lines = opaque_text.listed(state, [(3, items)], "9:0x1").observation.tree.splitlines()
+        ocr = [ln for ln in lines if "[ocr]" in ln]
+        return {ln.split('"')[1]: int(ln.rsplit("[", 1)[1].rstrip("]")) for ln in ocr}
+
+    first = ids("alpha.txt", "beta.txt", "notes.txt")
+    assert first == {"alpha.txt": 1000000, "beta.txt": 1000001, "notes.txt": 1000002}
+    # beta.txt read as two pieces, a new file before the others: the rest keep their ids
+    second = ids("new.txt", "alpha.txt", "beta.tx", "t", "notes.txt")
+    assert second["alpha.txt"] == 1000000 and second["notes.txt"] == 1000002
+    assert {second["new.txt"], second["beta.tx"], second["t"]} == {1000003, 1000004, 1000005}
+    # beta.txt read whole again: its old id is not given back to anything else meanwhile
+    third = ids("alpha.txt", "beta.txt")
+    assert third == {"alpha.txt": 1000000, "beta.txt": 1000006}
+    # another window's book is its own
+    other = opaque_text.listed(state, [(3, [opaque_text.Item("zeta", (0, 0, 8, 8))])], "9:0x2")
+    assert [ln for ln in other.observation.tree.splitlines() if "[ocr]" in ln] == [
+        '    - text "zeta" [ocr] [1000000]'
+    ]

@@ -283,7 +283,9 @@ def test_an_app_with_another_process_dialog_over_it_is_that_dialog() -> None:
 
 def test_in_a_tree_with_screen_text_host_ids_stay_and_items_go_by_their_text() -> None:
     """Thunar's icon view: the kernel lists the file names it read off the screenshot as
-    ``[ocr]`` items. Their ids are places (from SCREEN_TEXT_IDS on), the host's are kept."""
+    ``[ocr]`` items (ids from SCREEN_TEXT_IDS on, kept per text while the kernel lists the
+    window: kernel/opaque_text.py); an id quoted from an older state goes by its text, here
+    to another id, and the host's ids are kept."""
     old = (
         '- window "files" [1]\n'
         '  - group "Icon view" [3]\n'

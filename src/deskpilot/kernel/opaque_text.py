@@ -20,11 +20,14 @@ another window is not taken for an empty one.
 * **Items**: the OCR pieces of the box, each split where its words lie more than a line height
   apart (the labels of an icon view's row are separate items; the words of one label are
   not), in reading order, at most ``MAX_ITEMS`` per box.
-* **Ids**: from ``SCREEN_TEXT_IDS`` (protocol/tree.py) on, in reading order: a block the
-  host's id book never gives, so an item's id never names a host element, in this state or a
-  later one (with ids after the host's highest, a host element that appeared later took an
-  id an item had had). They are the items' places, not their identities: an action quoting
-  one from an older state finds it again by its text (runtime/tree.py). The ``[ocr]`` mark
+* **Ids**: from ``SCREEN_TEXT_IDS`` (protocol/tree.py) on: a block the host's id book never
+  gives, so an item's id never names a host element, in this state or a later one (with ids
+  after the host's highest, a host element that appeared later took an id an item had had).
+  Per window, an item keeps the id its text had in the window's last listing, and a new text
+  gets an id never given before: trial-6 saw ``shopping-list.txt`` at 1000006 and, one
+  state later, ``f`` at 1000006 (ids were places in reading order), and an id carried over
+  clicked another file. An action quoting one from an older state still finds it again by
+  its text (runtime/tree.py). The ``[ocr]`` mark
   tells an agent, and the policy, that the element is text read from the screen
   (``visual_tree``: an unknown target, as any element of an OCR outline).
 * **Version**: the tree's text changed, so its version is the visual recipe over the new text
@@ -114,6 +117,19 @@ _LAST: OrderedDict[str, tuple[bytes, list[Item]]] = OrderedDict()
 _LOCK = threading.Lock()
 
 
+@dataclass
+class _IdBook:
+    """One window's item ids: the ids each item text had in its last listing, and the next
+    id never given yet (an id once given is never given to another text)."""
+
+    last: dict[str, list[int]]
+    next_id: int
+
+
+#: item ids by window (``pid:window id``), the least recently listed dropped first
+_IDS: OrderedDict[str, _IdBook] = OrderedDict()
+
+
 async def with_text(state: ObservedState, engine: OcrEngine | None = None) -> ObservedState:
     """``state`` with the text of its widgets that expose none listed under their elements;
     ``state`` as it is when OCR cannot read it. Never raises (after an action this is its
@@ -154,7 +170,7 @@ async def with_text(state: ObservedState, engine: OcrEngine | None = None) -> Ob
             exc_info=typed is None,
         )
         return state
-    out = listed(state, found)
+    out = listed(state, found, key)
     elapsed = round((time.perf_counter() - started) * 1000.0, 2)
     timings = {**out.observation.timings_ms, "opaque": elapsed}
     observation = out.observation.model_copy(update={"timings_ms": timings})
@@ -162,9 +178,11 @@ async def with_text(state: ObservedState, engine: OcrEngine | None = None) -> Ob
 
 
 def forget() -> None:
-    """Drop the widgets' kept items (the next read of each is an OCR; benchmarks)."""
+    """Drop the widgets' kept items and item ids (the next read of each is an OCR, its ids
+    new; benchmarks and tests)."""
     with _LOCK:
         _LAST.clear()
+        _IDS.clear()
 
 
 def read_items(
@@ -243,12 +261,30 @@ def _reading_order(items: list[Item]) -> list[Item]:
     return [i for row in rows for i in sorted(row, key=lambda i: i.box[0])]
 
 
-def listed(state: ObservedState, found: Sequence[tuple[int, list[Item]]]) -> ObservedState:
+def listed(
+    state: ObservedState, found: Sequence[tuple[int, list[Item]]], key: str = ""
+) -> ObservedState:
     """``state`` with each widget's items (``found``: the element each is listed under, and
-    its items) in its tree (see the module docstring)."""
+    its items) in its tree (see the module docstring); ``key`` names the window, whose item
+    ids are kept from one listing to the next."""
     obs = state.observation
     lines = obs.tree.splitlines()
-    next_id = SCREEN_TEXT_IDS
+    with _LOCK:
+        book = _IDS.pop(key, None) or _IdBook({}, SCREEN_TEXT_IDS)
+    now: dict[str, list[int]] = {}
+
+    def id_for(text: str) -> int:
+        # the id this text had (the first of them not taken yet in this listing), else a
+        # new one: an item keeps its id while it is listed, and an id never names another
+        taken = now.setdefault(text, [])
+        for old in book.last.get(text, ()):
+            if old not in taken:
+                taken.append(old)
+                return old
+        taken.append(book.next_id)
+        book.next_id += 1
+        return taken[-1]
+
     bounds: dict[int, Box] = {}
     for element_id, items in found:
         at = _line_of(lines, element_id)
@@ -262,15 +298,20 @@ def listed(state: ObservedState, found: Sequence[tuple[int, list[Item]]]) -> Obs
         indent = "  " * depth
         for item in items:
             if item.covered:
-                added.append(f"{indent}- text [{COVERED_STATE}] [{OCR_STATE}] [{next_id}]")
+                item_id = id_for(f"\0covered {item.box}")
+                added.append(f"{indent}- text [{COVERED_STATE}] [{OCR_STATE}] [{item_id}]")
             else:
+                item_id = id_for(item.text)
                 lit = f" [{HIGHLIGHT_STATE}]" if item.highlighted else ""
                 lit += UNSURE_MARK if item.uncertain else ""
                 name = quote_name(item.text)
-                added.append(f'{indent}- text "{name}"{lit} [{OCR_STATE}] [{next_id}]')
-            bounds[next_id] = item.box
-            next_id += 1
+                added.append(f'{indent}- text "{name}"{lit} [{OCR_STATE}] [{item_id}]')
+            bounds[item_id] = item.box
         lines[end:end] = added
+    with _LOCK:
+        _IDS[key] = _IdBook(now, book.next_id)
+        while len(_IDS) > MAX_KEPT:
+            _IDS.popitem(last=False)
     if not bounds:
         return state
     text = "\n".join(lines)
