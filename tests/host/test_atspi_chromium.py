@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 import http.server
 import re
 import threading
@@ -156,8 +157,19 @@ async def test_read_from_its_cache_equals_a_collection_read(chromium: dapps.App)
         b._snapshots._reader._strategy[frame.ref.bus_name] = "collection"
         via_collection = await b.snapshot(frame.ref)
         assert (via_cache.strategy, via_collection.strategy) == ("cache", "collection")
-        assert via_cache.node_count == via_collection.node_count
-        assert steady(via_cache.text) == steady(via_collection.text)
+        # (a failure says what differed: once in a clean-clone run at load 6–7 the cache read
+        # had 452 nodes and the Collection read 507, and only the counts were kept)
+        differ = "\n".join(
+            difflib.unified_diff(
+                steady(via_cache.text).splitlines(),
+                steady(via_collection.text).splitlines(),
+                "cache",
+                "collection",
+                lineterm="",
+            )
+        )
+        assert via_cache.node_count == via_collection.node_count, differ
+        assert steady(via_cache.text) == steady(via_collection.text), differ
         if via_cache.text == via_collection.text:  # the figure did not move in between
             assert via_cache.tree_version == via_collection.tree_version
 

@@ -62,7 +62,7 @@ def firefox(form_site: Site) -> Iterator[App]:
 
 
 def _ok(result: dict[str, Any]) -> str:
-    assert not result["isError"], result
+    assert not result["isError"], (result.get("text"), result.get("diagnostic"))
     text: str = result["text"]
     return text
 

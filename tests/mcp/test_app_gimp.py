@@ -38,7 +38,7 @@ def gimp(dp_desktop: object, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 
 def _ok(result: dict[str, Any]) -> str:
-    assert not result["isError"], result
+    assert not result["isError"], (result.get("text"), result.get("diagnostic"))
     text: str = result["text"]
     return text
 

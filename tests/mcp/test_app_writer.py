@@ -50,7 +50,7 @@ def _config() -> dict[str, Any]:
 
 
 def _ok(result: dict[str, Any]) -> str:
-    assert not result["isError"], result
+    assert not result["isError"], (result.get("text"), result.get("diagnostic"))
     text: str = result["text"]
     return text
 

@@ -70,7 +70,7 @@ menu_page = page_fixture("menu_page", PAGE, scope="function", desktop="dp_deskto
 
 
 def _ok(result: dict[str, Any]) -> str:
-    assert not result["isError"], result
+    assert not result["isError"], (result.get("text"), result.get("diagnostic"))
     text: str = result["text"]
     return text
 

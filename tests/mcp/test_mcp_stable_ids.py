@@ -28,7 +28,7 @@ growing = app_fixture(
 
 
 def _ok(result: dict[str, Any]) -> str:
-    assert not result["isError"], result
+    assert not result["isError"], (result.get("text"), result.get("diagnostic"))
     text: str = result["text"]
     return text
 
