@@ -100,6 +100,7 @@ async def test_refused_type_text_into_a_pin_field_does_not_move_the_focus(dp_des
             d = diag_of(refused)
             assert d["code"] == "action_blocked", d
             assert d["details"]["reason"] == "data_class_not_allowed", d
+            assert d["details"]["dataClasses"] == ["credential"], d  # as the message says
             assert d["actionOutcome"] == "not_dispatched", d
             # no step ran: the focus step was never dispatched
             assert all(s["outcome"] == "not_dispatched" for s in d.get("steps", [])), d

@@ -294,6 +294,10 @@ def safe_error(exc: BaseException) -> tuple[ErrorCode, str, bool, dict[str, Any]
             details["settings"] = [
                 n for n in names if isinstance(n, str) and n.isidentifier() and len(n) <= 64
             ]
+        # the data classes a contract refused (data_class_not_allowed: "credential,…")
+        classes = exc.details.get("dataClasses")
+        if isinstance(classes, str):
+            details["dataClasses"] = [c for c in classes.split(",") if c.isidentifier()][:8]
         # the agent's own key name, echoed so it sees which part of its chord was refused
         for key in ("key", "chord") if exc.code is ErrorCode.INVALID_REQUEST else ():
             value = exc.details.get(key)
