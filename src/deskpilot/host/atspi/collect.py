@@ -819,7 +819,7 @@ async def enrich(
             if text:  # spin buttons: the number is the fallback for an empty text
                 calls.append((n.bus, n.path, I_PROPERTIES, "Get", "ss", (I_VALUE, "MinimumValue")))
                 slots.append((i, "minimum"))
-    nearby = _label_candidates(nodes, unnamed)
+    nearby = label_candidates(nodes, unnamed)
     holders = field_places.placeholders(nodes) if unnamed else []
     placed = {j for f, labels in nearby.items() for j in (f, *labels)}
     if holders:
@@ -1013,7 +1013,7 @@ def _label_of(nodes: list[RawNode], j: int) -> str:
     return _squash(" ".join(nodes[c].name for c in n.children if nodes[c].role in LABEL_ROLES))
 
 
-def _label_candidates(nodes: list[RawNode], fields: list[int]) -> dict[int, list[int]]:
+def label_candidates(nodes: list[RawNode], fields: list[int]) -> dict[int, list[int]]:
     """Visible, named labels among the children of each field's parent and grandparent."""
     out: dict[int, list[int]] = {}
     for i in fields:

@@ -52,9 +52,9 @@ from deskpilot.host.atspi.tree_cache import (
 )
 from deskpilot.host.atspi.tree_patch import (
     focus_moved,
-    has_unnamed_fields,
     patch_nodes,
     same_shape,
+    unnamed_field,
 )
 from deskpilot.host.atspi.tree_read import TreeReader
 from deskpilot.host.atspi.vocab import (
@@ -552,8 +552,13 @@ async def _extents_changed(conn: Conn, nodes: list[RawNode]) -> bool:
 
 def _placed_by_position(entry: Entry) -> bool:
     """Whether a kept name may depend on where nodes are: one was derived from other nodes,
-    or a field is unnamed (a label that moved beside it would name it)."""
-    return entry.derived or has_unnamed_fields(entry.nodes)
+    or an unnamed field has labels around it (one that moved beside it would name it; the
+    calculator's unnamed text views have none, and its hits stay hits)."""
+    if entry.derived:
+        return True
+    nodes = entry.nodes
+    unnamed = [i for i, n in enumerate(nodes) if unnamed_field(n)]
+    return bool(unnamed) and bool(collect.label_candidates(nodes, unnamed))
 
 
 async def _read_details(

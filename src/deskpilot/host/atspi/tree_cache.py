@@ -12,9 +12,11 @@ events since:
   again (:mod:`.tree_patch`) and the tree rendered anew; children added or removed, or a node
   shown or hidden, under a kept node → that subtree is read again and spliced in (not for
   Chromium, and not where a removed node may have gone elsewhere: see :mod:`.tree_patch`);
-  where a field is named by the label beside it (found from extents), or is unnamed, a hit
-  or patch first reads the kept extents again, and any that moved mean a full read (GTK 3
-  lays a window out on its frame clock, after the events of the change);
+  where a field is named by the label beside it (found from extents), or is unnamed with
+  labels around it, a hit or patch first reads the kept extents again, and any that moved
+  mean a full read (GTK 3 lays a window out on its frame clock, after the events of the
+  change); a subtree re-read is spliced in only where its parent still lists its kept
+  children in the kept order (a GTK 3 widget moved away and back says only "showing");
 * anything the cache cannot place — a window (de)activated (Chromium's document then gains
   or loses FOCUSED without an event of its own), a node it does not hold outside what is read
   again, an event class it does not know — → ``full``: a full read;
